@@ -1,0 +1,95 @@
+"""The one seam between the orchestrator and a memory store.
+
+Every store sits behind `MemoryBackend`. The pipeline asks a backend what it can do through
+`capabilities` and never asks which backend it is talking to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from memory_orchestrator.models import (
+    Capabilities,
+    Edge,
+    HealthCheck,
+    Memory,
+    MetaValue,
+    Neighbor,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    WriteOutcome,
+)
+
+
+class BackendError(Exception):
+    """A store failed to do what was asked. `transient` errors may be retried."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class CapabilityMissing(BackendError):
+    """The store has no such operation (see its `capabilities`)."""
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """A memory store, seen from the orchestrator.
+
+    Contract:
+    - `search` returns at most `top_k` hits, best first, ranks 1..n, honouring `filters` where
+      the capabilities say it can (otherwise the caller filters). Bad queries give `[]`.
+    - `neighbors` walks up to `hops` edges from each seed (direction ignored), only along
+      `edge_types` when given, and returns at most `limit` neighbours, nearest first, never a
+      seed itself. A store without a graph returns `[]`.
+    - `get_memories` returns the live memories among `ids`, in the order asked; unknown or
+      deleted ids are left out.
+    - `write` stores one memory and says whether it was added, updated or skipped;
+      `write_many` does the same for many (one round trip where the store allows).
+    - `link` adds a typed, weighted edge; raises `CapabilityMissing` without a graph.
+    - `forget` soft-deletes; returns False when the id is unknown.
+    - `known_entities` lists entity names the store has seen (most frequent first).
+    - `health` never raises: it reports ok / degraded / error per check.
+    - Every method may raise `BackendError`; `transient=True` means a retry may succeed.
+    """
+
+    name: str
+    capabilities: Capabilities
+
+    async def search(
+        self, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[SearchHit]: ...
+
+    async def neighbors(
+        self,
+        node_ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        hops: int = 1,
+        limit: int = 50,
+    ) -> list[Neighbor]: ...
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    async def write(self, memory: NewMemory) -> WriteOutcome: ...
+
+    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]: ...
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str,
+        weight: float = 1.0,
+        meta: dict[str, MetaValue] | None = None,
+    ) -> Edge: ...
+
+    async def forget(self, memory_id: str) -> bool: ...
+
+    async def known_entities(self, limit: int = 500) -> list[str]: ...
+
+    async def health(self) -> list[HealthCheck]: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,44 @@
+"""Backends by name. The service asks the registry; it never imports a backend module."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from memory_orchestrator.backends.base import MemoryBackend
+
+if TYPE_CHECKING:
+    from memory_orchestrator.settings import Settings
+
+Factory = Callable[["Settings"], MemoryBackend]
+
+# name -> "module:function"; loaded lazily so an unused backend costs no import time.
+_BUILTIN: dict[str, str] = {
+    "embedded": "memory_orchestrator.backends.embedded:from_settings",
+}
+_extra: dict[str, Factory] = {}
+
+
+class UnknownBackend(ValueError):
+    pass
+
+
+def register(name: str, factory: Factory) -> None:
+    """Register a backend factory under `name` (for plug-ins and fault-injection tests)."""
+    _extra[name] = factory
+
+
+def names() -> list[str]:
+    return sorted({*_BUILTIN, *_extra})
+
+
+def create(name: str, settings: Settings) -> MemoryBackend:
+    if name in _extra:
+        return _extra[name](settings)
+    target = _BUILTIN.get(name)
+    if target is None:
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(names())}")
+    module_name, _, attr = target.partition(":")
+    factory: Factory = getattr(import_module(module_name), attr)
+    return factory(settings)

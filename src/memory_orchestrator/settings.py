@@ -1,0 +1,211 @@
+"""The one settings model.
+
+Precedence, highest first: values passed in code or by CLI flags (`--backend`), environment
+variables (`ORCHESTRATOR_...`, `__` between nested names, e.g.
+`ORCHESTRATOR_RETRIEVAL__TOP_K=5`), the TOML file (`--config PATH`, else `$ORCHESTRATOR_CONFIG`,
+else `./orchestrator.toml` when it exists), then the defaults below.
+Only the entry points (CLI, MCP server, eval) build settings; the core receives them.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from memory_orchestrator.models import MemoryType
+
+_config_file: ContextVar[Path | None] = ContextVar("config_file", default=None)
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memory-orchestrator"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EmbeddedSettings(Section):
+    """The zero-setup SQLite store."""
+
+    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/memories.db")
+    temporal_links: bool = Field(
+        default=True, description="link each new memory to the one before it in time"
+    )
+
+
+class RetrievalSettings(Section):
+    top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
+    candidate_k: int = Field(
+        default=40, ge=1, le=500, description="candidates fetched per subquery"
+    )
+    max_subqueries: int = Field(default=4, ge=1, le=12)
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
+    timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
+
+
+class ExpansionSettings(Section):
+    enabled: bool = Field(default=False, description="expand on every search, not only when asked")
+    hop_budget: int = Field(default=1, ge=0, le=4, description="default hops; planner may lower")
+    max_hops: int = Field(default=3, ge=0, le=6, description="hard cap on any request")
+    seeds: int = Field(default=5, ge=1, le=50, description="best candidates expanded from")
+    fanout: int = Field(default=6, ge=1, le=100, description="neighbours kept per seed")
+    max_expanded: int = Field(default=30, ge=1, le=500, description="new candidates per request")
+    edge_types: list[str] = Field(
+        default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"]
+    )
+
+
+class Weights(Section):
+    """The re-ranking formula. Penalties are subtracted."""
+
+    relevance: float = 0.60
+    recency: float = 0.10
+    graph: float = 0.10
+    type_match: float = 0.05
+    cross_reference: float = 0.15
+    duplicate: float = 0.40
+    noise: float = 0.30
+
+
+class RankingSettings(Section):
+    weights: Weights = Field(default_factory=Weights)
+    relevance_floor: float = Field(
+        default=0.05, ge=0, le=1, description="items with less relevance are dropped as noise"
+    )
+    lexical_share: float = Field(
+        default=0.6, ge=0, le=1, description="share of relevance from own term match vs store rank"
+    )
+    half_life_days: dict[MemoryType, float | None] = Field(
+        default_factory=lambda: {
+            MemoryType.EPISODIC: 30.0,
+            MemoryType.SEMANTIC: None,
+            MemoryType.PROCEDURAL: None,
+            MemoryType.RESOURCE: 180.0,
+        },
+        description="recency half-life per memory type; null = never fades",
+    )
+    expansion_decay: float = Field(
+        default=0.7, ge=0, le=1, description="relevance carried over one hop"
+    )
+
+
+class DedupSettings(Section):
+    threshold: float = Field(default=0.85, ge=0.5, le=1.0, description="merge at or above")
+    soft_threshold: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="penalise similarity above this"
+    )
+
+
+class PackagingSettings(Section):
+    max_items: int = Field(default=8, ge=1, le=100)
+    max_chars: int = Field(default=3000, ge=200, le=100_000)
+    item_chars: int = Field(default=400, ge=40, le=8000, description="summary length per item")
+    group_by: Literal["auto", "entity", "time", "none"] = "auto"
+
+
+class TraceSettings(Section):
+    enabled: bool = True
+    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
+    verbosity: Literal["minimal", "normal", "full"] = "normal"
+    keep: int = Field(default=5000, ge=10, description="newest traces kept")
+
+
+class WriteSettings(Section):
+    on_duplicate: Literal["skip", "update"] = "skip"
+    link_related: int = Field(default=3, ge=0, le=20, description="links to memories sharing entities")
+
+
+class Settings(BaseSettings):
+    """All settings of the orchestrator (see module docstring for precedence)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ORCHESTRATOR_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    backend: str = Field(default="embedded", description="store to use (see `backends`)")
+    data_dir: Path = Field(default_factory=default_data_dir)
+    passthrough: bool = Field(
+        default=False, description="search returns the store's raw results unchanged"
+    )
+    cache_ttl_s: float = Field(default=30.0, ge=0, description="store metadata cache lifetime")
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
+    ranking: RankingSettings = Field(default_factory=RankingSettings)
+    dedup: DedupSettings = Field(default_factory=DedupSettings)
+    packaging: PackagingSettings = Field(default_factory=PackagingSettings)
+    traces: TraceSettings = Field(default_factory=TraceSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_name(cls, value: str) -> str:
+        if not value.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"invalid backend name {value!r}")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = _config_file.get()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def embedded_path(self) -> Path:
+        return self.embedded.path or self.data_dir / "memories.db"
+
+    def trace_path(self) -> Path:
+        return self.traces.path or self.data_dir / "traces.db"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def find_config(explicit: Path | None) -> Path | None:
+    """The TOML file to read: explicit path, else $ORCHESTRATOR_CONFIG, else ./orchestrator.toml."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        return explicit
+    env = os.environ.get("ORCHESTRATOR_CONFIG")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError(f"ORCHESTRATOR_CONFIG points to a missing file: {path}")
+        return path
+    local = Path("orchestrator.toml")
+    return local if local.is_file() else None
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from defaults, the TOML file, the environment and `overrides`."""
+    path = find_config(config)
+    token = _config_file.set(path)
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    finally:
+        _config_file.reset(token)
