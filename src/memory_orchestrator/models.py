@@ -94,6 +94,11 @@ class TimeRange(Frozen):
     start: datetime | None = None
     end: datetime | None = None
 
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else to_utc(value)
+
     @model_validator(mode="after")
     def _ordered(self) -> TimeRange:
         if self.start and self.end and self.start > self.end:
@@ -492,3 +497,10 @@ class ReplayReport(Frozen):
     moved: tuple[str, ...]
     before: tuple[str, ...]
     after: tuple[str, ...]
+
+
+def to_utc(moment: datetime) -> datetime:
+    """Timezone-aware UTC; a naive datetime is taken to be UTC already."""
+    from datetime import UTC
+
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -39,7 +39,9 @@ class Section(BaseModel):
 class EmbeddedSettings(Section):
     """The zero-setup SQLite store."""
 
-    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/memories.db")
+    path: Path | None = Field(
+        default=None, description="SQLite file; default <data_dir>/memories.db"
+    )
     temporal_links: bool = Field(
         default=True, description="link each new memory to the one before it in time"
     )
@@ -124,7 +126,9 @@ class TraceSettings(Section):
 
 class WriteSettings(Section):
     on_duplicate: Literal["skip", "update"] = "skip"
-    link_related: int = Field(default=3, ge=0, le=20, description="links to memories sharing entities")
+    link_related: int = Field(
+        default=3, ge=0, le=20, description="links to memories sharing entities"
+    )
 
 
 class Settings(BaseSettings):

@@ -12,24 +12,25 @@ from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
 _stemmer = Stemmer.Stemmer("english")
 
 # Function words and question words. Content words ("work", "family", "time") stay.
 STOP_WORDS: frozenset[str] = frozenset(
     """
     a about above after again against all am an and any are aren't as at be because been
-    before being below between both but by can can't cannot could couldn't did didn't do does
-    doesn't doing don't down during each few for from further had hadn't has hasn't have
-    haven't having he he'd he'll he's her here here's hers herself him himself his how how's i
-    i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-    myself no nor not of off on once only or other ought our ours ourselves out over own same
-    shan't she she'd she'll she's should shouldn't so some such than that that's the their
-    theirs them themselves then there there's these they they'd they'll they're they've this
-    those through to too under until up very was wasn't we we'd we'll we're we've were weren't
-    what what's when when's where where's which while who who's whom why why's will with won't
-    would wouldn't you you'd you'll you're you've your yours yourself yourselves also just
-    did does do done ever still yet s t
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he he'd he'll he's her here here's hers herself him himself his how
+    how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out
+    over own same shan't she she'd she'll she's should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll
+    we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's will with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves also just did does do done ever still yet s t
     """.split()
 )
 
@@ -40,13 +41,13 @@ QUESTION_WORDS: frozenset[str] = frozenset(
 
 def normalize(text: str) -> str:
     """NFKC, unify quotes, collapse whitespace."""
-    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     return " ".join(text.split())
 
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens, apostrophes kept inside words."""
-    return [w.replace("’", "'") for w in _WORD.findall(text.lower())]
+    return [w.translate(_QUOTES) for w in _WORD.findall(text.lower())]
 
 
 @lru_cache(maxsize=65_536)

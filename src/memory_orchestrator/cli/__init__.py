@@ -1,1 +1,5 @@
-def main() -> None: ...
+"""The `orchestrator` command line (Typer): thin commands over the `Orchestrator`."""
+
+from memory_orchestrator.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,157 @@
+"""Benchmark: what does orchestration cost on top of the store's own search?
+
+Builds embedded stores of 1k and 10k memories (LoCoMo development turns where available,
+then deterministic synthetic memories), runs the same questions through the raw backend
+search and through `memory_search` / `memory_context` (direct and expanded), all in one run,
+and prints p50/p95 per system plus the overhead over raw. Not a test: it asserts nothing.
+
+    .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import ContextRequest, MemoryType, NewMemory, SearchRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
+from memory_orchestrator.traces import TraceStore
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo-dev.json"
+START = datetime(2023, 1, 1, tzinfo=UTC)
+
+
+def locomo_turns() -> tuple[list[NewMemory], list[str]]:
+    if not LOCOMO.is_file():
+        return [], []
+    data = json.loads(LOCOMO.read_text())
+    memories: list[NewMemory] = []
+    questions: list[str] = []
+    for conv in data:
+        c = conv["conversation"]
+        for key, turns in c.items():
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            for turn in turns:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shared a photo: {turn['blip_caption']}]"
+                memories.append(NewMemory(
+                    content=text, type=MemoryType.EPISODIC, entities=[turn["speaker"]],
+                    created_at=START + timedelta(hours=len(memories)),
+                ))
+        questions += [q["question"] for q in conv["qa"] if q.get("category") in (1, 2, 3, 4)]
+    return memories, questions
+
+
+def synthetic(count: int, seed: int = 7) -> list[NewMemory]:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(3000)] + "project vendor firmware deploy release team budget \
+        meeting customer launch design review incident database cache latency".split()
+    weights = [1 / (i + 1) for i in range(len(words))]
+    people = [f"Person{i}" for i in range(60)]
+    out = []
+    for i in range(count):
+        who = rng.choice(people)
+        body = " ".join(rng.choices(words, weights, k=rng.randint(8, 30)))
+        out.append(NewMemory(
+            content=f"{who}: {body}", type=rng.choice(list(MemoryType)), entities=[who],
+            created_at=START + timedelta(minutes=37 * i),
+        ))
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> None:
+    started = time.perf_counter()
+    await fn()
+    runs.append((time.perf_counter() - started) * 1000)
+
+
+async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = load_settings(data_dir=Path(tmp))
+        backend = EmbeddedBackend(settings.embedded_path())
+        orch = Orchestrator(backend, settings, traces=TraceStore(settings.trace_path()))
+        memories = (turns + synthetic(max(0, size - len(turns))))[:size]
+        started = time.perf_counter()
+        for i in range(0, len(memories), 1000):
+            await backend.write_many(memories[i : i + 1000])
+        ingest_s = time.perf_counter() - started
+        systems: dict[str, list[float]] = {
+            "raw_search": [], "search_direct": [], "context_direct": [], "context_expanded": []
+        }
+        calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
+        for q in questions[:5]:  # warm caches (known entities, statements)
+            await orch.context(ContextRequest(query=q))
+        for q in questions:
+            await timed(lambda q=q: backend.search(q, 10), systems["raw_search"])
+            await timed(lambda q=q: orch.search(SearchRequest(query=q, top_k=10)), systems["search_direct"])
+            await timed(lambda q=q: orch.context(ContextRequest(query=q, expand=False)), systems["context_direct"])
+            await timed(lambda q=q: orch.context(ContextRequest(query=q, expand=True)), systems["context_expanded"])
+        for trace in orch.traces.recent(len(questions) * 3):
+            key = {"search": "search_direct"}.get(trace.tool)
+            if trace.tool == "context":
+                key = "context_expanded" if trace.request.get("expand") else "context_direct"
+            if key:
+                calls[key].append(trace.backend_calls)
+        await orch.close()
+    raw_p50 = pct(systems["raw_search"], 0.5)
+    return {
+        "memories": size, "queries": len(questions), "ingest_s": round(ingest_s, 3),
+        "systems": {
+            name: {
+                "p50_ms": round(pct(runs, 0.5), 3), "p95_ms": round(pct(runs, 0.95), 3),
+                "overhead_p50_ms": round(pct(runs, 0.5) - raw_p50, 3),
+                "backend_calls_mean": round(statistics.mean(calls[name]), 2) if calls.get(name) else 1,
+            }
+            for name, runs in systems.items()
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    turns, questions = locomo_turns()
+    if not questions:
+        print(f"LoCoMo not found at {LOCOMO}; using synthetic questions", file=sys.stderr)
+        questions = [f"what happened with project vendor w{i}" for i in range(args.queries)]
+    rng = random.Random(11)
+    questions = rng.sample(questions, min(args.queries, len(questions)))
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
+        results.append(anyio.run(bench_size, size, questions, turns))
+    print(f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8} {'+p50 vs raw':>11} {'calls':>5}")
+    for r in results:
+        for name, s in r["systems"].items():
+            print(f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"
+                  f" {s['overhead_p50_ms']:>11.2f} {s['backend_calls_mean']:>5}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,614 @@
+"""The default, zero-setup store: one SQLite file with FTS5 (BM25), an entity index and edges.
+
+Layout (schema version 1, kept in `PRAGMA user_version`):
+- `memories`: one row per memory; times are integer microseconds since the epoch (UTC);
+  `deleted_at` marks a soft delete.
+- `memories_fts`: FTS5 (`unicode61`, no porter) over text already stemmed by
+  `memory_orchestrator.text`, so a query and the index always stem alike. Column `body` holds
+  content + entities, column `ents` the entities alone (weighted higher by BM25). Rows of
+  forgotten memories are removed.
+- `entities`: lower-cased entity key -> live memory (rows are removed on forget).
+- `edges`: typed, weighted links; `temporal` edges chain memories in time. Memories sharing an
+  entity are also joined by an implicit `entity` edge, walked through the entity index.
+
+One connection (WAL, busy timeout) guarded by a lock; SQL runs in a worker thread so an async
+caller can time out. sqlite errors become `BackendError` (transient when locked or busy).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio.to_thread
+
+from memory_orchestrator import text
+from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.models import (
+    Capabilities,
+    Edge,
+    HealthCheck,
+    Memory,
+    MemoryType,
+    MetaValue,
+    Neighbor,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    Status,
+    WriteAction,
+    WriteOutcome,
+)
+
+if TYPE_CHECKING:
+    from memory_orchestrator.settings import Settings
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+
+SCHEMA_VERSION = 1
+_CHUNK = 500  # ids per IN (...) query
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ENTITY_WEIGHT = 0.5  # one shared entity; each further shared entity adds 0.25 (max 1.0)
+_PRUNE_FROM = 1000  # live memories before very common search terms are pruned
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT NOT NULL,
+    type TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT,
+    importance REAL, confidence REAL, entities TEXT NOT NULL DEFAULT '[]',
+    tags TEXT NOT NULL DEFAULT '[]', metadata TEXT NOT NULL DEFAULT '{}',
+    content_hash TEXT NOT NULL, deleted_at INTEGER);
+CREATE INDEX IF NOT EXISTS memories_hash ON memories(content_hash) WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS memories_time ON memories(created_at) WHERE deleted_at IS NULL;
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, ents, tokenize='unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
+CREATE TABLE IF NOT EXISTS entities (
+    key TEXT NOT NULL, memory_id TEXT NOT NULL, name TEXT NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (key, memory_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entities_time ON entities(key, created_at);
+CREATE INDEX IF NOT EXISTS entities_memory ON entities(memory_id);
+CREATE TABLE IF NOT EXISTS edges (
+    source_id TEXT NOT NULL, target_id TEXT NOT NULL, type TEXT NOT NULL, weight REAL NOT NULL,
+    meta TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL,
+    PRIMARY KEY (source_id, target_id, type)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
+"""
+
+_COLS = "id, content, type, created_at, source, importance, confidence, entities, tags, metadata"
+_MCOLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
+_COUNT_LIVE = "SELECT count(*) FROM memories WHERE deleted_at IS NULL"
+_LIVE_ROWID = "SELECT rowid FROM memories WHERE id = ? AND deleted_at IS NULL"
+_SEARCH = (
+    f"SELECT {_MCOLS}, bm25(memories_fts, 1.0, 2.0) AS r FROM memories_fts JOIN memories m"
+    " ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? AND m.deleted_at IS NULL"
+)
+_SEARCH_TOP = (  # unfiltered: rank in FTS alone, then read only the top rows (much faster)
+    f"SELECT {_MCOLS}, f.r FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0) AS r"
+    " FROM memories_fts WHERE memories_fts MATCH ? ORDER BY r LIMIT ?) f"
+    " JOIN memories m ON m.rowid = f.rowid WHERE m.deleted_at IS NULL ORDER BY f.r"
+)
+_DUPLICATE = "SELECT id FROM memories WHERE content_hash = ? AND deleted_at IS NULL LIMIT 1"
+_INSERT = (
+    "INSERT INTO memories (id, content, type, created_at, updated_at, source, importance,"
+    " confidence, entities, tags, metadata, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_INSERT_FTS = "INSERT INTO memories_fts (rowid, body, ents) VALUES (?, ?, ?)"
+_INSERT_ENTITY = (
+    "INSERT OR IGNORE INTO entities (key, memory_id, name, created_at) VALUES (?,?,?,?)"
+)
+_INSERT_TEMPORAL = (
+    "INSERT OR IGNORE INTO edges (source_id, target_id, type, weight, meta, created_at)"
+    " VALUES (?, ?, 'temporal', 1.0, '{}', ?)"
+)
+_UPSERT_EDGE = (
+    "INSERT INTO edges (source_id, target_id, type, weight, meta, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, type)"
+    " DO UPDATE SET weight = excluded.weight, meta = excluded.meta"
+)
+_EDGES_OF = (
+    "SELECT target_id, type, weight FROM edges WHERE source_id = ?1 UNION ALL"
+    " SELECT source_id, type, weight FROM edges WHERE target_id = ?1"
+)
+_PREV = (
+    "SELECT id FROM memories WHERE deleted_at IS NULL AND (created_at, rowid) < (?, ?)"
+    " ORDER BY created_at DESC, rowid DESC LIMIT 1"
+)
+_NEXT = (
+    "SELECT id FROM memories WHERE deleted_at IS NULL AND (created_at, rowid) > (?, ?)"
+    " ORDER BY created_at, rowid LIMIT 1"
+)
+_SHARERS = (  # the nearest in time on each side, so a very common entity cannot explode
+    "SELECT memory_id, created_at FROM (SELECT memory_id, created_at FROM entities"
+    " WHERE key = ?1 AND created_at <= ?2 AND memory_id != ?3 ORDER BY created_at DESC LIMIT ?4)"
+    " UNION ALL SELECT memory_id, created_at FROM (SELECT memory_id, created_at FROM entities"
+    " WHERE key = ?1 AND created_at > ?2 ORDER BY created_at LIMIT ?4)"
+)
+_KNOWN = "SELECT min(name) FROM entities GROUP BY key ORDER BY count(*) DESC, key LIMIT ?"
+
+
+def _us(when: datetime) -> int:
+    """Microseconds since the epoch; naive datetimes are taken as UTC."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - _EPOCH) // timedelta(microseconds=1)
+
+
+def _now_us() -> int:
+    return _us(datetime.now(UTC))
+
+
+def entity_key(name: str) -> str:
+    """How entity names are matched: whitespace collapsed, case folded."""
+    return " ".join(name.split()).casefold()
+
+
+def _to_memory(row: Row) -> Memory:
+    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row[:10]
+    return Memory(
+        id=mem_id,
+        content=content,
+        source=source,
+        importance=importance,
+        confidence=confidence,
+        type=MemoryType(kind),
+        created_at=_EPOCH + timedelta(microseconds=created),
+        entities=tuple(json.loads(ents)),
+        tags=tuple(json.loads(tags)),
+        metadata=json.loads(meta),
+        store="embedded",
+    )
+
+
+def _valid_ids(ids: Sequence[object]) -> list[str]:
+    return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ",".join("?" * len(values))
+
+
+def _error(exc: sqlite3.Error, path: Path) -> BackendError:
+    message = str(exc)
+    busy = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    busy = busy or "is locked" in message or "is busy" in message
+    return BackendError(f"embedded store {path}: {message}", transient=busy)
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    conn.execute("COMMIT")
+
+
+class EmbeddedBackend:
+    """A `MemoryBackend` over one SQLite file (see the module docstring).
+
+    Opening never raises: a broken or locked file is reported by `health` (and `open_error`),
+    and opening is retried by the next call, which raises `BackendError` while it fails.
+    """
+
+    name = "embedded"
+    capabilities = Capabilities(
+        graph=True,
+        timestamps=True,
+        memory_types=True,
+        bulk_write=True,
+        link=True,
+        time_filter=True,
+        entity_filter=True,
+        entity_index=True,
+        soft_delete=True,
+        edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
+    )
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        temporal_links: bool = True,
+        busy_timeout_ms: int = 5000,
+        entity_fanout: int = 8,
+    ) -> None:
+        self.path = Path(path)
+        self.temporal_links = temporal_links
+        self.entity_fanout = entity_fanout  # sharers taken per entity and side in `neighbors`
+        self.open_error: str | None = None
+        self._busy_ms = int(busy_timeout_ms)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._live: int | None = None  # live memories (approximate), for pruning search terms
+        try:
+            self._connection()
+        except BackendError as exc:
+            self.open_error = str(exc)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if self._closed:
+            raise BackendError(f"embedded store {self.path} is closed")
+        conn: sqlite3.Connection | None = None
+        try:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
+            if version < SCHEMA_VERSION:
+                conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (sqlite3.Error, OSError, BackendError) as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _error(exc, self.path) from exc
+            raise BackendError(f"embedded store {self.path}: {exc}") from exc
+        self._conn, self.open_error = conn, None
+        return conn
+
+    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            conn = self._connection()
+            try:
+                return fn(conn)
+            except sqlite3.Error as exc:
+                raise _error(exc, self.path) from exc
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self._locked, fn, abandon_on_cancel=True)
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, Row]:
+        """Live memory rows by id (chunked IN queries)."""
+        found: dict[str, Row] = {}
+        for i in range(0, len(ids), _CHUNK):
+            chunk = ids[i : i + _CHUNK]
+            sql = (
+                f"SELECT {_COLS} FROM memories WHERE id IN ({_marks(chunk)}) AND deleted_at IS NULL"
+            )
+            found.update((row[0], row) for row in conn.execute(sql, chunk))
+        return found
+
+    # ------------------------------------------------------------------ reading
+
+    async def search(
+        self, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        if not isinstance(query, str) or top_k < 1:
+            return []
+        stems = list(dict.fromkeys(text.terms(query) or text.all_stems(query)))
+        if not stems:
+            return []
+        sql: list[str] = [_SEARCH]
+        args: list[Any] = [""]  # args[0]: the MATCH expression, set in the worker
+        if filters is not None and filters.memory_types:
+            sql.append(f"AND m.type IN ({_marks(filters.memory_types)})")
+            args += [t.value for t in filters.memory_types]
+        if filters is not None and filters.entity_ids:
+            keys = list(dict.fromkeys(entity_key(e) for e in filters.entity_ids))
+            sql.append(
+                f"AND m.id IN (SELECT memory_id FROM entities WHERE key IN ({_marks(keys)}))"
+            )
+            args += keys
+        span = filters.time_range if filters is not None else None
+        for op, when in ((">=", span.start), ("<=", span.end)) if span is not None else ():
+            if when is not None:
+                sql.append(f"AND m.created_at {op} ?")
+                args.append(_us(when))
+        statement = " ".join([*sql, "ORDER BY r LIMIT ?"]) if len(sql) > 1 else _SEARCH_TOP
+        args.append(top_k)
+
+        def run(conn: sqlite3.Connection) -> list[SearchHit]:
+            # Every term double-quoted: user text can never be read as FTS5 syntax.
+            args[0] = " OR ".join(
+                '"' + s.replace('"', '""') + '"' for s in self._prune(conn, stems)
+            )
+            rows = conn.execute(statement, args).fetchall()
+            return [
+                SearchHit(memory=_to_memory(r), rank=n, score=-r[10]) for n, r in enumerate(rows, 1)
+            ]
+
+        return await self._call(run)
+
+    def _prune(self, conn: sqlite3.Connection, stems: list[str]) -> list[str]:
+        """Drop terms found in over half the memories when rarer ones remain: BM25 gives them
+        ~zero weight (FTS5 clamps a negative idf), yet scoring every row they match costs
+        milliseconds. Only filler hits that match nothing but such terms are lost."""
+        if self._live is None:
+            self._live = int(conn.execute(_COUNT_LIVE).fetchone()[0])
+        if len(stems) < 2 or self._live < _PRUNE_FROM:
+            return stems
+        sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({_marks(stems)})"
+        df = dict(conn.execute(sql, stems).fetchall())
+        return [s for s in stems if df.get(s, 0) * 2 <= self._live] or stems
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        wanted = _valid_ids(ids)
+        if not wanted:
+            return []
+        rows = await self._call(lambda conn: self._rows(conn, wanted))
+        return [_to_memory(rows[i]) for i in wanted if i in rows]
+
+    async def neighbors(
+        self,
+        node_ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        hops: int = 1,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        seeds = _valid_ids(node_ids)
+        allowed = None if edge_types is None else frozenset(edge_types)
+        if not seeds or hops < 1 or limit < 1 or allowed == frozenset():
+            return []
+        return await self._call(lambda conn: self._walk(conn, seeds, allowed, hops, limit))
+
+    def _walk(
+        self,
+        conn: sqlite3.Connection,
+        seeds: list[str],
+        allowed: frozenset[str] | None,
+        hops: int,
+        limit: int,
+    ) -> list[Neighbor]:
+        """Breadth-first from the live seeds; within a hop, the strongest edges first."""
+        live = self._rows(conn, seeds)
+        frontier = [(s, live[s][3], s) for s in seeds if s in live]  # id, created_at, seed
+        seen, out = set(seeds), list[Neighbor]()
+        for hop in range(1, hops + 1):
+            found: dict[str, dict[str, Any]] = {}
+            for node, created, seed in frontier:
+                for cand, kind, w in self._adjacent(conn, node, created, allowed, limit):
+                    if cand not in seen and (cand not in found or w > found[cand]["weight"]):
+                        found[cand] = dict(seed_id=seed, via_id=node, edge_type=kind, weight=w)
+            rows = self._rows(conn, list(found))
+            ranked = sorted((c for c in found if c in rows), key=lambda c: -found[c]["weight"])
+            frontier = []
+            for cand in ranked[: limit - len(out)]:
+                out.append(Neighbor(memory=_to_memory(rows[cand]), hops=hop, **found[cand]))
+                frontier.append((cand, rows[cand][3], found[cand]["seed_id"]))
+            seen.update(found)
+            if len(out) >= limit or not frontier:
+                break
+        return out
+
+    def _adjacent(
+        self,
+        conn: sqlite3.Connection,
+        node: str,
+        created: int,
+        allowed: frozenset[str] | None,
+        limit: int,
+    ) -> list[tuple[str, str, float]]:
+        """Neighbours of one live memory: materialized edges, then memories sharing an entity
+        (nearest in time first; weight grows with the number of entities shared)."""
+        result = [
+            (other, etype, float(weight))
+            for other, etype, weight in conn.execute(_EDGES_OF, (node,))
+            if allowed is None or etype in allowed
+        ]
+        if allowed is not None and "entity" not in allowed:
+            return result
+        per_entity = min(limit, self.entity_fanout)
+        shared: dict[str, int] = {}
+        distance: dict[str, int] = {}
+        keys = conn.execute("SELECT key FROM entities WHERE memory_id = ?", (node,)).fetchall()
+        for (key,) in keys:
+            rows = conn.execute(_SHARERS, (key, created, node, per_entity)).fetchall()
+            for other, when in sorted(rows, key=lambda r: abs(r[1] - created))[:per_entity]:
+                shared[other] = shared.get(other, 0) + 1
+                distance[other] = abs(when - created)
+        for other in sorted(shared, key=distance.__getitem__):
+            result.append((other, "entity", min(1.0, _ENTITY_WEIGHT + 0.25 * (shared[other] - 1))))
+        return result
+
+    async def known_entities(self, limit: int = 500) -> list[str]:
+        rows = await self._call(lambda conn: conn.execute(_KNOWN, (max(limit, 0),)).fetchall())
+        return [name for (name,) in rows]
+
+    # ------------------------------------------------------------------ writing
+
+    async def write(self, memory: NewMemory) -> WriteOutcome:
+        return (await self.write_many([memory]))[0]
+
+    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
+        """All in one transaction; exact duplicates (after whitespace/unicode normalization)
+        of a live memory, or of an earlier one in the batch, are skipped."""
+        batch = list(memories)
+        if not batch:
+            return []
+
+        def run(conn: sqlite3.Connection) -> list[WriteOutcome]:
+            with _transaction(conn):
+                outcomes = self._insert(conn, batch)
+            if self._live is not None:
+                self._live += sum(o.action is WriteAction.ADDED for o in outcomes)
+            return outcomes
+
+        return await self._call(run)
+
+    def _insert(self, conn: sqlite3.Connection, batch: list[NewMemory]) -> list[WriteOutcome]:
+        now = _now_us()
+        outcomes: list[WriteOutcome] = []
+        added: list[tuple[int, int, str]] = []  # created_at, rowid, id
+        for new in batch:
+            digest = hashlib.sha256(text.normalize(new.content).encode()).hexdigest()
+            dup = conn.execute(_DUPLICATE, (digest,)).fetchone()
+            if dup is not None:
+                detail = f"exact duplicate of {dup[0]}"
+                outcomes.append(
+                    WriteOutcome(
+                        id=dup[0], action=WriteAction.SKIPPED, existing_id=dup[0], detail=detail
+                    )
+                )
+                continue
+            mem_id = f"mem_{uuid.uuid4().hex[:12]}"
+            created = _us(new.created_at) if new.created_at is not None else now
+            values: tuple[Any, ...] = (mem_id, new.content, new.type.value, created, now)
+            blobs = map(json.dumps, (new.entities, new.tags, new.metadata))
+            values += (new.source, new.importance, new.confidence, *blobs, digest)
+            rowid = conn.execute(_INSERT, values).lastrowid
+            names = " ".join(new.entities)
+            body = " ".join(text.all_stems(f"{new.content} {names}"))
+            conn.execute(_INSERT_FTS, (rowid, body, " ".join(text.all_stems(names))))
+            entity_rows = [(entity_key(e), mem_id, e, created) for e in new.entities]
+            conn.executemany(_INSERT_ENTITY, [r for r in entity_rows if r[0]])
+            added.append((created, rowid or 0, mem_id))
+            outcomes.append(WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail="stored"))
+        if self.temporal_links and added:
+            self._chain(conn, added, now)
+        return outcomes
+
+    @staticmethod
+    def _chain(conn: sqlite3.Connection, added: list[tuple[int, int, str]], now: int) -> None:
+        """Link each new memory to the live one just before it in time, and to the one just
+        after it when that one is not new too (an out-of-order insert)."""
+        new_ids = {mem_id for _, _, mem_id in added}
+        links: list[tuple[str, str, int]] = []
+        for created, rowid, mem_id in sorted(added):
+            prev = conn.execute(_PREV, (created, rowid)).fetchone()
+            if prev is not None:
+                links.append((prev[0], mem_id, now))
+            nxt = conn.execute(_NEXT, (created, rowid)).fetchone()
+            if nxt is not None and nxt[0] not in new_ids:
+                links.append((mem_id, nxt[0], now))
+        conn.executemany(_INSERT_TEMPORAL, links)
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str,
+        weight: float = 1.0,
+        meta: dict[str, MetaValue] | None = None,
+    ) -> Edge:
+        if not isinstance(relation, str) or not relation.strip():
+            raise BackendError("link: relation must be a non-empty string")
+        if not 0.0 <= weight <= 1.0:
+            raise BackendError(f"link: weight must be within 0..1, got {weight}")
+        ids = _valid_ids([source_id, target_id])
+        if len(ids) != 2:
+            raise BackendError("link: source and target must be two different memory ids")
+        edge = Edge(
+            source_id=source_id,
+            target_id=target_id,
+            type=relation.strip(),
+            weight=float(weight),
+            meta=dict(meta or {}),
+        )
+        values = (source_id, target_id, edge.type, edge.weight, json.dumps(edge.meta))
+
+        def run(conn: sqlite3.Connection) -> Edge:
+            with _transaction(conn):
+                missing = [i for i in ids if i not in self._rows(conn, ids)]
+                if missing:
+                    raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+                conn.execute(_UPSERT_EDGE, (*values, _now_us()))
+            return edge
+
+        return await self._call(run)
+
+    async def forget(self, memory_id: str) -> bool:
+        """Soft delete; the edges stay, but nothing reaches a forgotten memory any more."""
+        if not isinstance(memory_id, str) or not memory_id:
+            return False
+
+        def run(conn: sqlite3.Connection) -> bool:
+            with _transaction(conn):
+                row = conn.execute(_LIVE_ROWID, (memory_id,)).fetchone()
+                if row is None:
+                    return False
+                conn.execute(
+                    "UPDATE memories SET deleted_at = ? WHERE rowid = ?", (_now_us(), row[0])
+                )
+                conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row[0],))
+                conn.execute("DELETE FROM entities WHERE memory_id = ?", (memory_id,))
+            if self._live is not None:
+                self._live -= 1
+            return True
+
+        return await self._call(run)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def health(self) -> list[HealthCheck]:
+        try:
+            return await anyio.to_thread.run_sync(self._health, abandon_on_cancel=True)
+        except Exception as exc:  # e.g. no worker thread; health never raises
+            return [HealthCheck(name="sqlite", status=Status.ERROR, detail=str(exc))]
+
+    def _health(self) -> list[HealthCheck]:
+        checks: list[HealthCheck] = []
+        for name, probe in (("sqlite", _quick_check), ("fts", _fts_probe), ("counts", _counts)):
+            start = time.perf_counter()
+            if checks and checks[0].status is Status.ERROR:
+                detail, status = "not checked: the database is unavailable", Status.ERROR
+            else:
+                try:
+                    detail, status = self._locked(probe), Status.OK
+                except Exception as exc:
+                    detail, status = str(exc), Status.ERROR
+            ms = round((time.perf_counter() - start) * 1000, 3)
+            checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))
+        return checks
+
+    async def close(self) -> None:
+        await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _quick_check(conn: sqlite3.Connection) -> str:
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    if problems != ["ok"]:
+        raise BackendError("integrity check failed: " + "; ".join(map(str, problems[:5])))
+    return "quick_check ok"
+
+
+def _fts_probe(conn: sqlite3.Connection) -> str:
+    conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH '\"probe\"'")
+    return "fts5 ok"
+
+
+def _counts(conn: sqlite3.Connection) -> str:
+    (memories,) = conn.execute(_COUNT_LIVE).fetchone()
+    (edges,) = conn.execute("SELECT count(*) FROM edges").fetchone()
+    return f"{memories} memories, {edges} edges"
+
+
+def from_settings(settings: Settings) -> EmbeddedBackend:
+    """The registry's factory: the file at `settings.embedded_path()`."""
+    path, temporal = settings.embedded_path(), settings.embedded.temporal_links
+    return EmbeddedBackend(path, temporal_links=temporal)

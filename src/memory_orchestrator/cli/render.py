@@ -1,0 +1,285 @@
+"""How the CLI shows results: rich tables and panels for people, one JSON document for tools.
+
+Nothing here calls the service; every function takes a finished record and prints it.
+Memory text goes through `Text` so brackets in it are never read as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from memory_orchestrator.models import (
+    ContextItem,
+    ContextPackage,
+    Explanation,
+    HealthReport,
+    ReplayReport,
+    SearchResult,
+    Status,
+    TimeRange,
+    TraceSummary,
+    WriteAction,
+    WriteReport,
+)
+
+_STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
+_ACTION_STYLE = {
+    WriteAction.ADDED: "green",
+    WriteAction.UPDATED: "cyan",
+    WriteAction.SKIPPED: "yellow",
+    WriteAction.QUEUED: "blue",
+}
+
+
+def _out() -> Console:
+    # Built per call: the console then writes to whatever sys.stdout is now (tests swap it).
+    return Console(highlight=False)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+# ---------------------------------------------------------------- machine output and messages
+
+
+def print_json(value: object) -> None:
+    """Print exactly one JSON document on stdout."""
+    if isinstance(value, BaseModel):
+        text = value.model_dump_json(indent=2)
+    else:
+        text = json.dumps(value, indent=2, default=str)
+    sys.stdout.write(text + "\n")
+
+
+def error(message: str) -> None:
+    """One line on stderr: what went wrong, without a traceback."""
+    line = " ".join(message.split())
+    _err().print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """A status line on stderr, so stdout stays clean for `--json`."""
+    _err().print(Text(message, style="dim"), soft_wrap=True)
+
+
+def describe(exc: ValidationError) -> str:
+    """Each bad field and what is wrong with it, on one line (no values, no URLs)."""
+    problems = []
+    for item in exc.errors(include_url=False, include_input=False, include_context=False):
+        field = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}: {message}" if field else message)
+    return "invalid input: " + "; ".join(problems)
+
+
+# ---------------------------------------------------------------- results
+
+
+def search_result(result: SearchResult, verbose: bool = False) -> None:
+    console = _out()
+    title = f"{len(result.items)} memories for {result.query!r} ({result.strategy})"
+    if result.passthrough:
+        title += " - raw store ranking"
+    console.print(_items_table(result.items, title, verbose))
+    console.print(Text(result.summary))
+    _trace_footer(console, result.trace_id, result.trace, verbose)
+
+
+def context_package(package: ContextPackage, verbose: bool = False) -> None:
+    console = _out()
+    title = f"context for {package.query!r} ({package.strategy})"
+    if package.task:
+        title += f" - task: {package.task}"
+    console.print(_items_table(package.items, title, verbose))
+    facts = []
+    if package.linked_entities:
+        facts.append("entities: " + ", ".join(package.linked_entities))
+    if package.time_span is not None:
+        facts.append("time span: " + _span(package.time_span))
+    if facts:
+        console.print(Text("  ".join(facts), style="dim"))
+    console.print(Panel(Text(package.context_block), title="context block", expand=False))
+    _trace_footer(console, package.trace_id, package.trace, verbose)
+
+
+def write_report(report: WriteReport) -> None:
+    console = _out()
+    head = Text.assemble(
+        (str(report.action), f"bold {_ACTION_STYLE.get(report.action, '')}"),
+        " ",
+        report.id or "(no id)",
+    )
+    console.print(head)
+    console.print(Text(report.reason))
+    if report.duplicate_of:
+        similarity = "" if report.similarity is None else f" (similarity {report.similarity:.2f})"
+        console.print(Text(f"duplicate of {report.duplicate_of}{similarity}"))
+    for edge in report.links:
+        console.print(
+            Text(f"linked {edge.source_id} -[{edge.type} {edge.weight:.2f}]-> {edge.target_id}")
+        )
+    console.print(Text(f"trace {report.trace_id}", style="dim"))
+
+
+def explanation(result: Explanation, verbose: bool = False) -> None:
+    console = _out()
+    trace = result.trace
+    title = f"trace {trace.trace_id} - {trace.tool} on {trace.backend}"
+    console.print(Panel(Text(result.text), title=title, expand=False))
+    if not verbose:
+        return
+    table = Table(title="candidates", show_lines=False)
+    for column in ("rank", "id", "total", "relevance", "recency", "graph", "type", "hops"):
+        table.add_column(column, justify="right" if column != "id" else "left")
+    ranked = sorted(trace.candidates, key=lambda c: (c.final_rank is None, c.final_rank or 0))
+    for cand in ranked:
+        b = cand.breakdown
+        scores = (
+            [f"{b.total:.3f}", f"{b.relevance:.2f}", f"{b.recency:.2f}", f"{b.graph:.2f}"]
+            if b
+            else ["-"] * 4
+        )
+        type_match = f"{b.type_match:.2f}" if b else "-"
+        rank = str(cand.final_rank) if cand.final_rank is not None else "-"
+        table.add_row(rank, Text(cand.id), *scores, type_match, str(cand.hops))
+    console.print(table)
+    for drop in trace.dropped:
+        console.print(Text(f"dropped {drop.id}: {drop.reason} at {drop.stage} {drop.detail}"))
+
+
+def health_report(report: HealthReport) -> None:
+    console = _out()
+    style = _STATUS_STYLE.get(report.status, "")
+    console.print(Text.assemble(("health: ", "bold"), (str(report.status), f"bold {style}")))
+    table = Table(title=f"backend {report.backend}")
+    for column in ("check", "status", "latency ms", "detail"):
+        table.add_column(column)
+    for check in report.checks:
+        latency = "" if check.latency_ms is None else f"{check.latency_ms:.1f}"
+        status = Text(str(check.status), style=_STATUS_STYLE.get(check.status, ""))
+        table.add_row(Text(check.name), status, latency, Text(check.detail))
+    console.print(table)
+    caps = report.capabilities.model_dump()
+    on = [name for name, value in caps.items() if value is True]
+    off = [name for name, value in caps.items() if value is False]
+    console.print(Text(f"can: {', '.join(on) or '-'}; cannot: {', '.join(off) or '-'}"))
+    if report.capabilities.edge_types:
+        console.print(Text("edge types: " + ", ".join(report.capabilities.edge_types)))
+
+
+def replay_report(report: ReplayReport) -> None:
+    console = _out()
+    verdict = "identical" if report.identical else "changed"
+    console.print(
+        Text(f"replayed {report.trace_id} as {report.new_trace_id}: {verdict}", style="bold")
+    )
+    for label, ids in (
+        ("added", report.added),
+        ("removed", report.removed),
+        ("moved", report.moved),
+        ("before", report.before),
+        ("after", report.after),
+    ):
+        if ids:
+            console.print(Text(f"{label}: {', '.join(ids)}"))
+
+
+def backends(names: Iterable[str], selected: str) -> None:
+    console = _out()
+    for name in names:
+        marker = "*" if name == selected else " "
+        console.print(Text(f"{marker} {name}"))
+
+
+def settings_toml(values: Mapping[str, Any]) -> None:
+    """Print settings as TOML (unset optional values become comments)."""
+    sys.stdout.write("\n".join(_toml_lines(values, ())) + "\n")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _items_table(items: Sequence[ContextItem], title: str, verbose: bool) -> Table:
+    # Reasons sit under the summary (dim) so the table stays readable at 80 columns.
+    table = Table(title=title, title_justify="left", show_lines=True)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("time", no_wrap=True)
+    table.add_column("summary / reasons")
+    for rank, item in enumerate(items, start=1):
+        cell = Text(item.summary)
+        reasons = item.reasons if verbose else item.reasons[:3]
+        if reasons:
+            cell.append("\n" + "; ".join(reasons), style="dim")
+        if verbose and item.breakdown is not None:
+            b = item.breakdown
+            cell.append(
+                f"\nrelevance {b.relevance:.2f}  recency {b.recency:.2f}  graph {b.graph:.2f}"
+                f"  type {b.type_match:.2f}  cross-ref {b.cross_reference:.2f}",
+                style="cyan",
+            )
+        table.add_row(
+            str(rank),
+            Text(item.memory_id),
+            f"{item.score:.3f}",
+            str(item.type),
+            _when(item.timestamp, verbose),
+            cell,
+        )
+    return table
+
+
+def _trace_footer(console: Console, trace_id: str, trace: TraceSummary, verbose: bool) -> None:
+    console.print(Text(f"trace {trace_id}", style="dim"))
+    if not verbose:
+        return
+    if trace.subqueries:
+        console.print(Text("subqueries: " + " | ".join(trace.subqueries)))
+    if trace.expanded_from:
+        console.print(Text("expanded from: " + ", ".join(trace.expanded_from)))
+    for drop in trace.dropped:
+        console.print(Text(f"dropped {drop.id}: {drop.reason} ({drop.stage}) {drop.detail}"))
+    for line in trace.notes:
+        console.print(Text(f"note: {line}", style="yellow"))
+
+
+def _when(moment: datetime | None, precise: bool = True) -> str:
+    if moment is None:
+        return ""
+    return moment.strftime("%Y-%m-%d %H:%M" if precise else "%Y-%m-%d")
+
+
+def _span(span: TimeRange) -> str:
+    return f"{_when(span.start) or '...'} - {_when(span.end) or '...'}"
+
+
+def _toml_lines(values: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
+    lines: list[str] = []
+    tables = {k: v for k, v in values.items() if isinstance(v, Mapping)}
+    for key, value in values.items():
+        if key in tables:
+            continue
+        if value is None:
+            lines.append(f"# {key} = (unset)")
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    for key, table in tables.items():
+        sub = (*path, key)
+        if lines:
+            lines.append("")
+        lines.append(f"[{'.'.join(sub)}]")
+        lines.extend(_toml_lines(table, sub))
+    return lines

@@ -1,0 +1,98 @@
+"""Stage 5: near-duplicates are merged; the better one stays, marked cross-validated.
+
+Similarity is rapidfuzz's token-sort ratio over normalized text (0..1). At or above
+`threshold` (default 0.85, as in Memory Fabric) two items merge: sources and entities are
+combined. Between `soft_threshold` and `threshold` an item stays but pays a duplicate
+penalty in proportion, so the top of the list is not a row of near-copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rapidfuzz import fuzz
+
+from memory_orchestrator.models import Dropped, DropReason, ScoredItem
+from memory_orchestrator.pipeline.reranker import with_penalties
+from memory_orchestrator.settings import Weights
+from memory_orchestrator.text import normalize
+
+
+def similarity(a: str, b: str) -> float:
+    """0..1 near-duplicate similarity of two texts (case and spacing ignored)."""
+    return fuzz.token_sort_ratio(normalize(a).casefold(), normalize(b).casefold()) / 100.0
+
+
+@dataclass
+class Dedup:
+    items: list[ScoredItem]
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+def dedupe(
+    items: Sequence[ScoredItem], *, threshold: float, soft_threshold: float, weights: Weights
+) -> Dedup:
+    """Merge near-duplicates of `items` (best first); returns the survivors re-sorted."""
+    kept: list[ScoredItem] = []
+    texts: list[str] = []
+    dropped: list[Dropped] = []
+    for item in items:
+        text = normalize(item.candidate.memory.content).casefold()
+        best_index, best_sim = -1, 0.0
+        for index, other in enumerate(texts):
+            sim = fuzz.token_sort_ratio(text, other) / 100.0
+            if sim > best_sim:
+                best_index, best_sim = index, sim
+        if best_index >= 0 and best_sim >= threshold:
+            kept[best_index] = _merge(kept[best_index], item)
+            dropped.append(
+                Dropped(
+                    id=item.id,
+                    reason=DropReason.DUPLICATE,
+                    stage="deduper",
+                    detail=f"near-duplicate of {kept[best_index].id} ({best_sim:.2f}); merged",
+                    score=item.score,
+                )
+            )
+            continue
+        if best_sim > soft_threshold:
+            penalty = (best_sim - soft_threshold) / max(1e-9, threshold - soft_threshold)
+            item = item.model_copy(
+                update={
+                    "breakdown": with_penalties(
+                        item.breakdown, weights, duplicate=round(penalty, 6)
+                    ),
+                    "reasons": (
+                        *item.reasons,
+                        f"penalised: {best_sim:.0%} like {kept[best_index].id}",
+                    ),
+                }
+            )
+        kept.append(item)
+        texts.append(text)
+    kept.sort(key=lambda i: (-i.score, i.id))
+    return Dedup(items=kept, dropped=dropped)
+
+
+def _merge(winner: ScoredItem, loser: ScoredItem) -> ScoredItem:
+    memory = winner.candidate.memory
+    entities = tuple(dict.fromkeys((*memory.entities, *loser.candidate.memory.entities)))
+    sources = tuple(dict.fromkeys((*winner.candidate.sources, *loser.candidate.sources)))
+    candidate = winner.candidate.model_copy(
+        update={"memory": memory.model_copy(update={"entities": entities}), "sources": sources}
+    )
+    stores = {memory.store, loser.candidate.memory.store}
+    reason = (
+        f"cross-validated: same fact in {len(stores)} stores"
+        if len(stores) > 1
+        else f"cross-validated: merged near-duplicate {loser.id}"
+    )
+    return winner.model_copy(
+        update={
+            "candidate": candidate,
+            "merged_ids": (*winner.merged_ids, loser.id, *loser.merged_ids),
+            "cross_validated": True,
+            "reasons": (*winner.reasons, reason),
+        }
+    )

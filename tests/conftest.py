@@ -1,0 +1,33 @@
+"""Shared fixtures.
+
+Every test runs isolated from the developer's environment: no `ORCHESTRATOR_*` variable is
+seen, the working directory is the test's own `tmp_path` (so no `./orchestrator.toml` is
+picked up) and the default data dir points inside it.
+
+Async code is driven with `anyio.run`, e.g. `anyio.run(backend.search, "query", 5)` or a
+local `async def main() -> None: ...` passed to `anyio.run(main)`; no async test plugin is used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memory_orchestrator.settings import Settings, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("ORCHESTRATOR_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Default settings with all data (store, traces) under `tmp_path`."""
+    return load_settings(data_dir=tmp_path)

@@ -1,0 +1,439 @@
+"""The `orchestrator` command line, driven through Typer's runner over a real embedded store.
+
+Each test gets its own store in `tmp_path`, loaded with the built-in sample by `demo`. The
+shared fixtures (see conftest) keep the developer's environment and config files out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memory_orchestrator.backends import registry
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.cli import app
+from memory_orchestrator.models import (
+    ContextPackage,
+    Explanation,
+    HealthCheck,
+    HealthReport,
+    ReplayReport,
+    SearchResult,
+    Status,
+    WriteAction,
+    WriteReport,
+)
+from memory_orchestrator.settings import Settings
+from tests.faults import FaultyBackend
+
+COMMANDS = (
+    "search",
+    "context",
+    "expand",
+    "write",
+    "explain",
+    "health",
+    "replay",
+    "serve",
+    "config",
+    "backends",
+    "demo",
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A data dir holding the built-in sample."""
+    data = tmp_path / "data"
+    result = invoke("demo", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    return data
+
+
+def invoke(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), input=stdin)
+
+
+def run(store: Path, *args: str, stdin: str | None = None) -> Result:
+    """`orchestrator --data-dir STORE ARGS...`"""
+    return invoke("--data-dir", str(store), *args, stdin=stdin)
+
+
+def as_json(store: Path, *args: str, stdin: str | None = None) -> Any:
+    result = run(store, "--json", *args, stdin=stdin)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # exactly one document, or this raises
+
+
+def assert_fails(result: Result, code: int, *phrases: str) -> None:
+    assert result.exit_code == code, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for phrase in phrases:
+        assert phrase in lines[0]
+    assert "Traceback" not in result.output
+
+
+def first_id(store: Path, query: str = "Vendor X firmware") -> str:
+    result = SearchResult.model_validate(as_json(store, "search", query, "--top-k", "1"))
+    return result.items[0].memory_id
+
+
+# ---------------------------------------------------------------- commands
+
+
+def test_help_lists_every_command() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.stdout
+
+
+def test_demo_prints_the_context_package_for_the_sample_question(tmp_path: Path) -> None:
+    result = invoke("demo", "--data-dir", str(tmp_path / "demo"))
+    assert result.exit_code == 0, result.output
+    assert "Vendor X" in result.stdout
+    assert "context block" in result.stdout
+    assert "loaded" in result.stderr
+
+
+def test_demo_json_is_a_context_package_and_reruns_from_scratch(tmp_path: Path) -> None:
+    first = invoke("--json", "demo", "--data-dir", str(tmp_path / "d"), "--query", "firmware")
+    again = invoke("--json", "demo", "--data-dir", str(tmp_path / "d"), "--query", "firmware")
+    assert first.exit_code == again.exit_code == 0, again.output
+    one = ContextPackage.model_validate_json(first.stdout)
+    two = ContextPackage.model_validate_json(again.stdout)
+    assert one.query == "firmware"
+    assert len(one.items) == len(two.items) > 0  # wiped and reloaded, not loaded twice
+
+
+def test_demo_refuses_to_wipe_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    assert_fails(invoke("demo", "--data-dir", str(precious)), 2, "refusing to wipe")
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_search_shows_a_ranked_table(store: Path) -> None:
+    result = run(store, "search", "Vendor X firmware", "--top-k", "3")
+    assert result.exit_code == 0, result.output
+    assert "Vendor X" in result.stdout
+    assert "trace tr_" in result.stdout
+
+
+def test_search_json_honours_filters(store: Path) -> None:
+    document = as_json(
+        store,
+        "search",
+        "firmware",
+        "--entity",
+        "Vendor X",
+        "--type",
+        "procedural",
+        "--since",
+        "2026-01-01",
+        "--until",
+        "2026-12-31T23:59:59",
+    )
+    result = SearchResult.model_validate(document)
+    assert result.items
+    assert {item.type for item in result.items} == {"procedural"}
+    assert all("Vendor X" in item.linked_entities for item in result.items)
+
+
+def test_dates_with_and_without_a_timezone_mix(store: Path) -> None:
+    since, until = "2026-11-01", "2026-11-30T23:59:59+00:00"
+    document = as_json(store, "search", "Vendor X", "--since", since, "--until", until)
+    result = SearchResult.model_validate(document)
+    assert result.items
+    assert all(item.timestamp and item.timestamp.month == 11 for item in result.items)
+
+
+def test_json_may_also_follow_the_command(store: Path) -> None:
+    result = run(store, "search", "Vendor X", "--json", "--top-k", "2")
+    assert result.exit_code == 0, result.output
+    assert len(SearchResult.model_validate_json(result.stdout).items) <= 2
+
+
+def test_context_respects_the_budget(store: Path) -> None:
+    document = as_json(
+        store,
+        "context",
+        "what went wrong with Vendor X?",
+        "--task",
+        "draft vendor update",
+        "--max-items",
+        "3",
+        "--max-chars",
+        "1200",
+        "--no-expand",
+        "--group-by",
+        "time",
+    )
+    package = ContextPackage.model_validate(document)
+    assert 0 < len(package.items) <= 3
+    assert len(package.context_block) <= 1200
+    human = run(store, "context", "what went wrong with Vendor X?", "--max-items", "3")
+    assert human.exit_code == 0, human.output
+    assert "context block" in human.stdout
+
+
+def test_expand_from_a_seed_id(store: Path) -> None:
+    seed = first_id(store)
+    result = SearchResult.model_validate(as_json(store, "expand", "--seed", seed, "--hops", "2"))
+    assert result.strategy == "expanded"
+    assert seed not in {item.memory_id for item in result.items}
+    human = run(store, "expand", "--entity", "Vendor X", "--limit", "3")
+    assert human.exit_code == 0, human.output
+    assert "expanded" in human.stdout
+
+
+def test_write_reads_stdin_and_skips_a_repeat(store: Path) -> None:
+    text = "Zed prefers short standups on Mondays."
+    added = WriteReport.model_validate(
+        as_json(store, "write", "-", "--entity", "Zed", "--tag", "team", stdin=text)
+    )
+    assert added.action is WriteAction.ADDED
+    again = WriteReport.model_validate(as_json(store, "write", text, "--entity", "Zed"))
+    assert again.action is WriteAction.SKIPPED
+    assert again.duplicate_of == added.id
+    human = run(store, "write", text)
+    assert human.exit_code == 0, human.output
+    assert "skipped" in human.stdout
+
+
+def test_write_dry_run_stores_nothing(store: Path) -> None:
+    report = WriteReport.model_validate(
+        as_json(store, "write", "Quokkas visited the office.", "--dry-run", "--type", "episodic")
+    )
+    assert report.id is None
+    assert not SearchResult.model_validate(as_json(store, "search", "quokkas")).items
+
+
+def test_explain_a_trace_and_a_fresh_query(store: Path) -> None:
+    package = ContextPackage.model_validate(as_json(store, "context", "Infra team escalation"))
+    explanation = Explanation.model_validate(as_json(store, "explain", package.trace_id))
+    assert explanation.trace.result_ids == [item.memory_id for item in package.items]
+    fresh = Explanation.model_validate(as_json(store, "explain", "--query", "radio firmware"))
+    assert fresh.trace.trace_id != package.trace_id
+    human = run(store, "--verbose", "explain", package.trace_id)
+    assert human.exit_code == 0, human.output
+    assert package.trace_id in human.stdout
+
+
+def test_replay_reruns_a_stored_request(store: Path) -> None:
+    package = ContextPackage.model_validate(as_json(store, "context", "Vendor X SLA"))
+    report = ReplayReport.model_validate(as_json(store, "replay", package.trace_id))
+    assert report.identical
+    assert report.new_trace_id != package.trace_id
+    human = run(store, "replay", package.trace_id)
+    assert human.exit_code == 0, human.output
+    assert "identical" in human.stdout
+
+
+def test_health_is_ok_with_exit_code_zero(store: Path) -> None:
+    report = HealthReport.model_validate(as_json(store, "health"))
+    assert report.status is Status.OK
+    human = run(store, "health")
+    assert human.exit_code == 0
+    assert "ok" in human.stdout
+
+
+class _DegradedBackend(FaultyBackend):
+    async def health(self) -> list[HealthCheck]:
+        return [HealthCheck(name="disk", status=Status.DEGRADED, detail="almost full")]
+
+
+def _register(monkeypatch: pytest.MonkeyPatch, name: str, build: Any) -> None:
+    # Through the registry's own table so the registration ends with the test.
+    monkeypatch.setitem(registry._extra, name, build)
+
+
+@pytest.mark.parametrize(
+    ("backend", "code", "status"), [("degraded", 1, "degraded"), ("broken", 2, "error")]
+)
+def test_health_exit_code_follows_the_status(
+    store: Path, monkeypatch: pytest.MonkeyPatch, backend: str, code: int, status: str
+) -> None:
+    def inner(settings: Settings) -> MemoryBackend:
+        return registry.create("embedded", settings)
+
+    _register(monkeypatch, "degraded", lambda s: _DegradedBackend(inner(s), {}))
+    _register(monkeypatch, "broken", lambda s: FaultyBackend(inner(s), {"search": "error"}))
+    result = run(store, "--backend", backend, "--json", "health")
+    assert result.exit_code == code
+    assert HealthReport.model_validate_json(result.stdout).status == status
+
+
+def test_a_failing_store_is_one_line_and_exit_one(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _register(
+        monkeypatch,
+        "broken",
+        lambda s: FaultyBackend(registry.create("embedded", s), {"search": "error"}),
+    )
+    result = run(store, "--backend", "broken", "write", "Something new about Vendor X.")
+    assert_fails(result, 1, "memory store error", "injected search failure")
+
+
+def test_backends_lists_the_registry() -> None:
+    names = json.loads(invoke("--json", "backends").stdout)
+    assert "embedded" in names["backends"]
+    assert names["selected"] == "embedded"
+    assert "* embedded" in invoke("backends").stdout
+
+
+def test_serve_maps_the_transport_and_binds_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str, int]] = []
+
+    def fake_run(settings: Settings, transport: str, host: str, port: int) -> None:
+        calls.append((transport, host, port))
+
+    monkeypatch.setattr("memory_orchestrator.mcp_server.run", fake_run)
+    assert invoke("serve").exit_code == 0
+    assert invoke("serve", "--transport", "http", "--port", "9999").exit_code == 0
+    assert calls == [("stdio", "127.0.0.1", 8765), ("streamable-http", "127.0.0.1", 9999)]
+
+
+def test_serve_with_an_unknown_backend_fails_before_starting() -> None:
+    assert_fails(invoke("--backend", "nope", "serve"), 2, "unknown backend 'nope'")
+
+
+# ---------------------------------------------------------------- settings
+
+
+def _settings_json(*args: str) -> dict[str, Any]:
+    result = invoke(*args, "--json", "config", "show")
+    assert result.exit_code == 0, result.output
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def test_config_show_applies_flags_over_env_over_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "custom.toml"
+    config.write_text('backend = "fromtoml"\n[retrieval]\ntop_k = 7\ncandidate_k = 33\n')
+    assert _settings_json("--config", str(config))["backend"] == "fromtoml"
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND", "fromenv")
+    monkeypatch.setenv("ORCHESTRATOR_RETRIEVAL__TOP_K", "5")
+    from_env = _settings_json("--config", str(config))
+    assert from_env["backend"] == "fromenv"
+    assert from_env["retrieval"] == from_env["retrieval"] | {"top_k": 5, "candidate_k": 33}
+    from_flag = _settings_json("--config", str(config), "--backend", "fromflag")
+    assert from_flag["backend"] == "fromflag"
+    data_dir = _settings_json("--data-dir", str(tmp_path / "elsewhere"))["data_dir"]
+    assert data_dir == str(tmp_path / "elsewhere")
+
+
+def test_config_show_finds_the_local_and_the_env_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "orchestrator.toml").write_text("[packaging]\nmax_items = 4\n")
+    assert _settings_json()["packaging"]["max_items"] == 4
+    other = tmp_path / "other.toml"
+    other.write_text("[packaging]\nmax_items = 6\n")
+    monkeypatch.setenv("ORCHESTRATOR_CONFIG", str(other))
+    assert _settings_json()["packaging"]["max_items"] == 6
+
+
+def test_config_show_prints_toml_for_people(tmp_path: Path) -> None:
+    result = invoke("--backend", "fromflag", "config", "show")
+    assert result.exit_code == 0, result.output
+    assert 'backend = "fromflag"' in result.stdout
+    assert "[retrieval]" in result.stdout
+    assert "[ranking.weights]" in result.stdout
+
+
+# ---------------------------------------------------------------- errors
+
+
+ERRORS: Sequence[Any] = [
+    pytest.param(("search", ""), 2, ("query",), id="empty-query"),
+    pytest.param(("search", "x" * 3000), 2, ("query", "at most 2000"), id="long-query"),
+    pytest.param(("search", "vendor", "--top-k", "0"), 2, ("top_k",), id="zero-top-k"),
+    pytest.param(
+        ("search", "vendor", "--since", "2026-05-01", "--until", "2026-01-01"),
+        2,
+        ("start must not be after",),
+        id="reversed-range",
+    ),
+    pytest.param(("search", "v", "--as-of", "someday"), 2, ("as_of",), id="bad-date"),
+    pytest.param(("context", "v", "--max-chars", "10"), 2, ("max_chars",), id="tiny-budget"),
+    pytest.param(("expand",), 2, ("give seed_ids or entities",), id="expand-no-seeds"),
+    pytest.param(("write", "   "), 2, ("content must not be blank",), id="blank-write"),
+    pytest.param(("write", "x", "--importance", "3"), 2, ("importance",), id="importance"),
+    pytest.param(("write", "x", "-e", "a,b"), 2, ("no commas",), id="comma-entity"),
+    pytest.param(("explain",), 2, ("exactly one of trace_id or query",), id="explain-none"),
+    pytest.param(("explain", "tr_0000"), 1, ("no trace with id",), id="explain-unknown"),
+    pytest.param(("replay", "tr_0000"), 1, ("no trace with id",), id="replay-unknown"),
+    pytest.param(("--backend", "nope", "health"), 2, ("unknown backend",), id="backend"),
+    pytest.param(("--backend", "no pe!", "health"), 2, ("backend",), id="bad-backend-name"),
+    pytest.param(("--config", "missing.toml", "health"), 2, ("config file not found",), id="cfg"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "phrases"), ERRORS)
+def test_expected_errors_are_one_line_with_an_exit_code(
+    tmp_path: Path, args: tuple[str, ...], code: int, phrases: tuple[str, ...]
+) -> None:
+    result = invoke("--data-dir", str(tmp_path / "data"), *args)
+    assert_fails(result, code, *phrases)
+    json_mode = invoke("--data-dir", str(tmp_path / "data"), "--json", *args)
+    assert_fails(json_mode, code, *phrases)
+
+
+def test_bad_settings_from_the_environment_are_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_RETRIEVAL__TOP_K", "lots")
+    assert_fails(invoke("config", "show"), 2, "retrieval.top_k")
+
+
+def test_an_unknown_option_is_a_usage_error() -> None:
+    result = invoke("search", "v", "--frobnicate")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+# ---------------------------------------------------------------- the installed script
+
+
+def test_the_installed_script_runs_without_loading_the_mcp_stack(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "orchestrator"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORCHESTRATOR_")}
+    done = subprocess.run(
+        [str(script), "--json", "backends"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "embedded" in json.loads(done.stdout)["backends"]
+    probe = (
+        "import sys, memory_orchestrator.cli; print(sorted({'mcp', 'uvicorn'} & set(sys.modules)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -1,0 +1,226 @@
+"""The whole pipeline over the real embedded store, loaded with the built-in sample."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.demo import SAMPLE, load_demo
+from memory_orchestrator.models import (
+    ContextRequest,
+    ExpandRequest,
+    ExplainRequest,
+    MemoryType,
+    NewMemory,
+    ResponseBudget,
+    SearchFilters,
+    SearchRequest,
+    Status,
+    Strategy,
+    WriteAction,
+    WriteRequest,
+)
+from memory_orchestrator.service import Orchestrator, TraceNotFound
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+from tests.faults import FaultyBackend
+
+pytestmark = pytest.mark.integration
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+@pytest.fixture
+def orch(settings: Settings) -> Iterator[Orchestrator]:
+    backend = EmbeddedBackend(settings.embedded_path())
+    o = Orchestrator(backend, settings, traces=TraceStore(settings.trace_path()), clock=lambda: NOW)
+    run(lambda: load_demo(o))
+    yield o
+    run(o.close)
+
+
+def with_backend(orch: Orchestrator, backend: MemoryBackend, **overrides: object) -> Orchestrator:
+    settings = orch.settings.model_copy(deep=True)
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        setattr(getattr(settings, section), name, value)
+    return Orchestrator(backend, settings, traces=orch.traces, clock=lambda: NOW)
+
+
+def test_context_packs_relevant_vendor_memories_within_budget(orch: Orchestrator) -> None:
+    request = ContextRequest(
+        query="recent issues with Vendor X",
+        task="draft vendor update",
+        response_budget=ResponseBudget(max_items=5, max_chars=1500),
+    )
+    pack = run(lambda: orch.context(request))
+    assert 0 < len(pack.items) <= 5
+    assert len(pack.context_block) <= 1500
+    assert "Vendor X" in pack.linked_entities
+    assert all(item.reasons for item in pack.items)
+    assert any("Vendor X" in item.linked_entities for item in pack.items[:2])
+    assert pack.context_block.startswith("Memory context for task: draft vendor update")
+    assert pack.strategy is Strategy.EPISODIC  # "recent" asks what happened
+
+
+def test_noise_and_duplicates_do_not_reach_the_context(orch: Orchestrator) -> None:
+    pack = run(lambda: orch.context(ContextRequest(query="Vendor X missed the March milestone")))
+    texts = [i.summary for i in pack.items]
+    assert len(texts) == len(set(texts))
+    reasons = {d.reason.value for d in pack.trace.dropped}
+    assert "duplicate" in reasons or any(i.cross_validated for i in pack.items)
+
+
+def test_search_returns_scored_items_and_a_stored_trace(orch: Orchestrator) -> None:
+    result = run(lambda: orch.search(SearchRequest(query="how do I deploy atlas-core?", top_k=3)))
+    assert len(result.items) <= 3
+    assert result.items[0].type is MemoryType.PROCEDURAL
+    assert result.items[0].breakdown is not None
+    explanation = run(lambda: orch.explain(ExplainRequest(trace_id=result.trace_id)))
+    assert explanation.trace.result_ids == [i.memory_id for i in result.items]
+    assert "Subqueries:" in explanation.text
+    assert "total" in explanation.text
+
+
+def test_passthrough_returns_the_stores_own_results_unchanged(orch: Orchestrator) -> None:
+    raw = run(lambda: orch.backend.search("firmware", 5))
+    result = run(lambda: orch.search(SearchRequest(query="firmware", top_k=5, passthrough=True)))
+    assert result.passthrough
+    assert [i.memory_id for i in result.items] == [h.memory.id for h in raw]
+    assert [i.summary for i in result.items] == [h.memory.content for h in raw]
+
+
+def test_expansion_adds_graph_neighbours_and_records_decisions(orch: Orchestrator) -> None:
+    result = run(lambda: orch.search(SearchRequest(query="firmware instability", expand=True)))
+    trace = orch.traces.get(result.trace_id)
+    assert trace is not None
+    assert trace.expansions
+    assert result.strategy in {Strategy.EXPANDED, Strategy.EPISODIC}
+    assert any(d.accepted for d in trace.expansions)
+
+
+def test_expand_walks_from_seed_ids_and_entities(orch: Orchestrator) -> None:
+    seed = run(lambda: orch.search(SearchRequest(query="firmware 2.2 LTE", top_k=1))).items[0]
+    around = run(lambda: orch.expand(ExpandRequest(seed_ids=[seed.memory_id], hops=2, limit=5)))
+    assert 0 < len(around.items) <= 5
+    assert seed.memory_id not in [i.memory_id for i in around.items]
+    by_entity = run(lambda: orch.expand(ExpandRequest(entities=["Acme Corp"], limit=5)))
+    assert by_entity.items
+
+
+def test_filters_restrict_memory_types(orch: Orchestrator) -> None:
+    filters = SearchFilters(memory_types=[MemoryType.RESOURCE])
+    result = run(lambda: orch.search(SearchRequest(query="atlas", filters=filters)))
+    assert result.items
+    assert {i.type for i in result.items} == {MemoryType.RESOURCE}
+
+
+def test_write_adds_then_skips_a_near_duplicate(orch: Orchestrator) -> None:
+    memory = NewMemory(content="Marco moved the Atlas demo to Thursday 3pm.", entities=["Marco"])
+    first = run(lambda: orch.write(WriteRequest(memory=memory)))
+    assert first.action is WriteAction.ADDED
+    assert first.id
+    again = NewMemory(content="Marco moved the Atlas demo to Thursday 3pm", entities=["Marco"])
+    second = run(lambda: orch.write(WriteRequest(memory=again)))
+    assert second.action is WriteAction.SKIPPED
+    assert second.duplicate_of == first.id
+    assert "near-duplicate" in second.reason
+
+
+def test_write_as_update_links_to_the_memory_it_revises(orch: Orchestrator) -> None:
+    base = NewMemory(
+        content="The Atlas pilot with Acme Corp starts on 1 December.", entities=["Acme Corp"]
+    )
+    first = run(lambda: orch.write(WriteRequest(memory=base)))
+    revised = NewMemory(
+        content="The Atlas pilot with Acme Corp starts on 3 December.", entities=["Acme Corp"]
+    )
+    second = run(lambda: orch.write(WriteRequest(memory=revised, on_duplicate="update")))
+    assert second.action is WriteAction.UPDATED
+    assert second.duplicate_of == first.id
+    assert any(e.type == "update" and e.target_id == first.id for e in second.links)
+
+
+def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
+    before = run(lambda: orch.backend.search("zeppelin", 5))
+    report = run(
+        lambda: orch.write(WriteRequest(memory=NewMemory(content="A zeppelin note"), dry_run=True))
+    )
+    assert report.id is None
+    assert "dry run" in report.reason
+    assert run(lambda: orch.backend.search("zeppelin", 5)) == before
+
+
+def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator) -> None:
+    faulty = FaultyBackend(orch.backend, {"search": "error"}, fail_queries=["Dana"])
+    o = with_backend(orch, faulty)
+    result = run(
+        lambda: o.search(SearchRequest(query="What did Dana and Priya decide about Vendor X?"))
+    )
+    assert result.items
+    assert any("failed" in n for n in result.trace.notes)
+
+
+def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
+    o = with_backend(
+        orch, FaultyBackend(orch.backend, {"search": "hang"}), retrieval__timeout_s=0.2
+    )
+    started = time.perf_counter()
+    result = run(lambda: o.search(SearchRequest(query="firmware")))
+    assert time.perf_counter() - started < 5
+    assert result.items == ()
+    assert any("timed out" in n for n in result.trace.notes)
+
+
+def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -> None:
+    o = with_backend(orch, FaultyBackend(orch.backend, {"neighbors": "error"}))
+    result = run(lambda: o.search(SearchRequest(query="firmware instability", expand=True)))
+    assert result.items
+    assert any("expansion failed" in n for n in result.trace.notes)
+
+
+def test_health_is_ok_on_a_good_store_and_error_when_the_store_fails(orch: Orchestrator) -> None:
+    report = run(orch.health)
+    assert report.status is Status.OK
+    assert {c.name for c in report.checks} >= {"retrieval"}
+    broken = with_backend(orch, FaultyBackend(orch.backend, {"search": "error", "health": "error"}))
+    bad = run(broken.health)
+    assert bad.status is Status.ERROR
+
+
+def test_unknown_trace_ids_are_reported(orch: Orchestrator) -> None:
+    with pytest.raises(TraceNotFound):
+        run(lambda: orch.explain(ExplainRequest(trace_id="tr_nope")))
+    with pytest.raises(TraceNotFound):
+        run(lambda: orch.replay("tr_nope"))
+
+
+def test_replay_reruns_a_stored_request_and_diffs_it(orch: Orchestrator) -> None:
+    first = run(lambda: orch.context(ContextRequest(query="who owns the Vendor X relationship?")))
+    report = run(lambda: orch.replay(first.trace_id))
+    assert report.identical
+    assert report.before == report.after
+    orch.settings.ranking.weights.recency = 5.0  # change the formula: the replay shows it
+    changed = run(lambda: orch.replay(first.trace_id))
+    assert changed.new_trace_id != report.new_trace_id
+
+
+def test_explain_a_fresh_query(orch: Orchestrator) -> None:
+    explanation = run(lambda: orch.explain(ExplainRequest(query="Atlas blockers")))
+    assert explanation.trace.tool == "explain"
+    assert "Candidates" in explanation.text
+
+
+def test_the_sample_is_fully_loaded(orch: Orchestrator) -> None:
+    report = run(orch.health)
+    assert any(str(len(SAMPLE)) in c.detail for c in report.checks) or report.status is Status.OK

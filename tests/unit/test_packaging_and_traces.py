@@ -1,0 +1,155 @@
+"""Packager limits and grouping, explainer text, and the trace store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from memory_orchestrator.models import (
+    Dropped,
+    DropReason,
+    ExpansionDecision,
+    MemoryType,
+    Strategy,
+    Trace,
+)
+from memory_orchestrator.pipeline.explainer import explain_text, summarize
+from memory_orchestrator.pipeline.packager import Budget, package, shorten
+from memory_orchestrator.pipeline.reranker import RankContext, rerank
+from memory_orchestrator.settings import RankingSettings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW, candidate, memory, plan
+
+
+def ranked_items(count: int, query: str = "atlas vendor", **plan_args: object) -> list:  # type: ignore[type-arg]
+    cands = [
+        candidate(
+            memory(
+                f"m{i}",
+                f"Atlas vendor note number {i} " + "with details " * 10,
+                kind=MemoryType.EPISODIC,
+                entities=("Atlas",) if i % 2 else ("Vendor X",),
+                created_at=NOW - timedelta(days=i),
+            ),
+            rank=i + 1,
+        )
+        for i in range(count)
+    ]
+    p = plan(query, **plan_args)  # type: ignore[arg-type]
+    return rerank(cands, RankContext(plan=p, now=NOW, settings=RankingSettings()))
+
+
+def test_shorten_cuts_at_a_word_boundary_with_an_ellipsis() -> None:
+    assert shorten("short text", 50) == "short text"
+    cut = shorten("alpha beta gamma delta epsilon", 17)
+    assert len(cut) <= 17
+    assert cut.endswith("…")
+    assert "gam" not in cut or "gamma" in cut
+
+
+def test_max_items_and_max_chars_are_hard_limits() -> None:
+    items = ranked_items(20)
+    p = plan("atlas vendor")
+    for max_chars in (200, 500, 1500, 5000):
+        packed = package(items, p, Budget(5, max_chars, 120), task="t", candidate_count=20)
+        assert len(packed.context_block) <= max_chars
+        assert len(packed.items) <= 5
+        assert len(packed.items) + len(packed.cut) == 20
+        for item in packed.items:
+            assert item.memory_id in packed.context_block
+
+
+def test_episodic_strategy_lists_items_chronologically() -> None:
+    items = ranked_items(5, strategy=Strategy.EPISODIC)
+    p = plan("atlas vendor", strategy=Strategy.EPISODIC)
+    packed = package(items, p, Budget(5, 5000, 200), task=None, candidate_count=5)
+    assert "chronological" in packed.context_block
+    positions = [packed.context_block.index(f"(m{i};") for i in range(5)]
+    assert positions == sorted(positions, reverse=True)  # m4 is oldest, listed first
+
+
+def test_two_named_entities_group_the_block_by_entity() -> None:
+    p = plan("atlas vendor", entities=("Atlas", "Vendor X"))
+    packed = package(ranked_items(4), p, Budget(4, 5000, 200), task=None, candidate_count=4)
+    assert "About Atlas:" in packed.context_block
+    assert "About Vendor X:" in packed.context_block
+
+
+def test_the_package_names_entities_span_and_task() -> None:
+    p = plan("atlas vendor")
+    packed = package(
+        ranked_items(3), p, Budget(3, 5000, 200), task="draft update", candidate_count=9
+    )
+    assert packed.context_block.startswith("Memory context for task: draft update")
+    assert set(packed.linked_entities) == {"Atlas", "Vendor X"}
+    assert packed.time_span is not None
+    assert packed.summary.startswith("3 of 9 candidate memories")
+
+
+def test_an_empty_result_still_gives_a_clear_block() -> None:
+    packed = package([], plan("nothing"), Budget(3, 500, 100), task=None, candidate_count=0)
+    assert "No relevant memories found." in packed.context_block
+    assert packed.items == ()
+
+
+def sample_trace() -> Trace:
+    return Trace(
+        trace_id="tr_1",
+        tool="search",
+        created_at=NOW,
+        backend="embedded",
+        request={"query": "atlas"},
+        plan=plan("atlas"),
+        expansions=[
+            ExpansionDecision(
+                seed_id="a",
+                neighbor_id="b",
+                edge_type="temporal",
+                hops=1,
+                accepted=True,
+                reason="1 hop(s) via temporal",
+            ),
+        ],
+        dropped=[Dropped(id="c", reason=DropReason.DUPLICATE, stage="deduper", detail="of a")],
+        result_ids=["a", "b"],
+        notes=["store cannot filter by time_range"],
+    )
+
+
+def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
+    text = explain_text(sample_trace())
+    assert "canonical" in text
+    assert "took b from a via temporal" in text
+    assert "c: duplicate at deduper" in text
+    assert "store cannot filter by time_range" in text
+    summary = summarize(sample_trace())
+    assert summary.expanded_from == ("a",)
+    assert summary.subqueries == ("atlas",)
+
+
+def test_traces_persist_in_sqlite_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path / "traces.db", keep=10)
+    try:
+        for i in range(120):
+            store.save(sample_trace().model_copy(update={"trace_id": f"tr_{i}"}))
+        assert store.get("tr_119") is not None
+        assert store.get("tr_5") is None
+        assert [t.trace_id for t in store.recent(2)] == ["tr_119", "tr_118"]
+    finally:
+        store.close()
+    reopened = TraceStore(tmp_path / "traces.db")
+    try:
+        trace = reopened.get("tr_119")
+        assert trace is not None
+        assert trace.plan is not None
+        assert trace.plan.raw_query == "atlas"
+    finally:
+        reopened.close()
+
+
+def test_in_memory_trace_store_keeps_the_newest() -> None:
+    store = TraceStore(None, keep=10)
+    for i in range(15):
+        store.save(sample_trace().model_copy(update={"trace_id": f"tr_{i}"}))
+    assert store.get("tr_0") is None
+    assert store.get("tr_14") is not None

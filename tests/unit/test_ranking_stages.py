@@ -1,0 +1,151 @@
+"""Re-ranking, dedup and fusion on small typed inputs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memory_orchestrator.models import MemoryType, TimeRange
+from memory_orchestrator.pipeline.deduper import dedupe, similarity
+from memory_orchestrator.pipeline.fusion import rrf
+from memory_orchestrator.pipeline.reranker import RankContext, rerank, weighted_total
+from memory_orchestrator.settings import RankingSettings, Weights
+from tests.factories import NOW, candidate, memory, plan
+
+
+def ctx(query: str, **kwargs: object) -> RankContext:
+    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=RankingSettings())  # type: ignore[arg-type]
+
+
+def test_rrf_sums_reciprocal_ranks_across_lists() -> None:
+    scores = rrf([["a", "b"], ["b", "c"]], k=60)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert max(scores, key=scores.__getitem__) == "b"
+
+
+def test_rrf_weights_scale_each_list_and_must_match() -> None:
+    assert rrf([["a"], ["a"]], k=0, weights=[1.0, 0.5])["a"] == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="weights"):
+        rrf([["a"]], weights=[1.0, 2.0])
+
+
+def test_relevance_is_computed_from_text_not_only_the_store_rank() -> None:
+    good = candidate(memory("m1", "Vendor X missed the firmware milestone"), rank=2)
+    off = candidate(memory("m2", "Lunch order for the team offsite"), rank=1)
+    ranked = rerank([good, off], ctx("vendor firmware milestone"))
+    assert [i.id for i in ranked] == ["m1", "m2"]
+    assert ranked[0].breakdown.lexical == pytest.approx(1.0)
+    assert ranked[1].breakdown.lexical == 0.0
+    assert ranked[1].breakdown.noise_penalty == 1.0
+
+
+def test_every_item_carries_a_breakdown_whose_total_is_the_weighted_sum() -> None:
+    item = rerank([candidate(memory("m1", "deploy atlas-core with the runbook"))], ctx("deploy"))[0]
+    b = item.breakdown
+    expected = weighted_total(
+        Weights(),
+        relevance=b.relevance,
+        recency=b.recency,
+        graph=b.graph,
+        type_match=b.type_match,
+        cross_reference=b.cross_reference,
+        duplicate_penalty=b.duplicate_penalty,
+        noise_penalty=b.noise_penalty,
+    )
+    assert b.total == pytest.approx(expected, abs=1e-5)
+    assert b.weights == Weights().model_dump()
+    assert item.reasons
+
+
+def test_episodic_memories_fade_but_semantic_facts_do_not() -> None:
+    old = NOW - timedelta(days=60)
+    episode = candidate(
+        memory("e", "standup notes atlas", kind=MemoryType.EPISODIC, created_at=old)
+    )
+    fact = candidate(memory("f", "atlas uses postgres", kind=MemoryType.SEMANTIC, created_at=old))
+    by_id = {i.id: i for i in rerank([episode, fact], ctx("atlas"))}
+    assert by_id["e"].breakdown.recency == pytest.approx(0.25)  # two 30-day half-lives
+    assert by_id["f"].breakdown.recency == 1.0
+
+
+def test_a_time_window_rewards_memories_inside_it() -> None:
+    window = TimeRange(start=NOW - timedelta(days=7), end=NOW)
+    inside = candidate(memory("in", "atlas demo", created_at=NOW - timedelta(days=2)))
+    outside = candidate(memory("out", "atlas demo notes", created_at=NOW - timedelta(days=40)))
+    by_id = {i.id: i for i in rerank([inside, outside], ctx("atlas demo", window=window))}
+    assert by_id["in"].breakdown.recency == 1.0
+    assert by_id["out"].breakdown.recency < 0.05
+    assert "inside the asked time window" in by_id["in"].reasons
+
+
+def test_expanded_items_inherit_decayed_relevance_from_their_seed() -> None:
+    seed = candidate(memory("s", "Vendor X firmware unstable"))
+    hop = candidate(memory("n", "we escalated it"), hops=1, expanded_from="s", edge_weight=1.0)
+    by_id = {i.id: i for i in rerank([seed, hop], ctx("vendor firmware"))}
+    seed_rel = by_id["s"].breakdown.relevance
+    assert by_id["n"].breakdown.relevance == pytest.approx(seed_rel * 0.7, abs=1e-5)
+    assert by_id["n"].breakdown.graph == pytest.approx(0.5)
+    assert any("1 hop(s) from s" in r for r in by_id["n"].reasons)
+
+
+def test_entities_shared_across_results_get_a_cross_reference_boost() -> None:
+    a = candidate(memory("a", "atlas slip", entities=("Vendor X",)))
+    b = candidate(memory("b", "atlas budget", entities=("Vendor X",)))
+    c = candidate(memory("c", "atlas party", entities=("Dana",)))
+    by_id = {i.id: i for i in rerank([a, b, c], ctx("atlas", entities=("Vendor X",)))}
+    assert by_id["a"].breakdown.cross_reference > 0
+    assert by_id["c"].breakdown.cross_reference == 0
+
+
+def test_preferred_memory_types_match_or_not() -> None:
+    proc = candidate(memory("p", "how to deploy atlas", kind=MemoryType.PROCEDURAL))
+    epi = candidate(memory("e", "deployed atlas today", kind=MemoryType.EPISODIC, created_at=NOW))
+    by_id = {
+        i.id: i
+        for i in rerank([proc, epi], ctx("deploy atlas", preferred=(MemoryType.PROCEDURAL,)))
+    }
+    assert by_id["p"].breakdown.type_match == 1.0
+    assert by_id["e"].breakdown.type_match == 0.0
+
+
+def test_near_duplicates_merge_into_the_better_item_marked_cross_validated() -> None:
+    first = candidate(memory("a", "Vendor X missed the March milestone.", entities=("Vendor X",)))
+    second = candidate(
+        memory("b", "Vendor X missed the March milestone", entities=("Atlas",)), rank=2
+    )
+    ranked = rerank([first, second], ctx("vendor milestone"))
+    result = dedupe(ranked, threshold=0.85, soft_threshold=0.6, weights=Weights())
+    assert [i.id for i in result.items] == ["a"]
+    kept = result.items[0]
+    assert kept.cross_validated
+    assert kept.merged_ids == ("b",)
+    assert set(kept.candidate.memory.entities) == {"Vendor X", "Atlas"}
+    assert result.dropped[0].id == "b"
+    assert result.dropped[0].reason.value == "duplicate"
+
+
+def test_dedup_threshold_is_configurable() -> None:
+    texts = ["Dana prefers short written updates", "Dana prefers short updates in writing"]
+    cands = [candidate(memory(str(i), t), rank=i + 1) for i, t in enumerate(texts)]
+    ranked = rerank(cands, ctx("dana updates"))
+    sim = similarity(*texts)
+    assert 0.6 < sim < 0.95
+    strict = dedupe(ranked, threshold=0.99, soft_threshold=0.5, weights=Weights())
+    loose = dedupe(ranked, threshold=0.6, soft_threshold=0.5, weights=Weights())
+    assert len(strict.items) == 2
+    assert strict.items[1].breakdown.duplicate_penalty > 0  # kept, but penalised
+    assert len(loose.items) == 1
+
+
+def test_distinct_memories_are_not_merged() -> None:
+    cands = [
+        candidate(memory("a", "Atlas launch moved to December")),
+        candidate(memory("b", "Priya joined the infra team"), rank=2),
+    ]
+    result = dedupe(
+        rerank(cands, ctx("atlas")), threshold=0.85, soft_threshold=0.6, weights=Weights()
+    )
+    assert {i.id for i in result.items} == {"a", "b"}
+    assert not result.dropped

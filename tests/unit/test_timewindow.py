@@ -1,0 +1,175 @@
+"""Time phrases become inclusive UTC day windows relative to a fixed `now`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory_orchestrator.pipeline.timewindow import find_time_window
+
+NOW = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)  # a Thursday
+Day = tuple[int, int, int]
+
+
+def start(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+def end(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, 23, 59, 59, 999_999, tzinfo=UTC)
+
+
+def window(text: str, now: datetime = NOW) -> tuple[datetime | None, datetime | None]:
+    found = find_time_window(text, now)
+    assert found is not None, text
+    return found.window.start, found.window.end
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        ("what happened today", (2023, 6, 15), (2023, 6, 15)),
+        ("yesterday", (2023, 6, 14), (2023, 6, 14)),
+        ("the day before yesterday", (2023, 6, 13), (2023, 6, 13)),
+        ("last night", (2023, 6, 14), (2023, 6, 14)),
+        ("this week", (2023, 6, 12), (2023, 6, 15)),
+        ("this month", (2023, 6, 1), (2023, 6, 15)),
+        ("this year", (2023, 1, 1), (2023, 6, 15)),
+        ("earlier this year", (2023, 1, 1), (2023, 6, 15)),
+        ("last week", (2023, 6, 5), (2023, 6, 11)),
+        ("last month", (2023, 5, 1), (2023, 5, 31)),
+        ("last year", (2022, 1, 1), (2022, 12, 31)),
+        ("past 3 days", (2023, 6, 12), (2023, 6, 15)),
+        ("in the last 2 weeks", (2023, 6, 1), (2023, 6, 15)),
+        ("past six months", (2022, 12, 15), (2023, 6, 15)),
+        ("last 2 years", (2021, 6, 15), (2023, 6, 15)),
+        ("the past week", (2023, 6, 8), (2023, 6, 15)),
+        ("3 days ago", (2023, 6, 12), (2023, 6, 12)),
+        ("two weeks ago", (2023, 5, 29), (2023, 6, 4)),
+        ("a month ago", (2023, 5, 1), (2023, 5, 31)),
+        ("4 years ago", (2019, 1, 1), (2019, 12, 31)),
+        ("a couple of days ago", (2023, 6, 13), (2023, 6, 13)),
+        ("recently", (2023, 5, 16), (2023, 6, 15)),
+        ("lately", (2023, 5, 16), (2023, 6, 15)),
+        ("in March 2023", (2023, 3, 1), (2023, 3, 31)),
+        ("March 2023", (2023, 3, 1), (2023, 3, 31)),
+        ("in 2023", (2023, 1, 1), (2023, 12, 31)),
+        ("on 8 May 2023", (2023, 5, 8), (2023, 5, 8)),
+        ("the 8th of May, 2023", (2023, 5, 8), (2023, 5, 8)),
+        ("May 8, 2023", (2023, 5, 8), (2023, 5, 8)),
+        ("Dec. 5, 2022", (2022, 12, 5), (2022, 12, 5)),
+        ("2023-05-08", (2023, 5, 8), (2023, 5, 8)),
+        ("in March", (2023, 3, 1), (2023, 3, 31)),
+        ("in June", (2023, 6, 1), (2023, 6, 30)),
+        ("in July", (2022, 7, 1), (2022, 7, 31)),
+        ("last June", (2022, 6, 1), (2022, 6, 30)),
+        ("on May 8", (2023, 5, 8), (2023, 5, 8)),
+        ("on June 20", (2022, 6, 20), (2022, 6, 20)),
+        ("last weekend", (2023, 6, 10), (2023, 6, 11)),
+        ("last Friday", (2023, 6, 9), (2023, 6, 9)),
+        ("on Monday", (2023, 6, 12), (2023, 6, 12)),
+        ("on Thursday", (2023, 6, 15), (2023, 6, 15)),
+        ("last Thursday", (2023, 6, 8), (2023, 6, 8)),
+    ],
+)
+def test_a_time_phrase_gives_an_inclusive_day_window(text: str, first: Day, last: Day) -> None:
+    assert window(text) == (start(*first), end(*last))
+
+
+def test_the_matched_phrase_and_its_position_are_reported() -> None:
+    found = find_time_window("What did Caroline do last week?", NOW)
+    assert found is not None
+    assert found.phrase == "last week"
+    assert "What did Caroline do last week?"[found.start : found.end] == "last week"
+
+
+def test_since_opens_the_end_at_now() -> None:
+    assert window("since March 2023") == (start(2023, 3, 1), NOW)
+    assert window("since yesterday") == (start(2023, 6, 14), NOW)
+
+
+def test_since_a_future_date_has_no_end_rather_than_a_reversed_window() -> None:
+    assert window("since 2030") == (start(2030, 1, 1), None)
+
+
+def test_before_has_only_an_end() -> None:
+    assert window("before 2023") == (None, end(2022, 12, 31))
+
+
+def test_until_and_after_bound_one_side() -> None:
+    assert window("until May 2023") == (None, end(2023, 5, 31))
+    assert window("after March 2023") == (start(2023, 4, 1), NOW)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "May I ask what Caroline said?",
+        "she may go to the park",
+        "it may be in the notes",
+        "what did we decide in may",
+        "since when has Caroline painted?",
+        "the soldiers march on",
+        "how long did the trip take?",
+    ],
+)
+def test_words_that_only_look_like_dates_give_no_window(text: str) -> None:
+    assert find_time_window(text, NOW) is None
+
+
+def test_may_followed_by_a_year_is_the_month_even_in_lower_case() -> None:
+    assert window("may 2023") == (start(2023, 5, 1), end(2023, 5, 31))
+    assert window("in May") == (start(2023, 5, 1), end(2023, 5, 31))
+
+
+def test_the_most_specific_phrase_wins() -> None:
+    found = find_time_window("recently, on 2023-05-08, and last week", NOW)
+    assert found is not None
+    assert found.phrase == "on 2023-05-08"
+
+
+def test_an_impossible_date_is_skipped_for_the_next_phrase() -> None:
+    found = find_time_window("2023-02-30 or yesterday", NOW)
+    assert found is not None
+    assert found.phrase == "yesterday"
+    assert find_time_window("past 9999 years", NOW) is None
+
+
+def test_a_leap_day_without_a_year_is_the_latest_one() -> None:
+    assert window("on February 29") == (start(2020, 2, 29), end(2020, 2, 29))
+
+
+def test_a_naive_now_is_utc_and_an_aware_now_is_converted() -> None:
+    assert window("today", datetime(2023, 6, 15, 12)) == (start(2023, 6, 15), end(2023, 6, 15))
+    late_evening_west = datetime(2023, 6, 14, 22, tzinfo=timezone(timedelta(hours=-5)))
+    assert window("today", late_evening_west) == (start(2023, 6, 15), end(2023, 6, 15))
+
+
+def test_windows_are_utc_aware() -> None:
+    first, last = window("last month")
+    assert first is not None
+    assert last is not None
+    assert first.tzinfo is UTC
+    assert last.tzinfo is UTC
+
+
+_VOCAB = (
+    "since before after until in on of last this past the ago a few couple 2023 2030 9999 "
+    "99999 May may March Dec. 8th 31 29 Feb 2023-02-29 weekend Friday yesterday today "
+    "recently days weeks months years and , ?"
+).split()
+
+
+@given(
+    words=st.lists(st.sampled_from(_VOCAB), max_size=12),
+    now=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
+)
+def test_any_mix_of_time_words_at_any_date_never_raises(words: list[str], now: datetime) -> None:
+    found = find_time_window(" ".join(words), now)
+    if found is not None:
+        first, last = found.window.start, found.window.end
+        assert first is not None or last is not None
+        assert first is None or last is None or first <= last
