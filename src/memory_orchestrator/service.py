@@ -50,7 +50,7 @@ from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.pipeline.planner import plan_query
-from memory_orchestrator.pipeline.reranker import RankContext, rerank
+from memory_orchestrator.pipeline.reranker import RankContext, by_relevance, rerank
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
 from memory_orchestrator.settings import Settings
@@ -400,7 +400,7 @@ class Orchestrator:
         ctx = self._rank_context(plan, now)
         candidates = got.candidates
         if plan.strategy is not Strategy.DIRECT and plan.hop_budget > 0 and candidates:
-            seeds = [i.id for i in rerank(candidates, ctx)[: exp.seeds]]
+            seeds = by_relevance(candidates, ctx)[: exp.seeds]
             grown = await expand(
                 self.backend,
                 seeds,
@@ -441,6 +441,7 @@ class Orchestrator:
             threshold=dd.threshold,
             soft_threshold=dd.soft_threshold,
             weights=self.settings.ranking.weights,
+            limit=limit,
         )
         trace.dropped.extend(deduped.dropped)
         items = deduped.items[:limit]

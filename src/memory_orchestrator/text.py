@@ -47,7 +47,8 @@ def normalize(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens, apostrophes kept inside words."""
-    return [w.translate(_QUOTES) for w in _WORD.findall(text.lower())]
+    found: list[str] = _WORD.findall(text.lower())
+    return [w.translate(_QUOTES) for w in found] if "\u2019" in text else found
 
 
 @lru_cache(maxsize=65_536)
@@ -68,8 +69,15 @@ def terms(text: str) -> list[str]:
     return [s for s in (stem(w) for w in content_words(text)) if s]
 
 
+@lru_cache(maxsize=32_768)
 def term_set(text: str) -> frozenset[str]:
+    """The set of stemmed content terms; cached, since the same memories recur across queries."""
     return frozenset(terms(text))
+
+
+@lru_cache(maxsize=32_768)
+def content_word_count(text: str) -> int:
+    return len(content_words(text))
 
 
 def all_stems(text: str) -> list[str]:

@@ -53,6 +53,7 @@ def window(text: str, now: datetime = NOW) -> tuple[datetime | None, datetime | 
         ("4 years ago", (2019, 1, 1), (2019, 12, 31)),
         ("a couple of days ago", (2023, 6, 13), (2023, 6, 13)),
         ("recently", (2023, 5, 16), (2023, 6, 15)),
+        ("any recent issues", (2023, 5, 16), (2023, 6, 15)),
         ("lately", (2023, 5, 16), (2023, 6, 15)),
         ("in March 2023", (2023, 3, 1), (2023, 3, 31)),
         ("March 2023", (2023, 3, 1), (2023, 3, 31)),

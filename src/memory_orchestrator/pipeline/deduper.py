@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import Dropped, DropReason, ScoredItem
 from memory_orchestrator.pipeline.reranker import with_penalties
@@ -19,9 +19,14 @@ from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 
 
+def _key(text: str) -> str:
+    """Sorted lower-case tokens: `fuzz.ratio` over keys equals token-sort ratio over texts."""
+    return " ".join(sorted(normalize(text).casefold().split()))
+
+
 def similarity(a: str, b: str) -> float:
-    """0..1 near-duplicate similarity of two texts (case and spacing ignored)."""
-    return fuzz.token_sort_ratio(normalize(a).casefold(), normalize(b).casefold()) / 100.0
+    """0..1 near-duplicate similarity of two texts (case, spacing and word order ignored)."""
+    return fuzz.ratio(_key(a), _key(b)) / 100.0
 
 
 @dataclass
@@ -31,20 +36,35 @@ class Dedup:
 
 
 def dedupe(
-    items: Sequence[ScoredItem], *, threshold: float, soft_threshold: float, weights: Weights
+    items: Sequence[ScoredItem],
+    *,
+    threshold: float,
+    soft_threshold: float,
+    weights: Weights,
+    limit: int | None = None,
 ) -> Dedup:
-    """Merge near-duplicates of `items` (best first); returns the survivors re-sorted."""
+    """Merge near-duplicates of `items` (best first); returns the survivors re-sorted.
+
+    With `limit`, work stops once that many survivors (plus a margin for re-sorting after
+    penalties) are found: what lies below can never be returned.
+    """
     kept: list[ScoredItem] = []
-    texts: list[str] = []
+    keys: list[str] = []
     dropped: list[Dropped] = []
+    enough = None if limit is None else limit + max(5, limit // 2)
     for item in items:
-        text = normalize(item.candidate.memory.content).casefold()
-        best_index, best_sim = -1, 0.0
-        for index, other in enumerate(texts):
-            sim = fuzz.token_sort_ratio(text, other) / 100.0
-            if sim > best_sim:
-                best_index, best_sim = index, sim
-        if best_index >= 0 and best_sim >= threshold:
+        if enough is not None and len(kept) >= enough:
+            break
+        key = _key(item.candidate.memory.content)
+        match = process.extractOne(
+            key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=soft_threshold * 100
+        )
+        if match is None:
+            kept.append(item)
+            keys.append(key)
+            continue
+        best_sim, best_index = match[1] / 100.0, match[2]
+        if best_sim >= threshold:
             kept[best_index] = _merge(kept[best_index], item)
             dropped.append(
                 Dropped(
@@ -56,21 +76,15 @@ def dedupe(
                 )
             )
             continue
-        if best_sim > soft_threshold:
-            penalty = (best_sim - soft_threshold) / max(1e-9, threshold - soft_threshold)
-            item = item.model_copy(
-                update={
-                    "breakdown": with_penalties(
-                        item.breakdown, weights, duplicate=round(penalty, 6)
-                    ),
-                    "reasons": (
-                        *item.reasons,
-                        f"penalised: {best_sim:.0%} like {kept[best_index].id}",
-                    ),
-                }
-            )
+        penalty = (best_sim - soft_threshold) / max(1e-9, threshold - soft_threshold)
+        item = item.model_copy(
+            update={
+                "breakdown": with_penalties(item.breakdown, weights, duplicate=round(penalty, 6)),
+                "reasons": (*item.reasons, f"penalised: {best_sim:.0%} like {kept[best_index].id}"),
+            }
+        )
         kept.append(item)
-        texts.append(text)
+        keys.append(key)
     kept.sort(key=lambda i: (-i.score, i.id))
     return Dedup(items=kept, dropped=dropped)
 

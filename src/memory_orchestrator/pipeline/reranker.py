@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from memory_orchestrator.models import (
     Candidate,
@@ -26,7 +27,7 @@ from memory_orchestrator.models import (
     to_utc,
 )
 from memory_orchestrator.settings import RankingSettings, Weights
-from memory_orchestrator.text import content_words, term_set
+from memory_orchestrator.text import content_word_count, term_set
 
 _DAY = 86_400.0
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
@@ -38,6 +39,10 @@ class RankContext:
     plan: QueryPlan
     now: datetime
     settings: RankingSettings
+
+    @cached_property
+    def weights_dump(self) -> dict[str, float]:
+        return self.settings.weights.model_dump()
 
 
 def weighted_total(
@@ -84,41 +89,52 @@ def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem
     """Score every candidate; best first (ties broken by id, so the order is deterministic)."""
     if not candidates:
         return []
+    lexical, relevance, max_fused = _relevance(candidates, ctx)
+    entity_counts = _entity_counts(candidates)
+    query_entities = {e.casefold() for e in ctx.plan.entities}
+    items = [
+        _score(
+            c,
+            ctx,
+            lexical[c.memory.id],
+            relevance[c.memory.id],
+            max_fused,
+            _xref(c, entity_counts, query_entities),
+        )
+        for c in candidates
+    ]
+    items.sort(key=lambda item: (-item.breakdown.total, item.id))
+    return items
+
+
+def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]:
+    """Ids ordered by relevance alone: the cheap ordering used to pick expansion seeds."""
+    if not candidates:
+        return []
+    _, relevance, _ = _relevance(candidates, ctx)
+    return sorted(relevance, key=lambda i: (-relevance[i], i))
+
+
+def _relevance(
+    candidates: Sequence[Candidate], ctx: RankContext
+) -> tuple[dict[str, float], dict[str, float], float]:
     plan = ctx.plan
     doc_terms = {c.memory.id: _doc_terms(c) for c in candidates}
     idf = _idf(plan.terms, list(doc_terms.values()))
     max_fused = max(c.fused_score for c in candidates) or 1.0
-    entity_counts = _entity_counts(candidates)
-    query_entities = {e.casefold() for e in plan.entities}
-
+    share = ctx.settings.lexical_share
     lexical = {c.memory.id: _lexical(plan, doc_terms[c.memory.id], idf, c) for c in candidates}
     relevance: dict[str, float] = {}
     for c in candidates:
         if c.hops == 0:
-            own = ctx.settings.lexical_share * lexical[c.memory.id]
-            relevance[c.memory.id] = own + (1 - ctx.settings.lexical_share) * (
-                c.fused_score / max_fused
-            )
+            own = share * lexical[c.memory.id]
+            relevance[c.memory.id] = own + (1 - share) * (c.fused_score / max_fused)
     for c in candidates:  # expanded items inherit part of their seed's relevance
         if c.hops > 0:
             inherited = relevance.get(c.expanded_from or "", 0.0) * c.edge_weight
             inherited *= ctx.settings.expansion_decay**c.hops
             relevance[c.memory.id] = max(lexical[c.memory.id], inherited)
-
-    items = []
-    for c in candidates:
-        items.append(
-            _score(
-                c,
-                ctx,
-                lexical[c.memory.id],
-                relevance[c.memory.id],
-                max_fused,
-                _xref(c, entity_counts, query_entities),
-            )
-        )
-    items.sort(key=lambda item: (-item.breakdown.total, item.id))
-    return items
+    return lexical, relevance, max_fused
 
 
 def _score(
@@ -144,7 +160,9 @@ def _score(
         cross_reference=xref[0],
         noise_penalty=noise,
     )
-    breakdown = ScoreBreakdown(
+    # model_construct: every value here is computed, not user input; validation would only
+    # cost time on the hot path (tens of candidates per request).
+    breakdown = ScoreBreakdown.model_construct(
         relevance=round(relevance, 6),
         lexical=round(lexical, 6),
         fused=round(c.fused_score / max_fused, 6),
@@ -153,11 +171,18 @@ def _score(
         type_match=type_match,
         cross_reference=round(xref[0], 6),
         noise_penalty=noise,
-        weights=weights.model_dump(),
+        duplicate_penalty=0.0,
+        weights=ctx.weights_dump,
         total=round(total, 6),
     )
     reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise)
-    return ScoredItem(candidate=c, breakdown=breakdown, reasons=tuple(reasons))
+    return ScoredItem.model_construct(
+        candidate=c,
+        breakdown=breakdown,
+        reasons=tuple(reasons),
+        merged_ids=(),
+        cross_validated=False,
+    )
 
 
 def _doc_terms(c: Candidate) -> frozenset[str]:
@@ -241,7 +266,7 @@ def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
 def _noise(c: Candidate, lexical: float) -> float:
     if c.hops == 0 and lexical == 0.0:
         return 1.0  # the store returned it, but it shares nothing with the question
-    if len(content_words(c.memory.content)) < _SHORT_WORDS:
+    if content_word_count(c.memory.content) < _SHORT_WORDS:
         return 0.5
     return 0.0
 

@@ -119,7 +119,7 @@ _YEAR_ONLY = _compile(
     rf"\b(?P<prep>{_PREPS})\s+(?:the\s+year\s+)?(?P<year>(?:19|20)\d{{2}})\b(?![-/]\d)"
 )
 _MONTH_ONLY = _compile(rf"\b(?P<prep>{_PREPS}|last|this)\s+{_MONTH}")
-_RECENT = _compile(r"\b(?:recently|lately|of\s+late)\b")
+_RECENT = _compile(r"\b(?:recently|recent|lately|of\s+late|latest)\b")
 
 _RECENT_DAYS = 30
 _MAX_YEAR_LOOKBACK = 8

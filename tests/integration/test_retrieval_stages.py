@@ -1,0 +1,138 @@
+"""Retriever and expander over a real embedded store: fusion, partial results, hop budget,
+edge-type allowlist and fan-out cap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters
+from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
+from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from tests.factories import NOW
+from tests.faults import FaultyBackend
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def chain(tmp_path: Path) -> Iterator[tuple[EmbeddedBackend, list[str]]]:
+    """Ten memories in a temporal chain m0 - m1 - ... - m9, plus a causal link m0 -> m5."""
+    backend = EmbeddedBackend(tmp_path / "m.db")
+
+    async def load() -> list[str]:
+        outcomes = await backend.write_many(
+            [
+                NewMemory(
+                    content=f"note {i} about topic{i} and the shared project",
+                    type=MemoryType.EPISODIC,
+                    created_at=NOW - timedelta(days=10 - i),
+                )
+                for i in range(10)
+            ]
+        )
+        ids = [o.id for o in outcomes]
+        await backend.link(ids[0], ids[5], "causal", 0.9)
+        return ids
+
+    ids = anyio.run(load)
+    yield backend, ids
+    anyio.run(backend.close)
+
+
+def limits(**kw: object) -> ExpansionLimits:
+    base: dict[str, object] = {
+        "hops": 1,
+        "edge_types": ("temporal", "causal"),
+        "fanout": 10,
+        "max_new": 30,
+        "timeout_s": 5.0,
+    }
+    base.update(kw)
+    return ExpansionLimits(**base)  # type: ignore[arg-type]
+
+
+def test_subqueries_are_fused_and_sources_kept(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+    backend, ids = chain
+    got = anyio.run(
+        lambda: retrieve(
+            backend, [SubQuery("topic3"), SubQuery("topic3 topic4")], per_query=5, timeout_s=5
+        )
+    )
+    assert got.candidates[0].memory.id == ids[3]
+    assert len(got.candidates[0].sources) == 2  # found by both subqueries
+    assert got.calls == 2
+    assert not got.notes
+
+
+def test_one_failed_subquery_leaves_the_others(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+    backend, ids = chain
+    faulty = FaultyBackend(backend, {"search": "error"}, fail_queries=["topic4"])
+    got = anyio.run(
+        lambda: retrieve(faulty, [SubQuery("topic3"), SubQuery("topic4")], per_query=5, timeout_s=5)
+    )
+    assert [c.memory.id for c in got.candidates] == [ids[3]]
+    assert got.failed == 1
+    assert any("topic4" in n and "failed" in n for n in got.notes)
+
+
+def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    backend, _ = chain
+    blind = FaultyBackend(
+        backend, {}, capabilities=backend.capabilities.model_copy(update={"memory_types": False})
+    )
+    sub = SubQuery("shared project", filters=SearchFilters(memory_types=[MemoryType.SEMANTIC]))
+    got = anyio.run(lambda: retrieve(blind, [sub], per_query=10, timeout_s=5))
+    assert got.candidates == []
+    assert any("cannot filter by memory_types" in n for n in got.notes)
+
+
+def test_expansion_stops_at_the_hop_budget(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+    backend, ids = chain
+    one = anyio.run(lambda: expand(backend, [ids[3]], limits(edge_types=("temporal",))))
+    assert {c.memory.id for c in one.candidates} == {ids[2], ids[4]}
+    two = anyio.run(lambda: expand(backend, [ids[3]], limits(hops=2, edge_types=("temporal",))))
+    assert {c.memory.id for c in two.candidates} == {ids[1], ids[2], ids[4], ids[5]}
+    assert all(d.accepted for d in two.decisions)
+
+
+def test_only_allowed_edge_types_are_followed(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+    backend, ids = chain
+    causal = anyio.run(lambda: expand(backend, [ids[0]], limits(edge_types=("causal",))))
+    assert [c.memory.id for c in causal.candidates] == [ids[5]]
+    assert causal.candidates[0].edge_type == "causal"
+
+
+def test_fan_out_cap_limits_neighbours_per_seed_and_says_so(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    backend, ids = chain
+    capped = anyio.run(lambda: expand(backend, [ids[0]], limits(fanout=1)))
+    assert len(capped.candidates) == 1
+    assert any("fan-out cap" in d.reason and not d.accepted for d in capped.decisions)
+
+
+def test_present_candidates_are_not_added_twice(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+    backend, ids = chain
+    got = anyio.run(
+        lambda: expand(backend, [ids[3]], limits(edge_types=("temporal",)), present=[ids[4]])
+    )
+    assert [c.memory.id for c in got.candidates] == [ids[2]]
+    assert any(d.neighbor_id == ids[4] and d.reason == "already a candidate" for d in got.decisions)
+
+
+def test_a_store_without_a_graph_skips_expansion_with_a_note(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    backend, ids = chain
+    flat = FaultyBackend(backend, {}, capabilities=backend.capabilities.model_copy(update={"graph": False}))
+    got = anyio.run(lambda: expand(flat, [ids[3]], limits()))
+    assert got.candidates == []
+    assert got.notes == ["store has no graph; expansion skipped"]
