@@ -132,7 +132,9 @@ def test_a_store_without_a_graph_skips_expansion_with_a_note(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     backend, ids = chain
-    flat = FaultyBackend(backend, {}, capabilities=backend.capabilities.model_copy(update={"graph": False}))
+    flat = FaultyBackend(
+        backend, {}, capabilities=backend.capabilities.model_copy(update={"graph": False})
+    )
     got = anyio.run(lambda: expand(flat, [ids[3]], limits()))
     assert got.candidates == []
     assert got.notes == ["store has no graph; expansion skipped"]

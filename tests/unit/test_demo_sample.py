@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
 
 import anyio
 from rapidfuzz import fuzz
 
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import DEFAULT_QUERY, DEFAULT_TASK, LINKS, SAMPLE, load_demo
-from memory_orchestrator.models import (
-    Capabilities,
-    Edge,
-    MemoryType,
-    NewMemory,
-    WriteAction,
-    WriteOutcome,
-)
-
-if TYPE_CHECKING:
-    from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.models import MemoryType, NewMemory
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
+from tests.faults import FaultyBackend
 
 START = datetime(2026, 7, 1, tzinfo=UTC)
 END = datetime(2026, 11, 20, 23, 59, 59, tzinfo=UTC)
@@ -93,47 +86,41 @@ def test_default_query_and_task() -> None:
     assert DEFAULT_TASK
 
 
-class _RecordingBackend:
-    """Just enough of a store for `load_demo`: numbered writes, recorded links."""
-
-    name = "recording"
-
-    def __init__(self, *, link: bool) -> None:
-        self.capabilities = Capabilities(link=link, graph=link)
-        self.written: list[NewMemory] = []
-        self.edges: list[Edge] = []
-
-    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
-        outcomes = []
-        for memory in memories:
-            self.written.append(memory)
-            outcomes.append(WriteOutcome(id=f"m{len(self.written)}", action=WriteAction.ADDED))
-        return outcomes
-
-    async def link(self, source_id: str, target_id: str, relation: str, weight: float) -> Edge:
-        edge = Edge(source_id=source_id, target_id=target_id, type=relation, weight=weight)
-        self.edges.append(edge)
-        return edge
+def _loaded(tmp_path: Path, *, link: bool) -> tuple[Orchestrator, int]:
+    backend = EmbeddedBackend(tmp_path / "demo.db")
+    store: MemoryBackend = backend
+    if not link:  # the same real store, declaring no link support
+        caps = backend.capabilities.model_copy(update={"link": False, "graph": False})
+        store = FaultyBackend(backend, {}, capabilities=caps)
+    orchestrator = Orchestrator(store, load_settings(data_dir=tmp_path))
+    return orchestrator, anyio.run(load_demo, orchestrator)
 
 
-def _orchestrator(backend: _RecordingBackend) -> Orchestrator:
-    # `load_demo` only touches `orchestrator.backend`; this keeps the test independent of
-    # the service and of any real store.
-    return cast("Orchestrator", SimpleNamespace(backend=backend))
+def test_load_demo_writes_sample_and_links(tmp_path: Path) -> None:
+    orchestrator, written = _loaded(tmp_path, link=True)
+    backend = orchestrator.backend
+
+    def id_of(index: int) -> str:
+        hits = anyio.run(lambda: backend.search(SAMPLE[index].content, 5))
+        return next(h.memory.id for h in hits if h.memory.content == SAMPLE[index].content)
+
+    try:
+        assert written == len(SAMPLE)
+        for source, target, relation, _ in LINKS:
+            source_id = id_of(source)
+
+            async def around(source_id: str = source_id, relation: str = relation) -> set[str]:
+                found = await backend.neighbors([source_id], [relation], 1, 100)
+                return {n.memory.id for n in found}
+
+            assert id_of(target) in anyio.run(around), (source, target, relation)
+    finally:
+        anyio.run(orchestrator.close)
 
 
-def test_load_demo_writes_sample_and_links() -> None:
-    backend = _RecordingBackend(link=True)
-    orchestrator = _orchestrator(backend)
-    written = anyio.run(load_demo, orchestrator)
-    assert written == len(SAMPLE)
-    assert backend.written == list(SAMPLE)
-    assert [(e.source_id, e.target_id, e.type) for e in backend.edges] == [
-        (f"m{source + 1}", f"m{target + 1}", relation) for source, target, relation, _ in LINKS
-    ]
-
-
-def test_load_demo_skips_links_without_a_graph() -> None:
-    backend = _RecordingBackend(link=False)
-    assert anyio.run(load_demo, _orchestrator(backend)) == len(SAMPLE)
-    assert backend.edges == []
+def test_load_demo_skips_links_without_a_graph(tmp_path: Path) -> None:
+    orchestrator, written = _loaded(tmp_path, link=False)
+    try:
+        assert written == len(SAMPLE)
+    finally:
+        anyio.run(orchestrator.close)
