@@ -58,8 +58,8 @@ test-unit: setup ## Run the unit tests only
 	$(BIN)/pytest -q tests/unit
 
 lint: setup ## ruff check, ruff format --check and mypy (strict)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
 format: setup ## Apply ruff fixes and formatting

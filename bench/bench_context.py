@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,28 +50,39 @@ def locomo_turns() -> tuple[list[NewMemory], list[str]]:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shared a photo: {turn['blip_caption']}]"
-                memories.append(NewMemory(
-                    content=text, type=MemoryType.EPISODIC, entities=[turn["speaker"]],
-                    created_at=START + timedelta(hours=len(memories)),
-                ))
+                memories.append(
+                    NewMemory(
+                        content=text,
+                        type=MemoryType.EPISODIC,
+                        entities=[turn["speaker"]],
+                        created_at=START + timedelta(hours=len(memories)),
+                    )
+                )
         questions += [q["question"] for q in conv["qa"] if q.get("category") in (1, 2, 3, 4)]
     return memories, questions
 
 
 def synthetic(count: int, seed: int = 7) -> list[NewMemory]:
     rng = random.Random(seed)
-    words = [f"w{i}" for i in range(3000)] + "project vendor firmware deploy release team budget \
+    words = (
+        [f"w{i}" for i in range(3000)]
+        + "project vendor firmware deploy release team budget \
         meeting customer launch design review incident database cache latency".split()
+    )
     weights = [1 / (i + 1) for i in range(len(words))]
     people = [f"Person{i}" for i in range(60)]
     out = []
     for i in range(count):
         who = rng.choice(people)
         body = " ".join(rng.choices(words, weights, k=rng.randint(8, 30)))
-        out.append(NewMemory(
-            content=f"{who}: {body}", type=rng.choice(list(MemoryType)), entities=[who],
-            created_at=START + timedelta(minutes=37 * i),
-        ))
+        out.append(
+            NewMemory(
+                content=f"{who}: {body}",
+                type=rng.choice(list(MemoryType)),
+                entities=[who],
+                created_at=START + timedelta(minutes=37 * i),
+            )
+        )
     return out
 
 
@@ -96,16 +108,23 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
             await backend.write_many(memories[i : i + 1000])
         ingest_s = time.perf_counter() - started
         systems: dict[str, list[float]] = {
-            "raw_search": [], "search_direct": [], "context_direct": [], "context_expanded": []
+            "raw_search": [],
+            "search_direct": [],
+            "context_direct": [],
+            "context_expanded": [],
         }
         calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
         for q in questions[:5]:  # warm caches (known entities, statements)
             await orch.context(ContextRequest(query=q))
         for q in questions:
-            await timed(lambda q=q: backend.search(q, 10), systems["raw_search"])
-            await timed(lambda q=q: orch.search(SearchRequest(query=q, top_k=10)), systems["search_direct"])
-            await timed(lambda q=q: orch.context(ContextRequest(query=q, expand=False)), systems["context_direct"])
-            await timed(lambda q=q: orch.context(ContextRequest(query=q, expand=True)), systems["context_expanded"])
+            runs: dict[str, Callable[[], Awaitable[Any]]] = {
+                "raw_search": partial(backend.search, q, 10),
+                "search_direct": partial(orch.search, SearchRequest(query=q, top_k=10)),
+                "context_direct": partial(orch.context, ContextRequest(query=q, expand=False)),
+                "context_expanded": partial(orch.context, ContextRequest(query=q, expand=True)),
+            }
+            for name, fn in runs.items():
+                await timed(fn, systems[name])
         for trace in orch.traces.recent(len(questions) * 3):
             key = {"search": "search_direct"}.get(trace.tool)
             if trace.tool == "context":
@@ -115,12 +134,17 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
         await orch.close()
     raw_p50 = pct(systems["raw_search"], 0.5)
     return {
-        "memories": size, "queries": len(questions), "ingest_s": round(ingest_s, 3),
+        "memories": size,
+        "queries": len(questions),
+        "ingest_s": round(ingest_s, 3),
         "systems": {
             name: {
-                "p50_ms": round(pct(runs, 0.5), 3), "p95_ms": round(pct(runs, 0.95), 3),
+                "p50_ms": round(pct(runs, 0.5), 3),
+                "p95_ms": round(pct(runs, 0.95), 3),
                 "overhead_p50_ms": round(pct(runs, 0.5) - raw_p50, 3),
-                "backend_calls_mean": round(statistics.mean(calls[name]), 2) if calls.get(name) else 1,
+                "backend_calls_mean": round(statistics.mean(calls[name]), 2)
+                if calls.get(name)
+                else 1,
             }
             for name, runs in systems.items()
         },
@@ -128,7 +152,9 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
@@ -143,11 +169,16 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
         results.append(anyio.run(bench_size, size, questions, turns))
-    print(f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8} {'+p50 vs raw':>11} {'calls':>5}")
+    print(
+        f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
+        f" {'+p50 vs raw':>11} {'calls':>5}"
+    )
     for r in results:
         for name, s in r["systems"].items():
-            print(f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"
-                  f" {s['overhead_p50_ms']:>11.2f} {s['backend_calls_mean']:>5}")
+            print(
+                f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"
+                f" {s['overhead_p50_ms']:>11.2f} {s['backend_calls_mean']:>5}"
+            )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2))
