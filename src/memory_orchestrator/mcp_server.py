@@ -48,6 +48,7 @@ from memory_orchestrator.models import (
     SearchResult,
     WriteReport,
     WriteRequest,
+    describe_errors,
 )
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
@@ -106,13 +107,7 @@ Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
 
 
 def _describe(error: ValidationError) -> str:
-    """One line naming each bad field and what is wrong with it (no values, no URLs)."""
-    problems = []
-    for item in error.errors(include_url=False, include_input=False, include_context=False):
-        field = ".".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{field}: {message}" if field else message)
-    return "invalid arguments: " + "; ".join(problems)
+    return "invalid arguments: " + describe_errors(error)
 
 
 def _validated(model: type[ModelT], values: Mapping[str, Any]) -> ModelT:

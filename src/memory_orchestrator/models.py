@@ -10,7 +10,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 MAX_QUERY_CHARS = 2_000
 MAX_CONTENT_CHARS = 8_000
@@ -504,3 +511,14 @@ def to_utc(moment: datetime) -> datetime:
     from datetime import UTC
 
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def describe_errors(error: ValidationError) -> str:
+    """Each bad field and what is wrong with it, on one line (no values, no URLs): the one
+    wording both faces use for invalid input."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        field = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}: {message}" if field else message)
+    return "; ".join(problems)

@@ -30,6 +30,7 @@ from memory_orchestrator.models import (
     TraceSummary,
     WriteAction,
     WriteReport,
+    describe_errors,
 )
 
 _STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
@@ -74,13 +75,7 @@ def note(message: str) -> None:
 
 
 def describe(exc: ValidationError) -> str:
-    """Each bad field and what is wrong with it, on one line (no values, no URLs)."""
-    problems = []
-    for item in exc.errors(include_url=False, include_input=False, include_context=False):
-        field = ".".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{field}: {message}" if field else message)
-    return "invalid input: " + "; ".join(problems)
+    return "invalid input: " + describe_errors(exc)
 
 
 # ---------------------------------------------------------------- results
