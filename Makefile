@@ -72,3 +72,41 @@ bench: setup ## Run the context benchmark (bench/bench_context.py)
 clean: ## Remove .venv, .tools, demo data and caches
 	rm -rf $(VENV) $(TOOLS) demo-data .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+# ---------------------------------------------------------------- evaluation (issue 10)
+EVAL_DATASET ?= ../shared/datasets/locomo/locomo-dev.json
+EVAL_BACKEND ?= embedded
+EVAL_OUT ?= eval-out/$(EVAL_BACKEND)
+
+.PHONY: eval
+eval: setup ## LoCoMo dev split: raw vs orchestrated vs expanded (EVAL_BACKEND=embedded), into ./eval-out
+	$(BIN)/orchestrator eval --dataset $(EVAL_DATASET) --backend $(EVAL_BACKEND) --k 5,10 \
+		--format table --out $(EVAL_OUT)
+
+# ---------------------------------------------------------------- Mnemon (issue 9)
+MNEMON_VERSION ?= v0.2.9
+MNEMON_MODULE := github.com/mnemon-dev/mnemon
+
+.PHONY: mnemon test-mnemon-real bench-mnemon
+mnemon: ## Install Mnemon v0.2.9 into .tools/bin with go install (not part of demo or test)
+	@command -v go >/dev/null || { echo "make mnemon: needs Go >= 1.24 on PATH (https://go.dev/dl/)" >&2; exit 1; }
+	@mkdir -p $(TOOLS)/bin
+	@log=$$(mktemp); \
+	if GOBIN="$(abspath $(TOOLS))/bin" GOFLAGS=-mod=mod go install $(MNEMON_MODULE)@$(MNEMON_VERSION) >"$$log" 2>&1; then \
+		rm -f "$$log"; $(TOOLS)/bin/mnemon --version; \
+	elif grep -qE '[0-9]{3} [A-Z]|server response' "$$log"; then \
+		status=$$(grep -m1 -oE '[0-9]{3} [A-Za-z ]+$$' "$$log"); \
+		said=$$(sed -n 's/^[[:space:]]*server response: *//p' "$$log" | head -n 1); \
+		rm -f "$$log"; \
+		echo "make mnemon: the Go module proxy refused $(MNEMON_MODULE)@$(MNEMON_VERSION) ($${status:-refused}$${said:+: $$said}); build it elsewhere and set [mnemon] binary or copy it to .tools/bin/mnemon" >&2; \
+		exit 1; \
+	else \
+		first=$$(head -n 1 "$$log"); rm -f "$$log"; \
+		echo "make mnemon: go install $(MNEMON_MODULE)@$(MNEMON_VERSION) failed: $$first" >&2; exit 1; \
+	fi
+
+test-mnemon-real: setup ## Run the Mnemon adapter tests against a real mnemon binary only
+	$(BIN)/pytest -q -m mnemon_real tests/integration/test_mnemon_adapter.py
+
+bench-mnemon: setup ## Process starts per request for each tool over the Mnemon double
+	$(BIN)/python bench/bench_mnemon.py

@@ -18,6 +18,12 @@ import pytest
 from memory_orchestrator.settings import Settings, load_settings
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "mnemon_real: runs the real `mnemon` binary (`make test-mnemon-real`)"
+    )
+
+
 @pytest.fixture(autouse=True)
 def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):

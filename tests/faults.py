@@ -48,6 +48,10 @@ class FaultyBackend:
         self.fail_queries = tuple(fail_queries)
         self.calls: dict[str, int] = {}
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.inner.notes
+
     async def _maybe_fail(self, op: str, query: str | None = None) -> None:
         self.calls[op] = self.calls.get(op, 0) + 1
         mode = self.faults.get(op)

@@ -445,7 +445,9 @@ class Orchestrator:
         )
         trace.dropped.extend(deduped.dropped)
         items = deduped.items[:limit]
-        trace.candidates = self._candidate_traces(items, ranked)
+        # Later entries win: an item the deduper penalised is traced with that penalty, even
+        # when the penalty pushed it out of the result.
+        trace.candidates = self._candidate_traces(items, [*ranked, *deduped.items])
         trace.result_ids = [i.id for i in items]
         trace.timings_ms["total"] = _ms(started)
         if tool != "context":
@@ -558,6 +560,7 @@ class Orchestrator:
         )
 
     def _finish(self, trace: Trace) -> None:
+        trace.notes.extend(n for n in self.backend.notes if n not in trace.notes)
         if self.settings.traces.verbosity == "minimal":
             trace.expansions = [d for d in trace.expansions if d.accepted]
         try:

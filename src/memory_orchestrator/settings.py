@@ -47,6 +47,56 @@ class EmbeddedSettings(Section):
     )
 
 
+MNEMON_STORE_NAME = r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$"
+
+
+class MnemonSettings(Section):
+    """The Mnemon store, reached through its `mnemon` CLI (see `backends/mnemon.py`)."""
+
+    binary: Path | None = Field(
+        default=None, description="mnemon executable; default .tools/bin/mnemon, then PATH"
+    )
+    data_dir: Path | None = Field(
+        default=None, description="Mnemon's --data-dir; default $MNEMON_DATA_DIR, else ~/.mnemon"
+    )
+    store: str | None = Field(
+        default=None,
+        pattern=MNEMON_STORE_NAME,
+        description="store name; default $MNEMON_STORE, else <data_dir>/active, else default",
+    )
+    readonly: bool = Field(
+        default=False,
+        description="run every command with --readonly: reads leave no trace, writes are refused",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="per mnemon process")
+    retries: int = Field(default=3, ge=0, le=10, description="retries on 'database is locked'")
+    retry_backoff_s: float = Field(
+        default=0.05, ge=0, le=5, description="first retry delay; doubles each retry"
+    )
+    max_processes: int = Field(
+        default=4, ge=1, le=32, description="mnemon processes running at once"
+    )
+    embed_endpoint: str | None = Field(
+        default=None,
+        description="MNEMON_EMBED_ENDPOINT; None = an address that fails at once (no embeddings)",
+    )
+    embed_model: str | None = Field(default=None, description="--embed-model; None = Mnemon's")
+    max_insights: int | None = Field(
+        default=None, ge=0, description="MNEMON_MAX_INSIGHTS (auto-prune ceiling); None = Mnemon's"
+    )
+    entity_mode: Literal["merge", "provided", "auto"] = Field(
+        default="merge", description="remember --entity-mode: how Mnemon adds entities it finds"
+    )
+    direct_reads: bool = Field(
+        default=True,
+        description="read memories by id, graph neighbours and entity names from the store file "
+        "(read-only SQLite, schema-checked); false = only through the CLI",
+    )
+    cache_ttl_s: float = Field(
+        default=30.0, ge=0, description="how long `--version` and `status` answers are reused"
+    )
+
+
 class RetrievalSettings(Section):
     top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
     candidate_k: int = Field(
@@ -148,6 +198,7 @@ class Settings(BaseSettings):
     )
     cache_ttl_s: float = Field(default=30.0, ge=0, description="store metadata cache lifetime")
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+    mnemon: MnemonSettings = Field(default_factory=MnemonSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     ranking: RankingSettings = Field(default_factory=RankingSettings)

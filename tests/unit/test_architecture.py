@@ -22,6 +22,7 @@ class Import:
     module: str
     line: int
     function: str | None  # the enclosing function, None at module level
+    type_only: bool = False  # under `if TYPE_CHECKING:`: never runs
 
 
 def _module_name(path: Path) -> str:
@@ -41,27 +42,40 @@ def _imports_in(source: str, package: str) -> list[Import]:
     tree = ast.parse(source)
     found: list[Import] = []
 
-    def visit(node: ast.AST, function: str | None) -> None:
+    def visit(node: ast.AST, function: str | None, type_only: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                visit(child, child.name)
+                visit(child, child.name, type_only)
+                continue
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for branch in child.body:
+                    visit(ast.Module(body=[branch], type_ignores=[]), function, True)
+                for branch in child.orelse:
+                    visit(ast.Module(body=[branch], type_ignores=[]), function, type_only)
                 continue
             if isinstance(child, ast.Import):
-                found.extend(Import(a.name, child.lineno, function) for a in child.names)
+                found.extend(Import(a.name, child.lineno, function, type_only) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
                     anchor = package.split(".")[: len(package.split(".")) - (child.level - 1)]
                     base = ".".join([*anchor, base] if base else anchor)
-                found.append(Import(base, child.lineno, function))
+                found.append(Import(base, child.lineno, function, type_only))
                 # `from memory_orchestrator import mcp_server` imports a module too.
                 found.extend(
-                    Import(f"{base}.{a.name}", child.lineno, function) for a in child.names
+                    Import(f"{base}.{a.name}", child.lineno, function, type_only)
+                    for a in child.names
                 )
-            visit(child, function)
+            visit(child, function, type_only)
 
     visit(tree, None)
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _is(module: str, target: str) -> bool:
@@ -148,3 +162,56 @@ def test_the_import_reader_resolves_relative_and_lazy_imports() -> None:
     assert Import(f"{PACKAGE}.pipeline.mcp_server", 4, "serve") in found
     flagged = [i.module for i in found if _reaches_a_backend_module(i.module)]
     assert flagged == [f"{PACKAGE}.backends.embedded"]
+
+
+def test_the_import_reader_marks_imports_made_only_for_type_checking() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import matplotlib\nimport os\n"
+    )
+    found = {i.module: i.type_only for i in _imports_in(source, PACKAGE)}
+    assert found == {
+        "typing": False,
+        "typing.TYPE_CHECKING": False,
+        "matplotlib": True,
+        "os": False,
+    }
+
+
+def test_the_eval_harness_reaches_stores_only_through_the_registry() -> None:
+    assert _sources(under="eval")
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _sources(under="eval")
+        for imp in _imports(path)
+        if _reaches_a_backend_module(imp.module)
+        and not _is(imp.module, f"{PACKAGE}.backends.registry")
+    ]
+    assert violations == []
+
+
+def test_only_the_cli_and_the_harness_itself_import_the_eval_harness() -> None:
+    eval_dir, cli_dir = ROOT / "eval", ROOT / "cli"
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _sources()
+        if eval_dir not in path.parents and cli_dir not in path.parents
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.eval")
+    ]
+    assert violations == []
+
+
+def test_matplotlib_is_imported_lazily_and_only_by_the_plots_module() -> None:
+    found = [
+        (path, imp)
+        for path in _sources()
+        for imp in _imports(path)
+        if imp.module.split(".")[0] == "matplotlib"
+    ]
+    assert found, "the plots module should import matplotlib"
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"
+        for path, imp in found
+        if path != ROOT / "eval" / "plots.py" or (imp.function is None and not imp.type_only)
+    ]
+    assert violations == []

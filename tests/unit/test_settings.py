@@ -15,7 +15,15 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "orchestrator.example.toml"
 
 def test_the_example_config_loads_and_matches_the_defaults() -> None:
     example, default = load_settings(EXAMPLE), Settings()
-    for section in ("retrieval", "expansion", "dedup", "packaging", "write", "embedded"):
+    for section in (
+        "retrieval",
+        "expansion",
+        "dedup",
+        "packaging",
+        "write",
+        "embedded",
+        "mnemon",
+    ):
         assert getattr(example, section) == getattr(default, section), section
     assert example.ranking.weights == default.ranking.weights
     for kind in MemoryType:

@@ -53,11 +53,16 @@ class MemoryBackend(Protocol):
     - `forget` soft-deletes; returns False when the id is unknown.
     - `known_entities` lists entity names the store has seen (most frequent first).
     - `health` never raises: it reports ok / degraded / error per check.
+    - `notes` names the fallbacks the store runs with (e.g. an older build without a
+      command), one line each; the service copies them into every trace. Usually empty.
     - Every method may raise `BackendError`; `transient=True` means a retry may succeed.
     """
 
     name: str
     capabilities: Capabilities
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
 
     async def search(
         self, query: str, top_k: int, filters: SearchFilters | None = None

@@ -216,6 +216,7 @@ class EmbeddedBackend:
         soft_delete=True,
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
     )
+    notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ Factory = Callable[["Settings"], MemoryBackend]
 # name -> "module:function"; loaded lazily so an unused backend costs no import time.
 _BUILTIN: dict[str, str] = {
     "embedded": "memory_orchestrator.backends.embedded:from_settings",
+    "mnemon": "memory_orchestrator.backends.mnemon:from_settings",
 }
 _extra: dict[str, Factory] = {}
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import BackendError
-from memory_orchestrator.cli import render
+from memory_orchestrator.cli import eval_cmd, render
 from memory_orchestrator.models import (
     ContextPackage,
     ContextRequest,
@@ -379,6 +379,9 @@ def demo(
 
     result = _call(ctx, load_and_ask, settings)
     _show(ctx, json, result, lambda r: render.context_package(r, _state(ctx).verbose))
+
+
+app.command("eval")(eval_cmd.evaluate)
 
 
 # ---------------------------------------------------------------- helpers

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import Dropped, DropReason, ScoredItem
-from memory_orchestrator.pipeline.reranker import with_penalties
+from memory_orchestrator.pipeline.reranker import tie_order, with_penalties
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 
@@ -85,7 +85,7 @@ def dedupe(
         )
         kept.append(item)
         keys.append(key)
-    kept.sort(key=lambda i: (-i.score, i.id))
+    kept.sort(key=lambda i: (-i.score, *tie_order(i.candidate.memory)))
     return Dedup(items=kept, dropped=dropped)
 
 

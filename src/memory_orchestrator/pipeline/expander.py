@@ -82,7 +82,10 @@ def _decide(
     per_seed: dict[str, int] = dict.fromkeys(seeds, 0)
     taken: set[str] = set()
     seed_set = set(seeds)
-    ordered = sorted(found, key=lambda n: (n.hops, -n.weight, n.memory.id))
+    # Stable: among equal hops and weight the store's order (nearest first, as the Protocol
+    # says) is kept. Breaking those ties by id threw proximity away for an order that, with
+    # store-made random ids, changes every time the same memories are written again.
+    ordered = sorted(found, key=lambda n: (n.hops, -n.weight))
     for neighbor in ordered:
         mem_id = neighbor.memory.id
 

@@ -19,6 +19,7 @@ from functools import cached_property
 
 from memory_orchestrator.models import (
     Candidate,
+    Memory,
     MemoryType,
     QueryPlan,
     ScoreBreakdown,
@@ -86,7 +87,7 @@ def with_penalties(
 
 
 def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem]:
-    """Score every candidate; best first (ties broken by id, so the order is deterministic)."""
+    """Score every candidate; best first (ties: see `tie_order`), so the order is deterministic."""
     if not candidates:
         return []
     lexical, relevance, max_fused = _relevance(candidates, ctx)
@@ -103,8 +104,16 @@ def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem
         )
         for c in candidates
     ]
-    items.sort(key=lambda item: (-item.breakdown.total, item.id))
+    items.sort(key=lambda item: (-item.breakdown.total, *tie_order(item.candidate.memory)))
     return items
+
+
+def tie_order(memory: Memory) -> tuple[float, str]:
+    """How equal scores are ordered: newer first, then by id. Stores often make ids at random
+    on write, so ties broken by id alone ranked the same memories differently each time they
+    were written again (the evaluation harness caught it)."""
+    created = memory.created_at
+    return (-to_utc(created).timestamp() if created else math.inf, memory.id)
 
 
 def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]:
@@ -112,7 +121,8 @@ def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]
     if not candidates:
         return []
     _, relevance, _ = _relevance(candidates, ctx)
-    return sorted(relevance, key=lambda i: (-relevance[i], i))
+    memories = {c.memory.id: c.memory for c in candidates}
+    return sorted(relevance, key=lambda i: (-relevance[i], *tie_order(memories[i])))
 
 
 def _relevance(

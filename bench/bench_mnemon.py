@@ -1,0 +1,164 @@
+"""Benchmark: how many `mnemon` processes does each tool start per request?
+
+Over Mnemon a process start is the real cost (tens of ms on the real binary), so this counts
+them: for `memory_search`, `memory_context` (direct and expanded), `memory_expand`,
+`memory_write` and `memory_health`, with the adapter's direct store-file reads on (the
+default) and off (CLI only). It runs against the contract double (tests/mnemon_double), so
+it reports process counts only: the double's timings and ranking are not Mnemon's and are
+not reported. Not a test: it asserts nothing.
+
+    .venv/bin/python bench/bench_mnemon.py [--memories 200] [--queries 30] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_context import locomo_turns
+from tests.mnemon_double import fast_launcher
+
+from memory_orchestrator.backends.mnemon import MnemonBackend
+from memory_orchestrator.models import (
+    ContextRequest,
+    ExpandRequest,
+    MemoryType,
+    NewMemory,
+    SearchRequest,
+    WriteRequest,
+)
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import MnemonSettings, load_settings
+from memory_orchestrator.traces import TraceStore
+
+TOOLS = (
+    "search",
+    "context_direct",
+    "context_expanded",
+    "expand",
+    "write",
+    "health",
+)
+
+
+def sample(size: int) -> tuple[list[NewMemory], list[str]]:
+    turns, questions = locomo_turns()
+    if turns:
+        return turns[:size], questions
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    memories = [
+        NewMemory(
+            content=f"Person{i % 9} talked about project vendor firmware item {i}",
+            type=MemoryType.EPISODIC,
+            entities=[f"Person{i % 9}"],
+            created_at=start + timedelta(hours=i),
+        )
+        for i in range(size)
+    ]
+    return memories, [f"what did Person{i % 9} say about firmware" for i in range(size)]
+
+
+async def measure(direct: bool, size: int, queries: int, folder: Path) -> dict[str, Any]:
+    binary = fast_launcher(folder / "bin")
+    settings = load_settings(data_dir=folder / "orch", backend="mnemon")
+    backend = MnemonBackend(
+        MnemonSettings(binary=binary, data_dir=folder / f"mnemon-{direct}", direct_reads=direct)
+    )
+    orch = Orchestrator(backend, settings, traces=TraceStore(settings.trace_path()))
+    memories, questions = sample(size)
+    await backend.write_many(memories)
+    ingest = backend.process_calls
+    calls: dict[str, list[int]] = {tool: [] for tool in TOOLS}
+    commands: dict[str, Counter[str]] = {tool: Counter() for tool in TOOLS}
+    first: dict[str, int] = {}
+
+    async def count(tool: str, request: Callable[[], Awaitable[Any]]) -> Any:
+        before, by_command = backend.process_calls, Counter(backend.calls_by_command)
+        result = await request()
+        spent = backend.process_calls - before
+        if tool not in first:
+            first[tool] = spent  # includes one-off costs: --version, status, known entities
+        else:
+            calls[tool].append(spent)
+            commands[tool].update(backend.calls_by_command - by_command)
+        return result
+
+    for index, question in enumerate(questions[: queries + 1]):
+        found = await count("search", partial(orch.search, SearchRequest(query=question)))
+        direct_request = ContextRequest(query=question, expand=False)
+        await count("context_direct", partial(orch.context, direct_request))
+        expanded_request = ContextRequest(query=question, expand=True)
+        await count("context_expanded", partial(orch.context, expanded_request))
+        seeds = [item.memory_id for item in found.items[:3]] or [question]
+        await count("expand", partial(orch.expand, ExpandRequest(seed_ids=seeds, hops=2)))
+        note = NewMemory(
+            content=f"Benchmark note {index}: {question}",
+            entities=[memories[index % len(memories)].entities[0]],
+        )
+        await count("write", partial(orch.write, WriteRequest(memory=note)))
+        await count("health", orch.health)
+    await orch.close()
+    rows = {}
+    for tool in TOOLS:
+        runs = calls[tool]
+        rows[tool] = {
+            "mean": round(statistics.mean(runs), 2) if runs else 0.0,
+            "min": min(runs, default=0),
+            "max": max(runs, default=0),
+            "first_request": first.get(tool, 0),
+            "by_command": {k: round(v / max(len(runs), 1), 2) for k, v in commands[tool].items()},
+        }
+    return {
+        "direct_reads": direct,
+        "memories": len(memories),
+        "ingest_calls": ingest,
+        "tools": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for direct in (True, False):
+            print(f"measuring direct_reads={direct} ...", file=sys.stderr)
+            folder = Path(tmp) / f"direct-{direct}"
+            results.append(anyio.run(measure, direct, args.memories, args.queries, folder))
+    print("mnemon process starts per request (contract double; counts only, no timings)")
+    print(f"{'tool':<17} {'reads':<10} {'mean':>5} {'min':>4} {'max':>4} {'first':>5}  by command")
+    for result in results:
+        reads = "file" if result["direct_reads"] else "cli"
+        for tool, row in result["tools"].items():
+            detail = ", ".join(f"{k} {v:g}" for k, v in sorted(row["by_command"].items()))
+            print(
+                f"{tool:<17} {reads:<10} {row['mean']:>5} {row['min']:>4} {row['max']:>4}"
+                f" {row['first_request']:>5}  {detail}"
+            )
+        ingest = f"{result['ingest_calls']:>5}  ({result['memories']} memories, write_many)"
+        print(f"{'ingest':<17} {reads:<10} {ingest}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

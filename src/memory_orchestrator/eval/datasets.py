@@ -1,0 +1,297 @@
+"""Evaluation datasets: the records every loader produces, and the LoCoMo loader.
+
+A dataset is a list of *cases*. Each case is evaluated on its own fresh store: its memories
+are ingested, its questions asked, then its write checks run. Every memory has a *key* (a
+LoCoMo `dia_id`, or the id a hand-made set gives it) which travels with the memory into the
+store twice, in `metadata[key_field]` and as the tag `{tag_prefix}{key}`, so that whatever
+the store returns maps back to the dataset, even from a store that keeps tags but no metadata.
+
+LoCoMo (`../shared/reference/eval-protocol.md`):
+- one case per conversation; every turn with text becomes one episodic memory whose content is
+  `"{speaker}: {text}"` plus `" [shared a photo: {blip_caption}]"` when the turn has one, whose
+  entity is the speaker, and whose time is its session's `session_N_date_time` ("1:56 pm on
+  8 May, 2023", read as UTC) plus one second per earlier turn of the session, so turn order
+  is kept; date keys of sessions without turns are ignored;
+- every QA item is a question (its text alone). Categories 1-4 (multi-hop, temporal,
+  open-domain, single-hop) make the headline; category 5 (adversarial) is reported apart;
+- evidence ids are read leniently: split on ';' (and ',' or spaces), stray characters
+  tolerated ("D:11:26" is D11:26, "D30:05" is D30:5); ids that name no turn are dropped, and a
+  question left with no evidence is skipped and counted;
+- "now" (`as_of`) is the time of the conversation's last turn: the date of its last session.
+
+The hand-made JSONL format lives in `memory_orchestrator.eval.jsonl`; `load_dataset` picks
+the loader by name or file suffix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from memory_orchestrator.models import Memory, MemoryType, NewMemory
+
+__all__ = [
+    "GOLDEN",
+    "LOCOMO_CATEGORIES",
+    "Dataset",
+    "DatasetError",
+    "EvalCase",
+    "EvalMemory",
+    "EvalQuestion",
+    "WriteCheck",
+    "load_dataset",
+    "load_locomo",
+    "memory_keys",
+    "normalize_evidence",
+    "parse_session_time",
+]
+
+GOLDEN = "golden"
+LOCOMO_CATEGORIES: dict[str, str] = {
+    "1": "multi-hop",
+    "2": "temporal",
+    "3": "open-domain",
+    "4": "single-hop",
+    "5": "adversarial",
+}
+_LOCOMO_HEADLINE = ("1", "2", "3", "4")
+_LOCOMO_APART = {"5": "adversarial"}
+_DIA_FIELD = "dia_id"
+_DIA_TAG = "dia:"
+_SESSION = re.compile(r"^session_(\d+)$")
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
+_TIME_FORMATS = (
+    "%I:%M %p on %d %B, %Y",
+    "%I:%M %p on %d %B %Y",
+    "%I:%M %p on %d %b, %Y",
+    "%I:%M %p on %d %b %Y",
+)
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be read, with the place and the reason."""
+
+
+@dataclass(frozen=True)
+class EvalMemory:
+    """One memory to ingest, with the dataset key that identifies it."""
+
+    key: str
+    memory: NewMemory
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """One query. `evidence` holds the keys of the memories that answer it; a question with
+    none left after cleaning carries `skip_reason` and is counted, not asked."""
+
+    id: str
+    text: str
+    evidence: tuple[str, ...]
+    category: str
+    as_of: datetime | None = None  # overrides the case's `as_of`
+    skip_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteCheck:
+    """A check of the write path: write `memory` and expect `expect`.
+
+    `duplicate_of` names (by key) the memory the write should be found to duplicate, for
+    "skipped" and "updated"; `on_duplicate` is the policy the write is made with.
+    """
+
+    id: str
+    memory: NewMemory
+    expect: Literal["added", "skipped", "updated"]
+    duplicate_of: str | None = None
+    on_duplicate: Literal["skip", "update"] | None = None
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    """One store's worth: memories, the questions asked of them, then the write checks."""
+
+    id: str
+    memories: tuple[EvalMemory, ...]
+    questions: tuple[EvalQuestion, ...]
+    as_of: datetime
+    write_checks: tuple[WriteCheck, ...] = ()
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Cases plus how to read them: which categories make the headline, which stand apart."""
+
+    name: str
+    cases: tuple[EvalCase, ...]
+    key_field: str
+    tag_prefix: str
+    headline_categories: tuple[str, ...]
+    apart_categories: Mapping[str, str] = field(default_factory=dict)  # category -> label
+    category_names: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def keys_of(self, memory: Memory) -> set[str]:
+        return memory_keys(memory, self.key_field, self.tag_prefix)
+
+
+def memory_keys(memory: Memory, key_field: str, tag_prefix: str) -> set[str]:
+    """The dataset keys a stored memory carries, from its metadata and its tags."""
+    keys = {t[len(tag_prefix) :] for t in memory.tags if t.startswith(tag_prefix)}
+    value = memory.metadata.get(key_field)
+    if isinstance(value, str) and value:
+        keys.add(value)
+    return keys
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def load_dataset(source: str | Path) -> Dataset:
+    """`"golden"` (the shipped golden set), a `.jsonl` file, or a LoCoMo `.json` file."""
+    if str(source) == GOLDEN:
+        from memory_orchestrator.eval.jsonl import parse_jsonl
+
+        text = resources.files("memory_orchestrator.eval").joinpath("golden.jsonl")
+        return parse_jsonl(text.read_text(encoding="utf-8"), name=GOLDEN)
+    path = Path(source)
+    if not path.is_file():
+        raise DatasetError(f"dataset not found: {path}")
+    if path.suffix.lower() == ".jsonl":
+        from memory_orchestrator.eval.jsonl import load_jsonl
+
+        return load_jsonl(path)
+    return load_locomo(path)
+
+
+# ---------------------------------------------------------------- LoCoMo
+
+
+def parse_session_time(value: str) -> datetime:
+    """LoCoMo's "1:56 pm on 8 May, 2023" as a UTC datetime."""
+    text = " ".join(value.split())
+    for fmt in _TIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise DatasetError(f"unreadable session date {value!r}")
+
+
+def normalize_evidence(raw: Sequence[object]) -> list[str]:
+    """Evidence ids in canonical form ("D3:14"), in order, without repeats.
+
+    Entries may hold several ids ("D8:6; D9:17") and stray characters ("D:11:26", "D30:05");
+    an entry holding no readable id ("D") gives nothing.
+    """
+    found: list[str] = []
+    for entry in raw:
+        for session, turn in _EVIDENCE.findall(str(entry)):
+            found.append(f"D{int(session)}:{int(turn)}")
+    return list(dict.fromkeys(found))
+
+
+def load_locomo(path: Path) -> Dataset:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{path}: not a readable JSON file: {exc}") from exc
+    if not isinstance(data, list) or not all(isinstance(c, dict) for c in data):
+        raise DatasetError(f"{path}: expected a JSON list of LoCoMo conversations")
+    cases = tuple(_locomo_case(conv, index, path) for index, conv in enumerate(data, start=1))
+    return Dataset(
+        name=path.name,
+        cases=cases,
+        key_field=_DIA_FIELD,
+        tag_prefix=_DIA_TAG,
+        headline_categories=_LOCOMO_HEADLINE,
+        apart_categories=_LOCOMO_APART,
+        category_names=LOCOMO_CATEGORIES,
+    )
+
+
+def _locomo_case(conv: dict[str, Any], index: int, path: Path) -> EvalCase:
+    case_id = str(conv.get("sample_id") or f"conversation-{index}")
+    sessions = conv.get("conversation")
+    if not isinstance(sessions, dict):
+        raise DatasetError(f"{path}: {case_id} has no 'conversation' object")
+    memories = _locomo_memories(case_id, sessions)
+    if not memories:
+        raise DatasetError(f"{path}: {case_id} has no turns with text")
+    turns = {m.key for m in memories}
+    as_of = max(m.memory.created_at for m in memories if m.memory.created_at)
+    questions = tuple(
+        _locomo_question(case_id, number, item, turns)
+        for number, item in enumerate(conv.get("qa") or [], start=1)
+        if isinstance(item, dict)
+    )
+    return EvalCase(id=case_id, memories=memories, questions=questions, as_of=as_of)
+
+
+def _locomo_memories(case_id: str, sessions: dict[str, Any]) -> tuple[EvalMemory, ...]:
+    numbers = sorted(
+        int(match.group(1))
+        for key, value in sessions.items()
+        if (match := _SESSION.match(key)) and isinstance(value, list) and value
+    )
+    memories: list[EvalMemory] = []
+    for number in numbers:
+        stamp = sessions.get(f"session_{number}_date_time")
+        if not isinstance(stamp, str):
+            raise DatasetError(f"{case_id}: session {number} has turns but no date")
+        start = parse_session_time(stamp)
+        for offset, turn in enumerate(sessions[f"session_{number}"]):
+            memory = _locomo_turn(turn, start + timedelta(seconds=offset))
+            if memory is not None:
+                memories.append(memory)
+    return tuple(memories)
+
+
+def _locomo_turn(turn: object, when: datetime) -> EvalMemory | None:
+    if not isinstance(turn, dict):
+        return None
+    speaker = str(turn.get("speaker") or "").strip()
+    text = str(turn.get("text") or "").strip()
+    dia_id = normalize_evidence([turn.get("dia_id", "")])
+    if not text or not speaker or not dia_id:
+        return None
+    content = f"{speaker}: {text}"
+    caption = str(turn.get("blip_caption") or "").strip()
+    if caption:
+        content += f" [shared a photo: {caption}]"
+    key = dia_id[0]
+    memory = NewMemory(
+        content=content,
+        type=MemoryType.EPISODIC,
+        entities=[speaker.replace(",", " ")],
+        tags=[f"{_DIA_TAG}{key}"],
+        created_at=when,
+        source="locomo",
+        metadata={_DIA_FIELD: key},
+    )
+    return EvalMemory(key=key, memory=memory)
+
+
+def _locomo_question(
+    case_id: str, number: int, item: dict[str, Any], turns: set[str]
+) -> EvalQuestion:
+    raw = item.get("evidence") or []
+    cited = normalize_evidence(raw if isinstance(raw, list) else [raw])
+    evidence = tuple(e for e in cited if e in turns)
+    reason = None
+    if not evidence:
+        reason = f"no evidence id names a turn (given: {raw!r})"
+    return EvalQuestion(
+        id=f"{case_id}#q{number}",
+        text=str(item.get("question") or "").strip(),
+        evidence=evidence,
+        category=str(item.get("category", "")),
+        skip_reason=reason if str(item.get("question") or "").strip() else "no question text",
+    )

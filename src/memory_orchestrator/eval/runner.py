@@ -1,0 +1,256 @@
+"""One case on its own store: ingest, ask every question of every system, run the write checks.
+
+See `memory_orchestrator.eval.systems` for what each system is and how latency and context
+length are measured.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from memory_orchestrator.backends import registry
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.eval import metrics
+from memory_orchestrator.eval.datasets import Dataset, EvalCase, EvalQuestion, WriteCheck
+from memory_orchestrator.eval.diagnose import diagnose, relabel
+from memory_orchestrator.eval.records import (
+    Answer,
+    CaseResult,
+    QuestionResult,
+    RunOptions,
+    WriteCheckResult,
+)
+from memory_orchestrator.models import (
+    ContextRequest,
+    Memory,
+    NewMemory,
+    ResponseBudget,
+    SearchRequest,
+    WriteAction,
+    WriteOutcome,
+    WriteRequest,
+)
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+
+__all__ = ["CaseRunner", "KeyIndex"]
+
+INGEST_CHUNK = 250
+DIAGNOSIS_DEPTH = 50  # how deep the raw store is searched to place a missed evidence turn
+
+Advance = Callable[[str, int], None]  # (phase, steps done)
+
+
+class KeyIndex:
+    """Maps stored memories back to dataset keys: by the id each write returned (so a memory
+    the store kept once for several identical turns stands for all of them), else by the key
+    the memory carries in its metadata or tags."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.by_id: dict[str, set[str]] = {}
+        self.id_of: dict[str, str] = {}
+        self.text_of: dict[str, str] = {}
+
+    def learn(self, key: str, content: str, outcome: WriteOutcome) -> None:
+        if outcome.action is WriteAction.QUEUED or not outcome.id:
+            return
+        target = outcome.existing_id or outcome.id
+        self.by_id.setdefault(target, set()).add(key)
+        self.id_of.setdefault(key, target)
+        self.text_of.setdefault(target, content)
+
+    def see(self, memory: Memory) -> None:
+        keys = self.dataset.keys_of(memory)
+        self.by_id.setdefault(memory.id, set()).update(keys)
+        self.text_of.setdefault(memory.id, memory.content)
+        for key in keys:
+            self.id_of.setdefault(key, memory.id)
+
+    async def resolve(self, backend: MemoryBackend, ids: Sequence[str]) -> None:
+        unknown = [i for i in dict.fromkeys(ids) if i not in self.by_id]
+        if unknown:
+            for memory in await backend.get_memories(unknown):
+                self.see(memory)
+
+    def of(self, memory_id: str) -> frozenset[str]:
+        return frozenset(self.by_id.get(memory_id, ()))
+
+
+class CaseRunner:
+    def __init__(
+        self,
+        dataset: Dataset,
+        case: EvalCase,
+        settings: Settings,
+        options: RunOptions,
+        advance: Advance,
+    ) -> None:
+        self.dataset, self.case, self.settings = dataset, case, settings
+        self.options, self.advance = options, advance
+        self.keys = KeyIndex(dataset)
+        backend = registry.create(options.backend, settings)
+        traces = TraceStore(None, keep=settings.traces.keep)
+        self.orchestrator = Orchestrator(backend, settings, traces=traces, clock=self._now)
+
+    def _now(self) -> datetime:
+        return self.case.as_of
+
+    async def run(self, questions: Sequence[EvalQuestion]) -> CaseResult:
+        try:
+            result = await self._ingest()
+            for question in questions:
+                if question.skip_reason is not None:
+                    result.skipped.append(question)
+                else:
+                    result.questions.append(await self._ask(question))
+                self.advance("queries", 1)
+            for check in self.case.write_checks:
+                result.writes.append(await self._check_write(check))
+            return result
+        finally:
+            await self.orchestrator.close()
+
+    # ------------------------------------------------------------------ ingest
+
+    async def _ingest(self) -> CaseResult:
+        backend = self.orchestrator.backend
+        caps = backend.capabilities
+        notes = []
+        items = list(self.case.memories)
+        if not caps.timestamps:
+            notes.append("the store keeps no timestamps: each memory's date is in its content")
+        started = time.perf_counter()
+        step = INGEST_CHUNK if caps.bulk_write else 1
+        for start in range(0, len(items), step):
+            chunk = items[start : start + step]
+            memories = [self._stored_form(m.memory, caps.timestamps) for m in chunk]
+            if caps.bulk_write:
+                outcomes = await backend.write_many(memories)
+            else:
+                outcomes = [await backend.write(m) for m in memories]
+            for item, memory, outcome in zip(chunk, memories, outcomes, strict=True):
+                self.keys.learn(item.key, memory.content, outcome)
+            self.advance("ingest", len(chunk))
+        seconds = time.perf_counter() - started
+        notes.append(
+            f"ingested {len(items)} memories "
+            + ("in bulk" if caps.bulk_write else "one by one")
+            + f" in {seconds:.2f} s"
+        )
+        return CaseResult(
+            id=self.case.id,
+            memories=len(items),
+            stored=len(self.keys.by_id),
+            ingest_s=round(seconds, 3),
+            notes=notes,
+        )
+
+    @staticmethod
+    def _stored_form(memory: NewMemory, timestamps: bool) -> NewMemory:
+        if timestamps or memory.created_at is None:
+            return memory
+        dated = f"[{memory.created_at:%Y-%m-%d %H:%M}] {memory.content}"
+        return memory.model_copy(update={"content": dated})
+
+    # ------------------------------------------------------------------ questions
+
+    async def _ask(self, question: EvalQuestion) -> QuestionResult:
+        as_of = question.as_of or self.case.as_of
+        answers: dict[str, Answer] = {}
+        for system in self.options.systems:
+            if system == "raw":
+                answers[system] = await self._raw(question.text)
+            else:
+                answers[system] = await self._orchestrated(
+                    question.text, as_of, expand=system == "expanded"
+                )
+        result = QuestionResult(case=self.case.id, question=question, answers=answers)
+        if self.options.diagnose and any(
+            metrics.recall_at(a.ranking, question.evidence, self.options.max_k) < 1.0
+            for a in answers.values()
+        ):
+            result.diagnosis = await diagnose(
+                self.orchestrator,
+                question,
+                answers,
+                self.keys.id_of,
+                self.keys.text_of,
+                self.keys.by_id,
+                max_k=self.options.max_k,
+                depth=DIAGNOSIS_DEPTH,
+            )
+        return result
+
+    async def _raw(self, query: str) -> Answer:
+        backend = self.orchestrator.backend
+        started = time.perf_counter()
+        hits = await backend.search(query, self.options.max_k)
+        latency = (time.perf_counter() - started) * 1000
+        for hit in hits:
+            if hit.memory.id not in self.keys.by_id:
+                self.keys.see(hit.memory)
+        texts = tuple(h.memory.content for h in hits)
+        return Answer(
+            ranking=tuple(self.keys.of(h.memory.id) | self.dataset.keys_of(h.memory) for h in hits),
+            ids=tuple(h.memory.id for h in hits),
+            texts=texts,
+            latency_ms=latency,
+            context_chars=len("\n".join(texts)),
+        )
+
+    async def _orchestrated(self, query: str, as_of: datetime, *, expand: bool) -> Answer:
+        request = SearchRequest(
+            query=query, top_k=self.options.max_k, expand=expand, as_of=as_of, passthrough=False
+        )
+        started = time.perf_counter()
+        result = await self.orchestrator.search(request)
+        latency = (time.perf_counter() - started) * 1000
+        groups = [(item.memory_id, *item.merged_ids) for item in result.items]
+        await self.keys.resolve(self.orchestrator.backend, [i for g in groups for i in g])
+        chars = 0
+        if self.options.measure_context:
+            budget = ResponseBudget(
+                max_items=self.options.max_k, max_chars=self.settings.packaging.max_chars
+            )
+            package = await self.orchestrator.context(
+                ContextRequest(query=query, expand=expand, as_of=as_of, response_budget=budget)
+            )
+            chars = len(package.context_block)
+        return Answer(
+            ranking=tuple(frozenset().union(*(self.keys.of(i) for i in g)) for g in groups),
+            ids=tuple(item.memory_id for item in result.items),
+            texts=tuple(
+                self.keys.text_of.get(item.memory_id, item.summary) for item in result.items
+            ),
+            latency_ms=latency,
+            context_chars=chars,
+            trace_id=result.trace_id,
+        )
+
+    # ------------------------------------------------------------------ write checks
+
+    async def _check_write(self, check: WriteCheck) -> WriteCheckResult:
+        report = await self.orchestrator.write(
+            WriteRequest(memory=check.memory, on_duplicate=check.on_duplicate)
+        )
+        got = report.action.value
+        problems = []
+        if got != check.expect:
+            problems.append(f"expected {check.expect}, got {got}")
+        if check.duplicate_of is not None:
+            found = self.keys.of(report.duplicate_of) if report.duplicate_of else frozenset()
+            if check.duplicate_of not in found:
+                named = ", ".join(sorted(found)) or report.duplicate_of or "nothing"
+                problems.append(f"expected a duplicate of {check.duplicate_of}, found {named}")
+        if check.expect == "updated" and self.orchestrator.backend.capabilities.link:
+            target = self.keys.id_of.get(check.duplicate_of or "")
+            if not any(e.type == "update" and e.target_id == target for e in report.links):
+                problems.append("no 'update' link to the revised memory")
+        detail = relabel("; ".join(problems) or report.reason, self.keys.by_id)
+        return WriteCheckResult(
+            id=check.id, expect=check.expect, got=got, passed=not problems, detail=detail
+        )

@@ -1,0 +1,168 @@
+"""The six MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
+a real server process (`python -m memory_orchestrator.mcp_server`), with the Mnemon contract
+double behind it (the real binary cannot be installed here; see tests/mnemon_double)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.from_thread import start_blocking_portal
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests.e2e.test_mcp_stdio import (
+    MEMORIES,
+    REQUEST_TIMEOUT_S,
+    START_TIMEOUT_S,
+    TOOLS,
+    Client,
+    _text,
+)
+from tests.mnemon_double import fast_launcher
+
+pytestmark = pytest.mark.integration
+
+
+@asynccontextmanager
+async def _session(data_dir: Path, binary: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_orchestrator.mcp_server"],
+        env={
+            "ORCHESTRATOR_BACKEND": "mnemon",
+            "ORCHESTRATOR_MNEMON__BINARY": str(binary),
+            "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
+            "ORCHESTRATOR_DATA_DIR": str(data_dir),
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(data_dir),
+        },
+        cwd=data_dir,
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT_S) as session,
+        ):
+            with anyio.fail_after(START_TIMEOUT_S):
+                await session.initialize()
+            yield session
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-mnemon")
+
+
+@pytest.fixture(scope="module")
+def client(data_dir: Path) -> Iterator[Client]:
+    binary = fast_launcher(data_dir / "bin")
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_session(data_dir, binary)) as session,
+    ):
+        yield Client(portal, session)
+
+
+@pytest.fixture(scope="module")
+def written(client: Client) -> list[str]:
+    ids = []
+    for memory in MEMORIES:
+        report = client.ok("memory_write", memory)
+        assert report["action"] == "added", report
+        ids.append(report["id"])
+    return ids
+
+
+def test_the_six_tools_are_served_over_mnemon(client: Client) -> None:
+    assert {tool.name for tool in client.tools()} == TOOLS
+
+
+def test_writes_land_in_the_mnemon_store_file(data_dir: Path, written: list[str]) -> None:
+    db = data_dir / "mnemon" / "data" / "default" / "mnemon.db"
+    with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as conn:
+        stored = {row[0]: row[1] for row in conn.execute("SELECT id, category FROM insights")}
+    assert set(written) <= set(stored)
+    assert stored[written[0]] == "context"  # episodic
+    assert stored[written[3]] == "insight"  # procedural (+ a memory-type tag)
+
+
+def test_search_finds_written_memories_and_honours_filters(
+    client: Client, written: list[str]
+) -> None:
+    result = client.ok("memory_search", {"query": "Vendor X firmware milestone", "top_k": 5})
+    assert result["items"]
+    assert result["items"][0]["memory_id"] in written
+    procedural = client.ok(
+        "memory_search", {"query": "Vendor X", "filters": {"memory_types": ["procedural"]}}
+    )
+    assert [i["memory_id"] for i in procedural["items"]] == [written[3]]
+    window = {"start": "2026-03-01", "end": "2026-03-31T23:59:59Z"}
+    march = client.ok("memory_search", {"query": "Vendor X", "filters": {"time_range": window}})
+    assert {i["memory_id"] for i in march["items"]} == {written[0], written[2]}
+    assert any("cannot filter by time_range" in n for n in march["trace"]["notes"])
+
+
+def test_passthrough_returns_mnemons_own_ranking(client: Client, written: list[str]) -> None:
+    raw = client.ok("memory_search", {"query": "radio firmware", "passthrough": True})
+    assert raw["passthrough"] is True
+    assert {i["memory_id"] for i in raw["items"]} <= set(written)
+
+
+def test_context_packs_a_citable_block(client: Client, written: list[str]) -> None:
+    package = client.ok(
+        "memory_context",
+        {"query": "what went wrong with Vendor X?", "response_budget": {"max_items": 3}},
+    )
+    assert 0 < len(package["items"]) <= 3
+    assert any(item["memory_id"] in package["context_block"] for item in package["items"])
+
+
+def test_expand_walks_mnemons_graph(client: Client, written: list[str]) -> None:
+    seed = client.ok("memory_search", {"query": "missed March delivery milestone"})["items"][0]
+    result = client.ok("memory_expand", {"seed_ids": [seed["memory_id"]], "hops": 2})
+    reached = {item["memory_id"] for item in result["items"]}
+    assert reached
+    assert seed["memory_id"] not in reached
+    assert reached <= set(written)
+
+
+def test_explain_reads_back_a_trace(client: Client, written: list[str]) -> None:
+    package = client.ok("memory_context", {"query": "Infra team procurement risk"})
+    explanation = client.ok("memory_explain", {"trace_id": package["trace_id"]})
+    assert explanation["trace"]["backend"] == "mnemon"
+    assert explanation["trace"]["result_ids"] == [i["memory_id"] for i in package["items"]]
+    fresh = client.ok("memory_explain", {"query": "radio firmware"})
+    assert fresh["trace"]["plan"]["raw_query"] == "radio firmware"
+
+
+def test_health_is_ok_and_states_mnemons_capabilities(client: Client, written: list[str]) -> None:
+    report = client.ok("memory_health")
+    assert report["status"] == "ok", report["checks"]
+    assert report["backend"] == "mnemon"
+    names = {check["name"] for check in report["checks"]}
+    assert {"binary", "version", "store", "direct_reads", "retrieval"} <= names
+    capabilities = report["capabilities"]
+    assert capabilities["graph"] is True
+    assert capabilities["time_filter"] is False
+    assert capabilities["entity_filter"] is False
+
+
+def test_a_repeated_write_is_skipped_and_names_the_kept_memory(
+    client: Client, written: list[str]
+) -> None:
+    report = client.ok("memory_write", MEMORIES[1])
+    assert report["action"] == "skipped"
+    assert report["duplicate_of"] == written[1]
+
+
+def test_a_store_error_is_one_clear_tool_error(client: Client) -> None:
+    result = client.call("memory_write", {"content": "é" * 4001})
+    assert result.is_error
+    assert "8000" in _text(result)
+    assert "Traceback" not in _text(result)
