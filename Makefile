@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml uv.lock $(UV)
 demo: setup ## Load the built-in sample into ./demo-data and print a context package
 	$(BIN)/orchestrator demo --data-dir ./demo-data
 
-test: setup ## Run the full test suite
+test: setup npm-servers ## Run the full test suite
 	$(BIN)/pytest -q
 
 test-unit: setup ## Run the unit tests only
@@ -78,10 +78,14 @@ EVAL_DATASET ?= ../shared/datasets/locomo/locomo-dev.json
 EVAL_BACKEND ?= embedded
 EVAL_OUT ?= eval-out/$(EVAL_BACKEND)
 
-.PHONY: eval
+.PHONY: eval tune
 eval: setup ## LoCoMo dev split: raw vs orchestrated vs expanded (EVAL_BACKEND=embedded), into ./eval-out
 	$(BIN)/orchestrator eval --dataset $(EVAL_DATASET) --backend $(EVAL_BACKEND) --k 5,10 \
 		--format table --out $(EVAL_OUT)
+
+tune: setup ## Re-derive the locomo-dev ranking preset (coordinate search on the dev split)
+	ORCHESTRATOR_RANKING__CONTEXT_SEEDS=10 ORCHESTRATOR_RANKING__NEIGHBOR_SHARE=0.9 \
+		$(BIN)/python bench/tune_ranking.py --dataset $(EVAL_DATASET) --system expanded --rounds 2
 
 # ---------------------------------------------------------------- Mnemon (issue 9)
 MNEMON_VERSION ?= v0.2.9
@@ -110,3 +114,29 @@ test-mnemon-real: setup ## Run the Mnemon adapter tests against a real mnemon bi
 
 bench-mnemon: setup ## Process starts per request for each tool over the Mnemon double
 	$(BIN)/python bench/bench_mnemon.py
+
+# ---------------------------------------------------------------- npm MCP stores (issue 6)
+# The real servers behind the mnemon-mcp and kg-memory backends, installed into .tools/npm.
+# better-sqlite3 (mnemon-mcp) compiles from source once (~80 s; needs gcc, make, python3 and
+# the headers of the Node that will run it). The stamp skips it once done.
+NPM_PREFIX := $(TOOLS)/npm
+NPM_PACKAGES := mnemon-mcp@1.3.0 @modelcontextprotocol/server-memory@2026.8.31
+NPM_STAMP := $(NPM_PREFIX)/.installed
+
+.PHONY: npm-servers
+npm-servers: $(NPM_STAMP) ## Install the npm MCP servers (mnemon-mcp, server-memory) into .tools/npm
+
+$(NPM_STAMP): Makefile
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		echo "make npm-servers: needs Node.js >= 20 and npm on PATH (https://nodejs.org);" \
+			"without them the mnemon-mcp and kg-memory backends cannot run and their tests" \
+			"are skipped" >&2; \
+	else \
+		echo ">> installing $(NPM_PACKAGES) into $(NPM_PREFIX) (node $$(node --version))"; \
+		mkdir -p $(NPM_PREFIX); \
+		npm install --prefix $(NPM_PREFIX) --no-audit --no-fund $(NPM_PACKAGES); \
+		node -e 'require(process.argv[1])' "$(abspath $(NPM_PREFIX))/node_modules/better-sqlite3" \
+			|| { echo "make npm-servers: better-sqlite3 did not build for node $$(node --version);" \
+				"install gcc, make and python3, then rerun" >&2; exit 1; }; \
+		touch $@; \
+	fi

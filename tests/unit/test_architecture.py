@@ -98,14 +98,30 @@ def test_the_source_tree_is_found() -> None:
     assert f"{PACKAGE}.cli.app" in names
 
 
+# The MCP *client* that stores speaking only MCP (mnemon-mcp, kg-memory) are reached through.
+MCP_CLIENT = ROOT / "backends" / "mcp_stdio.py"
+
+
 def test_the_core_imports_no_mcp_cli_or_terminal_framework() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
         for path in _core_sources()
         for imp in _imports(path)
         if imp.module.split(".")[0] in FACE_FRAMEWORKS
+        and not (path == MCP_CLIENT and imp.module.split(".")[0] == "mcp")
     ]
     assert violations == []
+
+
+def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> None:
+    assert MCP_CLIENT.is_file()
+    users = {
+        path.relative_to(ROOT).as_posix()
+        for path in _core_sources()
+        for imp in _imports(path)
+        if imp.module.split(".")[0] in {"mcp", "mcp_types"}
+    }
+    assert users == {"backends/mcp_stdio.py"}
 
 
 def test_the_mcp_server_never_imports_the_cli() -> None:

@@ -17,6 +17,10 @@ Factory = Callable[["Settings"], MemoryBackend]
 _BUILTIN: dict[str, str] = {
     "embedded": "memory_orchestrator.backends.embedded:from_settings",
     "mnemon": "memory_orchestrator.backends.mnemon:from_settings",
+    "mnemon-mcp": "memory_orchestrator.backends.mnemon_mcp:from_settings",
+    "kg-memory": "memory_orchestrator.backends.kg_memory:from_settings",
+    "mnemonic": "memory_orchestrator.backends.mnemonic:from_settings",
+    "fused": "memory_orchestrator.backends.fused:from_settings",
 }
 _extra: dict[str, Factory] = {}
 

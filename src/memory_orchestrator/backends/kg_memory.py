@@ -1,0 +1,460 @@
+"""The MCP reference knowledge-graph server (npm `@modelcontextprotocol/server-memory`).
+
+The store behind the Memory Fabric skill: entities (name, entityType, observations) and
+relations (from, to, relationType) in one JSONL file (`MEMORY_FILE_PATH`, absolute).
+
+Mapping (one memory per observation, with its entity):
+- a memory is one observation of one entity; its id is `kg_` + a hash of (entity, observation),
+  so ids are stable across processes and need no storage;
+- `entities[0]` is the entity the observation is added to (created with entityType = the memory
+  type when new; "notes" when the memory names no entity); further entities are created too
+  and joined to it by a `mentions` relation;
+- `created_at` is kept as a "[YYYY-MM-DD HH:MM] " prefix of the observation (the server has no
+  time field), parsed and stripped when read back;
+- relations are graph edges: neighbours of a memory are the other observations of its entity
+  (`entity`) and the observations of related entities (the relation type), nearest first.
+Search: the server's `search_nodes` is one case-insensitive substring match of the whole query,
+unranked and unlimited. The adapter sends each content word (cut to the part it shares with its
+stem, so "hiking" also matches "hike") as its own `search_nodes`, unions the entities found and
+scores each observation locally (IDF-weighted terms matched, a little for its entity's name).
+Every call is serialized: the server rewrites its whole file per call and loses overlapping
+writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_orchestrator import text
+from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.models import (
+    Capabilities,
+    Edge,
+    HealthCheck,
+    Memory,
+    MemoryType,
+    MetaValue,
+    Neighbor,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    Status,
+    WriteAction,
+    WriteOutcome,
+)
+
+if TYPE_CHECKING:
+    from memory_orchestrator.settings import Settings
+
+PACKAGE = "@modelcontextprotocol/server-memory"
+NAME = "kg-memory"
+DEFAULT_ENTITY = "notes"
+_TIME = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?\] ")
+_ENTITY_WEIGHT = 0.5
+_RELATION_WEIGHT = 0.7
+
+
+def observation_id(entity: str, observation: str) -> str:
+    digest = hashlib.sha256(f"{entity}\x00{observation}".encode()).hexdigest()
+    return f"kg_{digest[:16]}"
+
+
+def search_terms(query: str) -> list[str]:
+    """Substrings to send: each content word cut to the prefix it shares with its stem
+    (at least 3 characters), lower-cased, without repeats."""
+    out: list[str] = []
+    for word in text.content_words(query) or text.words(query):
+        word = word.casefold()
+        stem = text.stem(word)
+        n = 0
+        while n < min(len(word), len(stem)) and word[n] == stem[n]:
+            n += 1
+        common = word[:n]
+        if common.endswith("i") and len(common) > 3:
+            common = common[:-1]  # Snowball's y -> i: "famil" matches "family" and "families"
+        term = common if len(common) >= 3 else word
+        if term and term not in out:
+            out.append(term)
+    return out
+
+
+def _stamp(when: datetime) -> str:
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("[%Y-%m-%d %H:%M] ")
+
+
+@dataclass
+class Graph:
+    entities: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> entity
+    relations: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, found: object) -> Graph:
+        graph = cls()
+        if not isinstance(found, dict):
+            return graph
+        for entity in found.get("entities") or []:
+            if isinstance(entity, dict) and isinstance(entity.get("name"), str):
+                graph.entities[entity["name"]] = entity
+        graph.relations = [
+            r
+            for r in found.get("relations") or []
+            if isinstance(r, dict)
+            and isinstance(r.get("from"), str)
+            and isinstance(r.get("to"), str)
+        ]
+        return graph
+
+    def memories(self) -> dict[str, Memory]:
+        return {
+            m.id: m
+            for entity in self.entities.values()
+            for m in (_to_memory(entity, o) for o in _observations(entity))
+        }
+
+
+def _observations(entity: dict[str, Any]) -> list[str]:
+    return [o for o in entity.get("observations") or [] if isinstance(o, str)]
+
+
+def _to_memory(entity: dict[str, Any], observation: str) -> Memory:
+    name = str(entity["name"])
+    kind_name = str(entity.get("entityType") or "")
+    kind = (
+        MemoryType(kind_name) if kind_name in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    )
+    content, when = observation, None
+    match = _TIME.match(observation)
+    if match:
+        stamp = f"{match.group(1)}T{match.group(2) or '00:00'}:00+00:00"
+        try:
+            when = datetime.fromisoformat(stamp)
+            content = observation[match.end() :]
+        except ValueError:
+            when = None
+    return Memory(
+        id=observation_id(name, observation),
+        content=content or observation,
+        type=kind,
+        entities=(name,) if name != DEFAULT_ENTITY else (),
+        created_at=when,
+        store=NAME,
+        metadata={"entity": name, "entity_type": kind_name},
+    )
+
+
+class KgMemoryBackend:
+    """A `MemoryBackend` over one server-memory process (see the module docstring)."""
+
+    name = NAME
+    capabilities = Capabilities(
+        graph=True,
+        timestamps=True,  # kept in the observation text by this adapter
+        memory_types=False,
+        bulk_write=False,
+        link=True,
+        time_filter=False,
+        entity_filter=True,
+        entity_index=True,
+        soft_delete=False,
+        edge_types=("entity", "mentions"),
+    )
+    notes: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        memory_file: Path,
+        *,
+        script: Path | None = None,
+        node: str | None = None,
+        timeout_s: float = 10.0,
+        native_search: bool = False,
+    ) -> None:
+        self.native_search = native_search
+        self.memory_file = Path(memory_file).resolve()
+        self.script = find_npm_script("@modelcontextprotocol/server-memory", explicit=script)
+        self.node = node or shutil.which("node") or "node"
+        self.client = McpStdio(
+            NAME,
+            self.node,
+            [str(self.script or f"<{PACKAGE} not installed>")],
+            {"MEMORY_FILE_PATH": str(self.memory_file)},
+            timeout_s=timeout_s,
+            serialize=True,  # it loses overlapping writes
+        )
+
+    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
+        if self.script is None:
+            raise BackendError(
+                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
+                " .tools/npm) or set [kg_memory] script"
+            )
+        self.memory_file.parent.mkdir(parents=True, exist_ok=True)
+        return await self.client.call(tool, args, idempotent=read)
+
+    async def _graph(self) -> Graph:
+        return Graph.parse(await self._call("read_graph", {}, read=True))
+
+    # ------------------------------------------------------------------ reading
+
+    async def search(
+        self, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        if not isinstance(query, str) or top_k < 1:
+            return []
+        if self.native_search:
+            return await self._native_search(query, top_k)
+        terms = search_terms(query)
+        if not terms:
+            return []
+        found: dict[str, dict[str, Any]] = {}
+        for term in terms:
+            result = Graph.parse(await self._call("search_nodes", {"query": term}, read=True))
+            found.update(result.entities)
+        wanted = (
+            {e.casefold() for e in filters.entity_ids} if filters and filters.entity_ids else None
+        )
+        rows = [
+            (entity, obs)
+            for entity in found.values()
+            if wanted is None or str(entity["name"]).casefold() in wanted
+            for obs in _observations(entity)
+        ]
+        # Local score: IDF of each term over the observations found, matched in the
+        # observation; a term matched only by the entity's name counts for a third.
+        df = {t: sum(t in o.casefold() for _, o in rows) for t in terms}
+        total = max(len(rows), 1)
+        scored: list[tuple[float, Memory]] = []
+        for entity, obs in rows:
+            low, name = obs.casefold(), str(entity["name"]).casefold()
+            score = 0.0
+            for t in terms:
+                idf = math.log(1 + total / (1 + df[t]))
+                if t in low:
+                    score += idf
+                elif t in name:
+                    score += idf / 3
+            if score > 0:
+                scored.append((score, _to_memory(entity, obs)))
+        span = filters.time_range if filters else None
+        if span is not None:
+            scored = [
+                (s, m) for s, m in scored if m.created_at is None or span.contains(m.created_at)
+            ]
+        scored.sort(key=lambda sm: (-sm[0], sm[1].id))
+        return [
+            SearchHit(memory=m, rank=n, score=round(s, 6))
+            for n, (s, m) in enumerate(scored[:top_k], 1)
+        ]
+
+    async def _native_search(self, query: str, top_k: int) -> list[SearchHit]:
+        """What a client of the bare server gets: one `search_nodes` of the whole query; the
+        observations of the entities it matched, those holding the query first, else in file
+        order (the server does not rank)."""
+        if not query.strip():
+            return []
+        found = Graph.parse(await self._call("search_nodes", {"query": query}, read=True))
+        needle = query.casefold()
+        rows = [(e, o) for e in found.entities.values() for o in _observations(e)]
+        rows.sort(key=lambda eo: needle not in eo[1].casefold())
+        return [
+            SearchHit(memory=_to_memory(e, o), rank=n, score=1.0 / n)
+            for n, (e, o) in enumerate(rows[:top_k], 1)
+        ]
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        if not wanted:
+            return []
+        memories = (await self._graph()).memories()
+        return [memories[i] for i in wanted if i in memories]
+
+    async def neighbors(
+        self,
+        node_ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        hops: int = 1,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
+        if not seeds or hops < 1 or limit < 1:
+            return []
+        graph = await self._graph()
+        memories = graph.memories()
+        allowed = None if edge_types is None else set(edge_types)
+        adjacent: dict[str, list[tuple[str, str]]] = {}  # entity -> (other entity, relation)
+        for rel in graph.relations:
+            kind = str(rel.get("relationType") or "related")
+            adjacent.setdefault(rel["from"], []).append((rel["to"], kind))
+            adjacent.setdefault(rel["to"], []).append((rel["from"], kind))
+        seen, out = set(seeds), list[Neighbor]()
+        frontier = [(memories[s], s) for s in seeds if s in memories]
+        for hop in range(1, hops + 1):
+            nxt: list[tuple[Memory, str]] = []
+            for memory, seed in frontier:
+                entity = str(memory.metadata.get("entity"))
+                steps = [(entity, "entity", _ENTITY_WEIGHT)]
+                steps += [
+                    (other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])
+                ]
+                steps.sort(key=lambda s: -s[2])
+                for other_entity, kind, weight in steps:
+                    if allowed is not None and kind not in allowed:
+                        continue
+                    node = graph.entities.get(other_entity)
+                    for obs in _observations(node) if node else []:
+                        found = _to_memory(node, obs) if node else None
+                        if found is None or found.id in seen:
+                            continue
+                        if len(out) >= limit:
+                            return out
+                        seen.add(found.id)
+                        out.append(
+                            Neighbor(
+                                memory=found,
+                                seed_id=seed,
+                                via_id=memory.id,
+                                edge_type=kind,
+                                weight=weight,
+                                hops=hop,
+                            )
+                        )
+                        nxt.append((found, seed))
+            frontier = nxt
+            if not frontier:
+                break
+        return out
+
+    async def known_entities(self, limit: int = 500) -> list[str]:
+        graph = await self._graph()
+        names = [n for n in graph.entities if n != DEFAULT_ENTITY]
+        names.sort(key=lambda n: (-len(_observations(graph.entities[n])), n.casefold()))
+        return names[: max(limit, 0)]
+
+    # ------------------------------------------------------------------ writing
+
+    async def write(self, memory: NewMemory) -> WriteOutcome:
+        entity = memory.entities[0] if memory.entities else DEFAULT_ENTITY
+        prefix = _stamp(memory.created_at) if memory.created_at is not None else ""
+        observation = prefix + memory.content
+        mem_id = observation_id(entity, observation)
+        kind = memory.type.value if memory.entities else "notes"
+        new = [{"name": entity, "entityType": kind, "observations": [observation]}]
+        new += [
+            {"name": other, "entityType": "entity", "observations": []}
+            for other in memory.entities[1:]
+        ]
+        try:
+            created = await self._call("create_entities", {"entities": new})
+            names = {e.get("name") for e in (created or {}).get("entities", [])}
+            if entity not in names:  # it existed: add the observation to it
+                added = await self._call(
+                    "add_observations",
+                    {"observations": [{"entityName": entity, "contents": [observation]}]},
+                )
+                results = (added or {}).get("results") or [{}]
+                if not results[0].get("addedObservations"):
+                    return WriteOutcome(
+                        id=mem_id,
+                        action=WriteAction.SKIPPED,
+                        existing_id=mem_id,
+                        detail=f"{entity} already has this observation",
+                    )
+            if memory.entities[1:]:
+                relations = [
+                    {"from": entity, "to": other, "relationType": "mentions"}
+                    for other in memory.entities[1:]
+                    if other != entity
+                ]
+                await self._call("create_relations", {"relations": relations})
+        except ToolError as exc:
+            raise BackendError(str(exc)) from exc
+        return WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail=f"observation of {entity}")
+
+    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
+        return [await self.write(m) for m in memories]
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str,
+        weight: float = 1.0,
+        meta: dict[str, MetaValue] | None = None,
+    ) -> Edge:
+        """A relation between the two memories' entities (the graph has no memory-level edge)."""
+        if not isinstance(relation, str) or not relation.strip():
+            raise BackendError("link: relation must be a non-empty string")
+        memories = (await self._graph()).memories()
+        missing = [i for i in (source_id, target_id) if i not in memories]
+        if missing:
+            raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+        source = str(memories[source_id].metadata["entity"])
+        target = str(memories[target_id].metadata["entity"])
+        if source != target:
+            rel = {"from": source, "to": target, "relationType": relation.strip()}
+            await self._call("create_relations", {"relations": [rel]})
+        return Edge(
+            source_id=source_id,
+            target_id=target_id,
+            type=relation.strip(),
+            weight=weight,
+            meta=dict(meta or {}),
+        )
+
+    async def forget(self, memory_id: str) -> bool:
+        """Deletes the observation (the server has no soft delete)."""
+        if not isinstance(memory_id, str) or not memory_id:
+            return False
+        graph = await self._graph()
+        for entity in graph.entities.values():
+            for obs in _observations(entity):
+                if observation_id(str(entity["name"]), obs) == memory_id:
+                    deletion = {"entityName": entity["name"], "observations": [obs]}
+                    await self._call("delete_observations", {"deletions": [deletion]})
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def health(self) -> list[HealthCheck]:
+        start = time.perf_counter()
+        try:
+            graph = await self._graph()
+        except Exception as exc:
+            ms = round((time.perf_counter() - start) * 1000, 3)
+            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
+        ms = round((time.perf_counter() - start) * 1000, 3)
+        observations = sum(len(_observations(e)) for e in graph.entities.values())
+        detail = (
+            f"{len(graph.entities)} entities, {observations} observations,"
+            f" {len(graph.relations)} relations in {self.memory_file}"
+        )
+        return [HealthCheck(name=NAME, status=Status.OK, detail=detail, latency_ms=ms)]
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def from_settings(settings: Settings) -> KgMemoryBackend:
+    """The registry's factory: `[kg_memory]` settings. Starts no process."""
+    section = settings.kg_memory
+    path = section.path or settings.data_dir / "kg-memory.jsonl"
+    return KgMemoryBackend(
+        path,
+        script=section.script,
+        node=section.node,
+        timeout_s=section.timeout_s,
+        native_search=section.native_search,
+    )

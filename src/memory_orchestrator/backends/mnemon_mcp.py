@@ -1,0 +1,458 @@
+"""The layered store of the mnemon-mcp blog post: npm `mnemon-mcp@1.3.0`, over MCP stdio.
+
+One `node <abs>/dist/index.js` process per store (`MNEMON_DB_PATH`), spawned on first use and
+kept open (`mcp_stdio.McpStdio`); a crashed process is restarted on the next call.
+
+Mapping:
+- memory type <-> layer (episodic, semantic, procedural, resource: the same four names);
+- entities -> `entity_name` (the first entity; the server keeps one) and all of them in the
+  `meta` JSON; read back as `(entity_name,)`;
+- `created_at` -> `event_at` (the time the event happened); time windows -> `date_from` /
+  `date_to`, which the server applies to event_at, else its insert time;
+- scope -> `Memory.store` is "mnemon-mcp" and the scope goes to `metadata["scope"]`;
+- a write whose `metadata["supersedes"]` names a memory is sent as `memory_update` with
+  `supersede=true` (a versioned replacement: the old one leaves search results).
+
+Traps worked around (see ../shared/reference/backends.md section 2):
+- its stemmer keeps a word whose stem is as long as the word ("family" stays "family" while the
+  index holds "famili"), so the adapter sends the Snowball stems of the content words itself;
+- a match expression it cannot parse comes back as an empty list: only plain word stems are
+  sent, never punctuation or operators;
+- every search bumps last-accessed on what it returns (noted in `notes`; the orchestrator's
+  own ranking does not use the store's recency);
+- no bulk add: `write_many` is one `memory_add` per memory (a few ms each, kept-open session);
+- `memory_delete` in 1.3.0 answers "no such table: memories_vec" without an embedding
+  provider, after deleting the row: `forget` checks with `memory_inspect`, and should the
+  memory still be there it sets its confidence to 0 (every search asks for confidence > 0).
+Neighbours: the server has no graph; memories sharing an entity_name are neighbours (nearest
+in event time first), read from a cached `memory_export` that is refreshed after writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_orchestrator import text
+from memory_orchestrator.backends.base import BackendError, CapabilityMissing
+from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.models import (
+    Capabilities,
+    Edge,
+    HealthCheck,
+    Memory,
+    MemoryType,
+    MetaValue,
+    Neighbor,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    Status,
+    WriteAction,
+    WriteOutcome,
+)
+
+if TYPE_CHECKING:
+    from memory_orchestrator.settings import Settings
+
+PACKAGE = "mnemon-mcp"
+NAME = "mnemon-mcp"
+_FORGOTTEN = 0.0  # confidence of a forgotten memory
+_MIN_CONFIDENCE = 0.001  # asked of every search, so forgotten memories never come back
+_EXPORT_LIMIT = 10_000
+
+
+def _iso(when: datetime) -> str:
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def query_terms(query: str) -> str:
+    """What to send as `query`: the Snowball stems of the content words (all words when only
+    stop words are left), plain word characters only, in order, without repeats."""
+    stems = text.terms(query) or text.all_stems(query)
+    clean = ("".join(ch for ch in s if ch.isalnum()) for s in stems)
+    return " ".join(dict.fromkeys(s for s in clean if s))
+
+
+def _to_memory(row: dict[str, Any]) -> Memory:
+    layer = str(row.get("layer"))
+    kind = MemoryType(layer) if layer in MemoryType._value2member_map_ else MemoryType.SEMANTIC
+    entity = row.get("entity_name")
+    meta: dict[str, MetaValue] = {}
+    for key in ("title", "scope", "entity_type", "source_file"):
+        if isinstance(row.get(key), str):
+            meta[key] = row[key]
+    if isinstance(row.get("created_at"), str):
+        meta["stored_at"] = row["created_at"]
+    when = _parse_time(row.get("event_at")) or _parse_time(row.get("created_at"))
+    return Memory(
+        id=str(row["id"]),
+        content=str(row.get("content") or ""),
+        type=kind,
+        entities=(entity,) if isinstance(entity, str) and entity else (),
+        created_at=when,
+        source=row.get("source") if isinstance(row.get("source"), str) else None,
+        importance=_unit(row.get("importance")),
+        confidence=_unit(row.get("confidence")),
+        store=NAME,
+        metadata=meta,
+    )
+
+
+def _unit(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return min(1.0, max(0.0, float(value)))
+    return None
+
+
+class MnemonMcpBackend:
+    """A `MemoryBackend` over one mnemon-mcp server process (see the module docstring)."""
+
+    name = NAME
+    capabilities = Capabilities(
+        graph=True,  # implicit: memories sharing an entity_name
+        timestamps=True,
+        memory_types=True,
+        bulk_write=False,
+        link=False,
+        time_filter=True,
+        entity_filter=True,
+        entity_index=True,
+        soft_delete=True,
+        edge_types=("entity",),
+    )
+
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        script: Path | None = None,
+        node: str | None = None,
+        timeout_s: float = 10.0,
+        scope: str | None = None,
+        extra_env: dict[str, str] | None = None,
+        native_search: bool = False,
+    ) -> None:
+        self.db_path = Path(db_path).resolve()
+        self.script = find_npm_script(PACKAGE, explicit=script)
+        self.node = node or shutil.which("node") or "node"
+        self.scope = scope
+        self.native_search = native_search
+        env = {"MNEMON_DB_PATH": str(self.db_path), **(extra_env or {})}
+        self.client = McpStdio(
+            NAME,
+            self.node,
+            [str(self.script or f"<{PACKAGE} not installed>")],
+            env,
+            timeout_s=timeout_s,
+        )
+        self._export: list[dict[str, Any]] | None = None
+        self._export_at = 0.0
+        self._forget_fallback = False
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        notes = ["mnemon-mcp: searches bump last-accessed in the store (its own recency factor)"]
+        if self._forget_fallback:
+            notes.append("mnemon-mcp: memory_delete failed; forgotten memories have confidence 0")
+        return tuple(notes)
+
+    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
+        if self.script is None:
+            raise BackendError(
+                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
+                " .tools/npm) or set [mnemon_mcp] script"
+            )
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        return await self.client.call(tool, args, idempotent=read)
+
+    # ------------------------------------------------------------------ reading
+
+    async def search(
+        self, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        if not isinstance(query, str) or top_k < 1:
+            return []
+        terms = " ".join(query.split()) if self.native_search else query_terms(query)
+        if not terms:
+            return []
+        args, entities = self._search_args(terms, top_k, filters)
+        rows: dict[str, dict[str, Any]] = {}
+        for entity in entities:
+            call = dict(args, entity_name=entity) if entity else args
+            try:
+                found = await self._call("memory_search", call, read=True)
+            except ToolError:
+                continue  # "Invalid search query": a bad query gives []
+            for row in (found or {}).get("memories", []) if isinstance(found, dict) else []:
+                if isinstance(row, dict) and "id" in row:
+                    best = rows.get(row["id"])
+                    if best is None or float(row.get("score") or 0) > float(best.get("score") or 0):
+                        rows[row["id"]] = row
+        ranked = sorted(rows.values(), key=lambda r: -float(r.get("score") or 0))[:top_k]
+        return [
+            SearchHit(memory=_to_memory(r), rank=n, score=float(r.get("score") or 0))
+            for n, r in enumerate(ranked, 1)
+        ]
+
+    def _search_args(
+        self, terms: str, top_k: int, filters: SearchFilters | None
+    ) -> tuple[dict[str, Any], list[str | None]]:
+        """The memory_search arguments, and the entity names to ask for one call each."""
+        args: dict[str, Any] = {
+            "query": terms,
+            "limit": min(top_k, 100),
+            "min_confidence": _MIN_CONFIDENCE,
+        }
+        if self.scope:
+            args["scope"] = self.scope
+        if filters is None:
+            return args, [None]
+        if filters.memory_types:
+            args["layers"] = [t.value for t in filters.memory_types]
+        span = filters.time_range
+        if span is not None and span.start is not None:
+            args["date_from"] = _iso(span.start)
+        if span is not None and span.end is not None:
+            args["date_to"] = _iso(span.end)
+        entities: list[str | None] = [None]
+        if filters.entity_ids:
+            entities = list(dict.fromkeys(filters.entity_ids))
+        return args, entities
+
+    async def _all(self) -> list[dict[str, Any]]:
+        """Every live memory, from `memory_export` (cached until the next write)."""
+        if self._export is None:
+            found = await self._call(
+                "memory_export", {"format": "json", "limit": _EXPORT_LIMIT}, read=True
+            )
+            content = found.get("content") if isinstance(found, dict) else None
+            rows = json.loads(content) if isinstance(content, str) else []
+            self._export = [
+                r
+                for r in rows
+                if isinstance(r, dict) and "id" in r and r.get("confidence") != _FORGOTTEN
+            ]
+            self._export_at = time.monotonic()
+        return self._export
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        if not wanted:
+            return []
+        by_id = {r["id"]: r for r in await self._all()}
+        return [_to_memory(by_id[i]) for i in wanted if i in by_id]
+
+    async def neighbors(
+        self,
+        node_ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        hops: int = 1,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
+        if not seeds or hops < 1 or limit < 1:
+            return []
+        if edge_types is not None and "entity" not in edge_types:
+            return []
+        rows = await self._all()
+        by_id = {r["id"]: r for r in rows}
+        by_entity: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row.get("entity_name"):
+                by_entity.setdefault(str(row["entity_name"]).casefold(), []).append(row)
+        seen, out = set(seeds), list[Neighbor]()
+        frontier = [(s, s) for s in seeds if s in by_id]
+        for hop in range(1, hops + 1):
+            nxt: list[tuple[str, str]] = []
+            for node, seed in frontier:
+                row = by_id[node]
+                key = str(row.get("entity_name") or "").casefold()
+                when = _to_memory(row).created_at
+                sharers = [r for r in by_entity.get(key, []) if r["id"] not in seen] if key else []
+                if when is not None:
+                    sharers.sort(key=lambda r: abs((_to_memory(r).created_at or when) - when))
+                for other in sharers:
+                    if len(out) >= limit:
+                        return out
+                    seen.add(other["id"])
+                    memory = _to_memory(other)
+                    out.append(
+                        Neighbor(
+                            memory=memory,
+                            seed_id=seed,
+                            via_id=node,
+                            edge_type="entity",
+                            weight=0.5,
+                            hops=hop,
+                        )
+                    )
+                    nxt.append((other["id"], seed))
+            frontier = nxt
+            if not frontier:
+                break
+        return out
+
+    async def known_entities(self, limit: int = 500) -> list[str]:
+        counts: dict[str, int] = {}
+        for row in await self._all():
+            name = row.get("entity_name")
+            if isinstance(name, str) and name:
+                counts[name] = counts.get(name, 0) + 1
+        return sorted(counts, key=lambda n: (-counts[n], n.casefold()))[: max(limit, 0)]
+
+    # ------------------------------------------------------------------ writing
+
+    async def write(self, memory: NewMemory) -> WriteOutcome:
+        self._export = None
+        supersedes = memory.metadata.get("supersedes")
+        if isinstance(supersedes, str) and supersedes:
+            args: dict[str, Any] = {
+                "id": supersedes,
+                "supersede": True,
+                "new_content": memory.content,
+            }
+            try:
+                done = await self._call("memory_update", args)
+            except ToolError as exc:
+                raise BackendError(str(exc)) from exc
+            new_id = str(done.get("new_id") or done.get("updated_id") or supersedes)
+            return WriteOutcome(
+                id=new_id,
+                action=WriteAction.UPDATED,
+                existing_id=supersedes,
+                detail=f"supersedes {supersedes}",
+            )
+        args = self._add_args(memory)
+        try:
+            done = await self._call("memory_add", args)
+        except ToolError as exc:
+            raise BackendError(str(exc)) from exc
+        if not isinstance(done, dict) or "id" not in done:
+            raise BackendError(f"{NAME}: memory_add answered {done!r}")
+        created = done.get("created", True)
+        action = WriteAction.ADDED if created else WriteAction.SKIPPED
+        existing = None if created else str(done["id"])
+        return WriteOutcome(id=str(done["id"]), action=action, existing_id=existing, detail="")
+
+    def _add_args(self, memory: NewMemory) -> dict[str, Any]:
+        args: dict[str, Any] = {"content": memory.content, "layer": memory.type.value}
+        if memory.entities:
+            args["entity_name"] = memory.entities[0]
+        if memory.created_at is not None:
+            args["event_at"] = _iso(memory.created_at)
+        if memory.importance is not None:
+            args["importance"] = memory.importance
+        if memory.confidence is not None:
+            args["confidence"] = max(memory.confidence, 0.01)
+        if memory.source:
+            args["source"] = memory.source
+        if self.scope:
+            args["scope"] = self.scope
+        meta: dict[str, Any] = {k: v for k, v in memory.metadata.items() if k != "title"}
+        if memory.tags:
+            meta["tags"] = list(memory.tags)
+        if len(memory.entities) > 1:
+            meta["entities"] = list(memory.entities)
+        if meta:
+            args["meta"] = meta
+        title = memory.metadata.get("title")
+        if isinstance(title, str) and title:
+            args["title"] = title
+        return args
+
+    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
+        return [await self.write(m) for m in memories]  # no bulk add over MCP
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str,
+        weight: float = 1.0,
+        meta: dict[str, MetaValue] | None = None,
+    ) -> Edge:
+        raise CapabilityMissing(f"{NAME} has no edges (neighbours are shared entity names)")
+
+    async def forget(self, memory_id: str) -> bool:
+        if not isinstance(memory_id, str) or not memory_id:
+            return False
+        self._export = None
+        try:
+            await self._call("memory_delete", {"id": memory_id})
+            return True
+        except ToolError as exc:
+            message = str(exc)
+            if "not found" in message.casefold():
+                return False
+            if "memories_vec" not in message:
+                raise BackendError(message) from exc
+        # 1.3.0 deletes the row, then fails on the absent vector table: check which it was.
+        try:
+            await self._call("memory_inspect", {"id": memory_id}, read=True)
+        except ToolError as exc:
+            if "not found" in str(exc).casefold():
+                return True
+            raise BackendError(str(exc)) from exc
+        self._forget_fallback = True
+        try:
+            await self._call(
+                "memory_update", {"id": memory_id, "confidence": _FORGOTTEN, "importance": 0.0}
+            )
+        except ToolError as exc:
+            if "not found" in str(exc).casefold():
+                return False
+            raise BackendError(str(exc)) from exc
+        return True
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def health(self) -> list[HealthCheck]:
+        start = time.perf_counter()
+        try:
+            found = await self._call("memory_health", {}, read=True)
+        except Exception as exc:
+            ms = round((time.perf_counter() - start) * 1000, 3)
+            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
+        ms = round((time.perf_counter() - start) * 1000, 3)
+        state = found.get("status") if isinstance(found, dict) else None
+        stats = found.get("stats", {}) if isinstance(found, dict) else {}
+        detail = f"{state}; {stats.get('total_active', '?')} active memories; restarts " + str(
+            max(self.client.starts - 1, 0)
+        )
+        status = Status.OK if state == "healthy" else Status.DEGRADED
+        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def from_settings(settings: Settings) -> MnemonMcpBackend:
+    """The registry's factory: `[mnemon_mcp]` settings. Starts no process."""
+    section = settings.mnemon_mcp
+    db = section.path or settings.data_dir / "mnemon-mcp.db"
+    return MnemonMcpBackend(
+        db,
+        script=section.script,
+        node=section.node,
+        timeout_s=section.timeout_s,
+        scope=section.scope,
+        native_search=section.native_search,
+    )
