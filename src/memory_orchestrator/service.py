@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,11 +27,13 @@ from memory_orchestrator.models import (
     Dropped,
     DropReason,
     ExpandRequest,
+    ExpansionDecision,
     ExplainRequest,
     Explanation,
     GroupBy,
     HealthCheck,
     HealthReport,
+    Memory,
     QueryPlan,
     ReplayReport,
     ScoredItem,
@@ -48,9 +50,15 @@ from memory_orchestrator.models import (
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
+from memory_orchestrator.pipeline.filters import matches
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.pipeline.planner import plan_query
-from memory_orchestrator.pipeline.reranker import RankContext, by_relevance, rerank
+from memory_orchestrator.pipeline.reranker import (
+    RankContext,
+    by_relevance,
+    rerank,
+    slot_neighbors,
+)
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
 from memory_orchestrator.settings import Settings
@@ -399,6 +407,9 @@ class Orchestrator:
         trace.timings_ms["retrieve"] = _ms(started)
         ctx = self._rank_context(plan, now)
         candidates = got.candidates
+        if self.settings.ranking.context_seeds > 0 and candidates:
+            candidates, ctx = await self._with_context(candidates, ctx, filters, trace)
+            trace.timings_ms["context"] = _ms(started)
         if plan.strategy is not Strategy.DIRECT and plan.hop_budget > 0 and candidates:
             seeds = by_relevance(candidates, ctx)[: exp.seeds]
             grown = await expand(
@@ -444,7 +455,13 @@ class Orchestrator:
             limit=limit,
         )
         trace.dropped.extend(deduped.dropped)
-        items = deduped.items[:limit]
+        items = deduped.items
+        slots = self.settings.ranking.neighbor_slots
+        if slots > 0 and ctx.around:
+            merged = {d.id for d in deduped.dropped}
+            pool = [*deduped.items, *(i for i in kept if i.id not in merged)]
+            items = slot_neighbors(items, pool, ctx.around, slots)
+        items = items[:limit]
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result.
         trace.candidates = self._candidate_traces(items, [*ranked, *deduped.items])
@@ -453,6 +470,67 @@ class Orchestrator:
         if tool != "context":
             self._finish(trace)
         return _Run(trace=trace, plan=plan, items=items, candidate_count=len(candidates))
+
+    async def _with_context(
+        self,
+        candidates: list[Candidate],
+        ctx: RankContext,
+        filters: SearchFilters | None,
+        trace: Trace,
+    ) -> tuple[list[Candidate], RankContext]:
+        """The memories just before and after the best candidates, in one store call: they
+        lend their words to the candidates' term match (`context_window`) and, when
+        `neighbor_share` > 0, join the candidates with a share of their seed's relevance.
+        Conversations are local: the answer often sits in the turn next to the one that
+        matches the question."""
+        rk = self.settings.ranking
+        caps = self.backend.capabilities
+        if not caps.graph or (caps.edge_types and "temporal" not in caps.edge_types):
+            trace.notes.append("store has no temporal links; context neighbours skipped")
+            return candidates, ctx
+        seeds = by_relevance(candidates, ctx)[: rk.context_seeds]
+        try:
+            with anyio.fail_after(self.settings.retrieval.timeout_s):
+                trace.backend_calls += 1
+                found = await self.backend.neighbors(seeds, ("temporal",), 1, 4 * len(seeds))
+        except Exception as exc:
+            trace.notes.append(f"context neighbours unavailable: {_err(exc)}")
+            return candidates, ctx
+        memories = {c.memory.id: c.memory for c in candidates}
+        around: dict[str, list[Memory]] = {}
+        context_of: dict[str, str] = {}
+        added: list[Candidate] = []
+        for n in found:
+            if n.edge_type != "temporal" or n.hops != 1 or not matches(n.memory, filters):
+                continue
+            around.setdefault(n.seed_id, []).append(n.memory)
+            if n.seed_id in memories:
+                around.setdefault(n.memory.id, []).append(memories[n.seed_id])
+            if rk.neighbor_share > 0:
+                context_of.setdefault(n.memory.id, n.seed_id)
+            if rk.neighbor_share > 0 and n.memory.id not in memories:
+                memories[n.memory.id] = n.memory
+                added.append(
+                    Candidate(
+                        memory=n.memory,
+                        hops=1,
+                        expanded_from=n.seed_id,
+                        edge_type="temporal",
+                        edge_weight=1.0,
+                    )
+                )
+                trace.expansions.append(
+                    ExpansionDecision(
+                        seed_id=n.seed_id,
+                        neighbor_id=n.memory.id,
+                        edge_type="temporal",
+                        hops=1,
+                        accepted=True,
+                        reason="context neighbour of a top candidate",
+                    )
+                )
+        ctx = replace(ctx, around=around, context_of=context_of)
+        return [*candidates, *added], ctx
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         subs = [

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from memory_orchestrator.models import MemoryType
+from memory_orchestrator.presets import apply_preset
 
 _config_file: ContextVar[Path | None] = ContextVar("config_file", default=None)
 
@@ -97,6 +98,78 @@ class MnemonSettings(Section):
     )
 
 
+class NpmServerSettings(Section):
+    """A store behind an npm MCP server spawned over stdio (`make npm-servers` installs it)."""
+
+    script: Path | None = Field(
+        default=None,
+        description="the package's dist/index.js; default .tools/npm/node_modules/<pkg>/...",
+    )
+    node: str | None = Field(default=None, description="node executable; default node on PATH")
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="per tool call")
+    native_search: bool = Field(
+        default=False,
+        description="send the query to the server as is, without the adapter's workarounds"
+        " (to measure the bare store)",
+    )
+
+
+class MnemonMcpSettings(NpmServerSettings):
+    """The mnemon-mcp store (npm `mnemon-mcp@1.3.0`, see `backends/mnemon_mcp.py`)."""
+
+    path: Path | None = Field(
+        default=None,
+        description="the SQLite file (MNEMON_DB_PATH); default <data_dir>/mnemon-mcp.db",
+    )
+    scope: str | None = Field(default=None, description="scope written and searched; None = all")
+
+
+class KgMemorySettings(NpmServerSettings):
+    """The MCP knowledge-graph memory server (see `backends/kg_memory.py`)."""
+
+    path: Path | None = Field(
+        default=None,
+        description="the JSONL file (MEMORY_FILE_PATH); default <data_dir>/kg-memory.jsonl",
+    )
+
+
+class MnemonicSettings(Section):
+    """Mnemonic's markdown files with YAML frontmatter (see `backends/mnemonic.py`)."""
+
+    path: Path | None = Field(
+        default=None, description="the memory directory; default <data_dir>/mnemonic"
+    )
+    git_commit: bool = Field(default=False, description="commit every write in the root (git)")
+    rescan_s: float = Field(
+        default=1.0, ge=0, le=3600, description="how often the files are re-read for changes"
+    )
+
+
+class FusedStore(Section):
+    backend: str = Field(description="a backend name (not `fused`)")
+    weight: float = Field(default=1.0, gt=0, le=100, description="its share in the RRF fusion")
+    label: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
+        description="how items and ids name the store; default the backend name",
+    )
+
+
+class FusedSettings(Section):
+    """Several stores at once (`backend = "fused"`, see `backends/fused.py`)."""
+
+    stores: list[FusedStore] = Field(default_factory=list, description="the member stores")
+    primary: str | None = Field(
+        default=None, description="label of the store writes go to; default the first"
+    )
+    timeout_s: float = Field(
+        default=3.0, gt=0, le=120, description="per store and call; a slower store is left out"
+    )
+    mirror_writes: bool = Field(
+        default=False, description="write to every store, not only the primary"
+    )
+
+
 class RetrievalSettings(Section):
     top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
     candidate_k: int = Field(
@@ -151,6 +224,60 @@ class RankingSettings(Section):
     expansion_decay: float = Field(
         default=0.7, ge=0, le=1, description="relevance carried over one hop"
     )
+    store_score_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="share of the store signal taken from the store's own scores (min-max "
+        "scaled per subquery) rather than from the fused rank",
+    )
+    length_norm: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="BM25-like length normalization (b) of the term match; longer-than-average "
+        "memories lose a share; 0 = off",
+    )
+    context_seeds: int = Field(
+        default=5,
+        ge=0,
+        le=200,
+        description="best candidates whose neighbours in time are fetched (one store call); "
+        "0 = off",
+    )
+    context_window: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="weight of a neighbour's words in a memory's term match (context window)",
+    )
+    neighbor_share: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
+        "only lend context",
+    )
+    neighbor_slots: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="the best N results each get their fetched neighbours placed right after "
+        "them; 0 = neighbours rank by their own score",
+    )
+    common_entity_share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="an entity carried by more than this share of the candidates (a conversation "
+        "participant) counts as weak: no cross-reference boost, little entity-match weight",
+    )
+    when_time_boost: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="'when' questions: relevance added to memories carrying a time expression",
+    )
 
 
 class DedupSettings(Section):
@@ -197,8 +324,15 @@ class Settings(BaseSettings):
         default=False, description="search returns the store's raw results unchanged"
     )
     cache_ttl_s: float = Field(default=30.0, ge=0, description="store metadata cache lifetime")
+    preset: str | None = Field(
+        default=None, description="named tuned values (see `presets.py`); explicit settings win"
+    )
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     mnemon: MnemonSettings = Field(default_factory=MnemonSettings)
+    mnemon_mcp: MnemonMcpSettings = Field(default_factory=MnemonMcpSettings)
+    kg_memory: KgMemorySettings = Field(default_factory=KgMemorySettings)
+    mnemonic: MnemonicSettings = Field(default_factory=MnemonicSettings)
+    fused: FusedSettings = Field(default_factory=FusedSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     ranking: RankingSettings = Field(default_factory=RankingSettings)
@@ -206,6 +340,11 @@ class Settings(BaseSettings):
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        return apply_preset(data) if isinstance(data, dict) else data
 
     @field_validator("backend")
     @classmethod

@@ -23,9 +23,17 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
         "write",
         "embedded",
         "mnemon",
+        "mnemon_mcp",
+        "kg_memory",
+        "mnemonic",
+        "fused",
     ):
         assert getattr(example, section) == getattr(default, section), section
     assert example.ranking.weights == default.ranking.weights
+    assert example.ranking.model_dump(exclude={"half_life_days"}) == default.ranking.model_dump(
+        exclude={"half_life_days"}
+    )
+    assert example.preset == default.preset
     for kind in MemoryType:
         assert example.ranking.half_life_days.get(kind) == default.ranking.half_life_days.get(kind)
     assert example.traces.verbosity == default.traces.verbosity

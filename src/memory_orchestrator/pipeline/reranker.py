@@ -11,9 +11,10 @@ mode shows exactly what ranked it; nothing is recomputed later.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
@@ -22,6 +23,7 @@ from memory_orchestrator.models import (
     Memory,
     MemoryType,
     QueryPlan,
+    QuestionType,
     ScoreBreakdown,
     ScoredItem,
     TimeRange,
@@ -33,13 +35,37 @@ from memory_orchestrator.text import content_word_count, term_set
 _DAY = 86_400.0
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
+_ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
+_MONTH = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+# A time expression in a memory's text: a date, a month or weekday, a year, "yesterday",
+# "last week", "two days ago", "next month"... (English; general, not tied to any dataset).
+_TIME_EXPRESSION = re.compile(
+    r"\b(?:"
+    rf"(?:{_MONTH})\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day|yesterday|today|tonight|tomorrow"
+    r"|(?:last|next|this|past|coming|previous)\s+(?:week(?:end)?|month|year|night|time|summer"
+    r"|winter|spring|fall|autumn|morning|evening)"
+    r"|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple(?:\s+of)?|several"
+    r"|\d+)\s+(?:days?|weeks?|months?|years?)\s+(?:ago|back|earlier|later)"
+    r"|(?:19|20)\d\d|\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?|ago|recently|lately|weekend"
+    r")",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
 class RankContext:
+    """What ranking reads besides the candidates. `around` maps a memory id to the memories
+    next to it in time (fetched by the service in one store call, when
+    `context_seeds` > 0); `context_of` maps a neighbour fetched that way to its seed."""
+
     plan: QueryPlan
     now: datetime
     settings: RankingSettings
+    around: Mapping[str, Sequence[Memory]] = field(default_factory=dict)
+    context_of: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def weights_dump(self) -> dict[str, float]:
@@ -90,8 +116,12 @@ def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem
     """Score every candidate; best first (ties: see `tie_order`), so the order is deterministic."""
     if not candidates:
         return []
-    lexical, relevance, max_fused = _relevance(candidates, ctx)
+    lexical, relevance, store = _relevance(candidates, ctx)
     entity_counts = _entity_counts(candidates)
+    common_share = ctx.settings.common_entity_share
+    if common_share < 1.0:  # participants earn no cross-reference boost
+        limit = common_share * len(candidates)
+        entity_counts = Counter({e: n for e, n in entity_counts.items() if n <= limit})
     query_entities = {e.casefold() for e in ctx.plan.entities}
     items = [
         _score(
@@ -99,13 +129,41 @@ def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem
             ctx,
             lexical[c.memory.id],
             relevance[c.memory.id],
-            max_fused,
+            store.get(c.memory.id, 0.0),
             _xref(c, entity_counts, query_entities),
         )
         for c in candidates
     ]
     items.sort(key=lambda item: (-item.breakdown.total, *tie_order(item.candidate.memory)))
     return items
+
+
+def slot_neighbors(
+    items: Sequence[ScoredItem],
+    pool: Sequence[ScoredItem],
+    around: Mapping[str, Sequence[Memory]],
+    slots: int,
+) -> list[ScoredItem]:
+    """`items` in order, except that each of the first `slots` is followed at once by its
+    neighbours in time (from `around`, scored in `pool`), best first: the turn that answers
+    a question is often the one just before or after the turn that matches it."""
+    scored = {i.id: i for i in pool}
+    out: list[ScoredItem] = []
+    placed: set[str] = set()
+    for index, item in enumerate(items):
+        if item.id in placed:
+            continue
+        out.append(item)
+        placed.add(item.id)
+        if index >= slots:
+            continue
+        near = [scored[m.id] for m in around.get(item.id, ()) if m.id in scored]
+        near.sort(key=lambda n: (-n.breakdown.total, *tie_order(n.candidate.memory)))
+        for neighbor in near:
+            if neighbor.id not in placed:
+                out.append(neighbor)
+                placed.add(neighbor.id)
+    return out
 
 
 def tie_order(memory: Memory) -> tuple[float, str]:
@@ -127,24 +185,88 @@ def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]
 
 def _relevance(
     candidates: Sequence[Candidate], ctx: RankContext
-) -> tuple[dict[str, float], dict[str, float], float]:
-    plan = ctx.plan
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per candidate: own term match, relevance, and the store signal it was blended with."""
+    settings = ctx.settings
+    lexical = _lexicals(candidates, ctx)
+    store = _store_signal(candidates, settings.store_score_share)
+    share = settings.lexical_share
+    relevance = {
+        c.memory.id: share * lexical[c.memory.id] + (1 - share) * store[c.memory.id]
+        for c in candidates
+        if c.hops == 0
+    }
+    base = dict(relevance)
+    for c in candidates:
+        seed = ctx.context_of.get(c.memory.id)
+        if c.hops == 0 and seed is not None:
+            # a neighbour in time of a top candidate: a share of that candidate's relevance
+            inherited = base.get(seed, 0.0) * settings.neighbor_share
+            relevance[c.memory.id] = max(relevance[c.memory.id], inherited)
+        elif c.hops > 0:  # expanded items inherit part of their seed's relevance
+            seed_relevance = base.get(c.expanded_from or "", 0.0)
+            if seed is not None:
+                inherited = seed_relevance * settings.neighbor_share
+            else:
+                inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
+            relevance[c.memory.id] = max(lexical[c.memory.id], inherited)
+    boost = settings.when_time_boost
+    if boost > 0 and ctx.plan.question_type is QuestionType.WHEN:
+        for c in candidates:
+            if _TIME_EXPRESSION.search(c.memory.content):
+                relevance[c.memory.id] = min(1.0, relevance[c.memory.id] + boost)
+    return lexical, relevance, store
+
+
+def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, float]:
+    plan, settings = ctx.plan, ctx.settings
     doc_terms = {c.memory.id: _doc_terms(c) for c in candidates}
     idf = _idf(plan.terms, list(doc_terms.values()))
-    max_fused = max(c.fused_score for c in candidates) or 1.0
-    share = ctx.settings.lexical_share
-    lexical = {c.memory.id: _lexical(plan, doc_terms[c.memory.id], idf, c) for c in candidates}
-    relevance: dict[str, float] = {}
+    entity_weights = _entity_weights(plan, candidates, settings.common_entity_share)
+    window, b = settings.context_window, settings.length_norm
+    average = sum(len(t) for t in doc_terms.values()) / len(doc_terms) if doc_terms else 0.0
+    lexical: dict[str, float] = {}
     for c in candidates:
-        if c.hops == 0:
-            own = share * lexical[c.memory.id]
-            relevance[c.memory.id] = own + (1 - share) * (c.fused_score / max_fused)
-    for c in candidates:  # expanded items inherit part of their seed's relevance
-        if c.hops > 0:
-            inherited = relevance.get(c.expanded_from or "", 0.0) * c.edge_weight
-            inherited *= ctx.settings.expansion_decay**c.hops
-            relevance[c.memory.id] = max(lexical[c.memory.id], inherited)
-    return lexical, relevance, max_fused
+        near: frozenset[str] = frozenset()
+        if window > 0 and c.memory.id in ctx.around:
+            near = term_set(" ".join(m.content for m in ctx.around[c.memory.id]))
+        terms = doc_terms[c.memory.id]
+        # BM25's length normalization, as a penalty only: a long memory covers more of the
+        # query's words by chance than a short one
+        norm = min(1.0, 1.0 / (1 - b + b * len(terms) / average)) if b > 0 and average else 1.0
+        lexical[c.memory.id] = _lexical(plan, terms, idf, c, entity_weights, near, window, norm)
+    return lexical
+
+
+def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
+    """The fused rank scaled to the best candidate, blended with the store's own scores."""
+    max_fused = max(c.fused_score for c in candidates) or 1.0
+    store = {c.memory.id: c.fused_score / max_fused for c in candidates}
+    if score_share > 0:
+        scores = _store_scores(candidates)
+        store = {
+            i: (1 - score_share) * v + score_share * scores.get(i, 0.0) for i, v in store.items()
+        }
+    return store
+
+
+def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """The store's own scores, min-max scaled per subquery (best 1, worst 0), best over the
+    subqueries that found each candidate: unlike a rank, they keep how far apart hits are."""
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    for c in candidates:
+        for s in c.sources:
+            low[s.query] = min(low.get(s.query, s.score), s.score)
+            high[s.query] = max(high.get(s.query, s.score), s.score)
+    out: dict[str, float] = {}
+    for c in candidates:
+        best = 0.0
+        for s in c.sources:
+            span = high[s.query] - low[s.query]
+            best = max(best, (s.score - low[s.query]) / span if span > 0 else 1.0)
+        out[c.memory.id] = best
+    return out
 
 
 def _score(
@@ -152,7 +274,7 @@ def _score(
     ctx: RankContext,
     lexical: float,
     relevance: float,
-    max_fused: float,
+    store: float,
     xref: tuple[float, str | None],
 ) -> ScoredItem:
     settings = ctx.settings
@@ -175,7 +297,7 @@ def _score(
     breakdown = ScoreBreakdown.model_construct(
         relevance=round(relevance, 6),
         lexical=round(lexical, 6),
-        fused=round(c.fused_score / max_fused, 6),
+        fused=round(store, 6),
         recency=round(recency, 6),
         graph=round(graph, 6),
         type_match=type_match,
@@ -208,16 +330,55 @@ def _idf(query_terms: Sequence[str], docs: Sequence[frozenset[str]]) -> dict[str
     return idf
 
 
-def _lexical(plan: QueryPlan, terms: frozenset[str], idf: dict[str, float], c: Candidate) -> float:
-    """IDF-weighted share of the query's terms found in the memory, with entity matches."""
+def _lexical(
+    plan: QueryPlan,
+    terms: frozenset[str],
+    idf: dict[str, float],
+    c: Candidate,
+    entity_weights: Mapping[str, float],
+    near: frozenset[str] = frozenset(),
+    window: float = 0.0,
+    norm: float = 1.0,
+) -> float:
+    """IDF-weighted share of the query's terms found in the memory (a term found only in
+    the memories next to it counts `window`), with entity matches weighted by rarity."""
     total = sum(idf.values())
-    coverage = sum(w for t, w in idf.items() if t in terms) / total if total else 0.0
+    found = sum(w if t in terms else w * window if t in near else 0.0 for t, w in idf.items())
+    coverage = norm * found / total if total else 0.0
     if not plan.entities:
         return coverage
     memory_entities = {e.casefold() for e in c.memory.entities}
     text = c.memory.content.casefold()
-    hit = sum(1 for e in plan.entities if e.casefold() in memory_entities or e.casefold() in text)
-    return 0.75 * coverage + 0.25 * hit / len(plan.entities)
+    hit = sum(
+        entity_weights.get(e.casefold(), 1.0)
+        for e in plan.entities
+        if e.casefold() in memory_entities or e.casefold() in text
+    )
+    entity_share = _ENTITY_SHARE * sum(entity_weights.values()) / len(plan.entities)
+    hit_share = hit / sum(entity_weights.values()) if entity_share else 0.0
+    return (1 - entity_share) * coverage + entity_share * hit_share
+
+
+def _entity_weights(
+    plan: QueryPlan, candidates: Sequence[Candidate], common_share: float
+) -> dict[str, float]:
+    """Weight of each query entity in the term match: 1, or for an entity carried by more
+    than `common_share` of the candidates (a conversation's participant, found in most of
+    them), its rarity among them, so that it cannot bury the other participant's turns."""
+    weights = {e.casefold(): 1.0 for e in plan.entities}
+    if common_share >= 1.0 or not weights or not candidates:
+        return weights
+    n = len(candidates)
+    for entity in weights:
+        carried = sum(
+            1
+            for c in candidates
+            if entity in {e.casefold() for e in c.memory.entities}
+            or entity in c.memory.content.casefold()
+        )
+        if carried / n > common_share:
+            weights[entity] = 1.0 - carried / n
+    return weights
 
 
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:

@@ -1,0 +1,189 @@
+"""The LoCoMo levers of the re-ranker: context neighbours, participant-aware entities,
+time expressions for "when" questions, the store's own scores, and the tuning search."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import pytest
+
+from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
+from memory_orchestrator.models import Candidate, Memory, QuestionType, SourceRank
+from memory_orchestrator.pipeline.reranker import RankContext, rerank, slot_neighbors
+from memory_orchestrator.presets import PRESETS
+from memory_orchestrator.settings import RankingSettings, Settings
+from tests.factories import NOW, candidate, memory, plan
+
+
+def ctx(query: str, settings: RankingSettings | None = None, **kwargs: Any) -> RankContext:
+    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=settings or RankingSettings())
+
+
+def by_id(items: Sequence[Any]) -> dict[str, Any]:
+    return {i.id: i for i in items}
+
+
+def test_a_neighbours_words_count_toward_a_memorys_term_match_at_the_window_weight() -> None:
+    turn = candidate(memory("t", "Caroline: I went there yesterday"))
+    before = memory("b", "Melanie: How was the pottery class?")
+    off = ctx("pottery class", RankingSettings(context_window=0.0))
+    on = ctx("pottery class", RankingSettings(context_window=0.5))
+    around = {"t": [before]}
+    assert rerank([turn], replace(off, around=around))[0].breakdown.lexical == 0.0
+    assert rerank([turn], replace(on, around=around))[0].breakdown.lexical == pytest.approx(0.5)
+
+
+def test_a_fetched_neighbour_inherits_its_share_of_the_seeds_relevance() -> None:
+    seed = candidate(memory("s", "pottery class on Sunday"), rank=1)
+    near = candidate(memory("n", "it was lovely"), hops=1, expanded_from="s")
+    settings = RankingSettings(neighbor_share=0.9, expansion_decay=0.1)
+    items = by_id(
+        rerank([seed, near], replace(ctx("pottery class", settings), context_of={"n": "s"}))
+    )
+    assert items["n"].breakdown.relevance == pytest.approx(0.9 * items["s"].breakdown.relevance)
+    # the same neighbour reached by plain graph expansion decays instead
+    items = by_id(rerank([seed, near], ctx("pottery class", settings)))
+    assert items["n"].breakdown.relevance == pytest.approx(0.1 * items["s"].breakdown.relevance)
+
+
+def test_neighbours_are_slotted_right_after_the_best_results_only() -> None:
+    ranked = rerank(
+        [
+            candidate(memory("a", "pottery class pottery"), rank=1),
+            candidate(memory("b", "pottery"), rank=2),
+            candidate(memory("c", "class"), rank=3),
+            candidate(memory("na", "nice"), hops=1, expanded_from="a"),
+            candidate(memory("nc", "fine"), hops=1, expanded_from="c"),
+        ],
+        ctx("pottery class"),
+    )
+    top = [i for i in ranked if i.id in {"a", "b", "c"}]
+    around: dict[str, Sequence[Memory]] = {
+        "a": [memory("na", "nice")],
+        "c": [memory("nc", "fine")],
+    }
+    assert [i.id for i in slot_neighbors(top, ranked, around, 1)] == ["a", "na", "b", "c"]
+    assert [i.id for i in slot_neighbors(top, ranked, around, 0)] == ["a", "b", "c"]
+
+
+def participants() -> list[Candidate]:
+    named = [
+        candidate(memory(f"c{n}", f"Caroline: note {n}", entities=("Caroline",)), rank=n)
+        for n in range(1, 5)
+    ]
+    other = candidate(
+        memory("m", "Melanie: I invited her to the trails", entities=("Melanie",)), rank=5
+    )
+    return [*named, other]
+
+
+def test_a_participant_named_in_the_question_does_not_bury_the_other_speakers_turns() -> None:
+    query = "Who invited Caroline to the trails?"
+    plain = by_id(rerank(participants(), ctx(query, entities=("Caroline",))))
+    aware_settings = RankingSettings(common_entity_share=0.5)
+    aware = by_id(rerank(participants(), ctx(query, aware_settings, entities=("Caroline",))))
+    # Caroline is on 4 of 5 candidates: a participant, not a discriminating entity
+    assert plain["c1"].breakdown.cross_reference > 0
+    assert aware["c1"].breakdown.cross_reference == 0
+    assert aware["m"].breakdown.lexical > plain["m"].breakdown.lexical
+    assert aware["m"].score - aware["c1"].score > plain["m"].score - plain["c1"].score
+
+
+def test_when_questions_lift_memories_that_carry_a_time_expression() -> None:
+    dated = candidate(memory("d", "We adopted the puppy from the shelter last week"), rank=2)
+    undated = candidate(memory("u", "We adopted the puppy from the shelter"), rank=1)
+    settings = RankingSettings(when_time_boost=0.2)
+    when = replace(
+        ctx("adopt puppy", settings),
+        plan=plan("adopt puppy").model_copy(update={"question_type": QuestionType.WHEN}),
+    )
+    what = ctx("adopt puppy", settings)
+    assert rerank([dated, undated], when)[0].id == "d"
+    assert rerank([dated, undated], what)[0].id == "u"
+
+
+def test_the_store_score_share_keeps_how_far_apart_the_stores_hits_are() -> None:
+    def hit(mem_id: str, rank: int, score: float) -> Candidate:
+        source = SourceRank(query="q", rank=rank, score=score)
+        return Candidate(
+            memory=memory(mem_id, "unrelated words"), sources=(source,), fused_score=1 / (60 + rank)
+        )
+
+    hits = [hit("a", 1, 10.0), hit("b", 2, 9.9), hit("c", 3, 1.0)]
+    by_rank = by_id(rerank(hits, ctx("query", RankingSettings(store_score_share=0.0))))
+    by_score = by_id(rerank(hits, ctx("query", RankingSettings(store_score_share=1.0))))
+    assert by_rank["c"].breakdown.fused > 0.9  # ranks 1 and 3 look alike under RRF
+    assert by_score["c"].breakdown.fused == 0.0
+    assert by_score["b"].breakdown.fused == pytest.approx(8.9 / 9.0)
+
+
+def test_with_value_sets_a_dotted_setting_and_rejects_unknown_or_invalid_ones() -> None:
+    settings = Settings()
+    tuned = with_value(settings, "ranking.weights.recency", 0.0)
+    assert tuned.ranking.weights.recency == 0.0
+    assert settings.ranking.weights.recency == 0.1
+    with pytest.raises(KeyError):
+        with_value(settings, "ranking.no_such_knob", 1)
+    with pytest.raises(ValueError, match="context_window"):
+        with_value(settings, "ranking.context_window", 2.0)
+
+
+class FakeBench:
+    """Scores a setting by how close two knobs are to a known optimum."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def score(self, settings: Settings) -> dict[str, float]:
+        self.calls += 1
+        r = settings.ranking
+        value = -abs(r.context_window - 0.5) - abs(r.when_time_boost - 0.2)
+        return {"objective": value}
+
+
+def test_coordinate_search_keeps_only_values_that_raise_the_objective() -> None:
+    bench = FakeBench()
+    steps: list[Step] = []
+    grid = {"ranking.context_window": [0.25, 0.5, 1.0], "ranking.when_time_boost": [0.1, 0.2]}
+    result = anyio.run(
+        lambda: coordinate_search(bench, Settings(), grid, rounds=2, report=steps.append)  # type: ignore[arg-type]
+    )
+    assert result.values == {"ranking.context_window": 0.5, "ranking.when_time_boost": 0.2}
+    assert result.best["objective"] == pytest.approx(0.0)
+    assert [s.kept for s in steps[:3]] == [True, True, False]
+
+
+def test_a_preset_fills_in_only_what_the_configuration_does_not_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(
+        PRESETS, "demo", {"ranking": {"context_window": 0.3, "weights": {"recency": 0.0}}}
+    )
+    tuned = Settings(preset="demo")
+    assert tuned.ranking.context_window == 0.3
+    assert tuned.ranking.weights.recency == 0.0
+    assert tuned.ranking.weights.relevance == Settings().ranking.weights.relevance
+    monkeypatch.setenv("ORCHESTRATOR_RANKING__CONTEXT_WINDOW", "0.7")
+    assert Settings(preset="demo").ranking.context_window == 0.7
+    with pytest.raises(ValueError, match="unknown preset"):
+        Settings(preset="no-such-preset")
+
+
+def test_every_shipped_preset_is_valid() -> None:
+    for name in PRESETS:
+        assert Settings(preset=name).preset == name
+
+
+def test_length_normalization_lowers_a_long_memorys_chance_match_only() -> None:
+    short = candidate(memory("s", "pottery class today"))
+    long = candidate(
+        memory("l", "pottery class " + " ".join(f"word{n}" for n in range(30))), rank=2
+    )
+    plain = by_id(rerank([short, long], ctx("pottery class")))
+    normed = by_id(rerank([short, long], ctx("pottery class", RankingSettings(length_norm=0.75))))
+    assert plain["l"].breakdown.lexical == plain["s"].breakdown.lexical == 1.0
+    assert normed["s"].breakdown.lexical == 1.0
+    assert normed["l"].breakdown.lexical < 0.8
