@@ -6,7 +6,7 @@ stages, the service and both faces (MCP, CLI) speak in these records.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -508,8 +508,8 @@ class ReplayReport(Frozen):
 
 def to_utc(moment: datetime) -> datetime:
     """Timezone-aware UTC; a naive datetime is taken to be UTC already."""
-    from datetime import UTC
-
+    if moment.tzinfo is UTC:  # the common case on the ranking hot path: nothing to do
+        return moment
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 

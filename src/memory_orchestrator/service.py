@@ -58,6 +58,7 @@ from memory_orchestrator.pipeline.reranker import (
     by_relevance,
     rerank,
     slot_neighbors,
+    with_reasons,
 )
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
@@ -430,7 +431,7 @@ class Orchestrator:
             trace.notes.extend(grown.notes)
             candidates = [*candidates, *grown.candidates]
             trace.timings_ms["expand"] = _ms(started)
-        ranked = rerank(candidates, ctx)
+        ranked = rerank(candidates, ctx, reasons=False)
         floor = self.settings.ranking.relevance_floor
         kept = [i for i in ranked if i.breakdown.relevance >= floor]
         cut = [i for i in ranked if i.breakdown.relevance < floor]
@@ -461,7 +462,7 @@ class Orchestrator:
             merged = {d.id for d in deduped.dropped}
             pool = [*deduped.items, *(i for i in kept if i.id not in merged)]
             items = slot_neighbors(items, pool, ctx.around, slots)
-        items = items[:limit]
+        items = with_reasons(items[:limit], candidates, ctx)
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result.
         trace.candidates = self._candidate_traces(items, [*ranked, *deduped.items])

@@ -9,7 +9,13 @@ import pytest
 from memory_orchestrator.models import MemoryType, TimeRange
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
-from memory_orchestrator.pipeline.reranker import RankContext, rerank, weighted_total
+from memory_orchestrator.pipeline.reranker import (
+    RankContext,
+    has_time_expression,
+    rerank,
+    weighted_total,
+    with_reasons,
+)
 from memory_orchestrator.settings import RankingSettings, Weights
 from tests.factories import NOW, candidate, memory, plan
 
@@ -149,3 +155,33 @@ def test_distinct_memories_are_not_merged() -> None:
     )
     assert {i.id for i in result.items} == {"a", "b"}
     assert not result.dropped
+
+
+def test_reasons_added_later_match_the_ones_rerank_gives_and_keep_later_ones() -> None:
+    """The service ranks without reasons and adds them to the items it returns: they must
+    be the reasons `rerank` gives, followed by any a later stage (the deduper) added."""
+    old = NOW - timedelta(days=2)
+    cands = [
+        candidate(memory("a", "Ana met Bo at the vendor fair", entities=("Ana", "Bo")), rank=1),
+        candidate(memory("b", "Bo fixed the firmware", entities=("Bo",), created_at=old), rank=2),
+        candidate(memory("c", "lunch", kind=MemoryType.EPISODIC), rank=3),
+        candidate(
+            memory("d", "Ana at the fair again", entities=("Ana",)), hops=1, expanded_from="a"
+        ),
+    ]
+    context = ctx("when did Ana meet the vendor", entities=("Ana",))
+    full = rerank(cands, context)
+    bare = rerank(cands, context, reasons=False)
+    assert all(not item.reasons for item in bare)
+    assert [i.breakdown for i in bare] == [i.breakdown for i in full]
+    later = [bare[0].model_copy(update={"reasons": ("penalised: 90% like x",)}), *bare[1:]]
+    added = with_reasons(later, cands, context)
+    assert added[0].reasons == (*full[0].reasons, "penalised: 90% like x")
+    assert [i.reasons for i in added[1:]] == [i.reasons for i in full[1:]]
+
+
+def test_time_expressions_are_found_in_memory_text() -> None:
+    assert has_time_expression("we went camping last weekend")
+    assert has_time_expression("It was on 8 May 2023")
+    assert has_time_expression("two days ago I painted")
+    assert not has_time_expression("I painted a lake")

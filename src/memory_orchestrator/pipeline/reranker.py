@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from memory_orchestrator.models import (
     Candidate,
@@ -53,6 +53,13 @@ _TIME_EXPRESSION = re.compile(
     r")",
     re.IGNORECASE,
 )
+
+
+@lru_cache(maxsize=16_384)
+def has_time_expression(text: str) -> bool:
+    """Whether a memory's text names a time (memoized: the same memories come back for
+    question after question, and the pattern is costly to run)."""
+    return _TIME_EXPRESSION.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -112,16 +119,17 @@ def with_penalties(
     return breakdown.model_copy(update={"duplicate_penalty": dup, "total": round(total, 6)})
 
 
-def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem]:
-    """Score every candidate; best first (ties: see `tie_order`), so the order is deterministic."""
+def rerank(
+    candidates: Sequence[Candidate], ctx: RankContext, *, reasons: bool = True
+) -> list[ScoredItem]:
+    """Score every candidate; best first (ties: see `tie_order`), so the order is deterministic.
+
+    `reasons=False` leaves the human-readable reasons out (the service adds them with
+    `with_reasons` to the few items it returns, not to every candidate)."""
     if not candidates:
         return []
     lexical, relevance, store = _relevance(candidates, ctx)
-    entity_counts = _entity_counts(candidates)
-    common_share = ctx.settings.common_entity_share
-    if common_share < 1.0:  # participants earn no cross-reference boost
-        limit = common_share * len(candidates)
-        entity_counts = Counter({e: n for e, n in entity_counts.items() if n <= limit})
+    entity_counts = _xref_counts(candidates, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     items = [
         _score(
@@ -131,11 +139,38 @@ def rerank(candidates: Sequence[Candidate], ctx: RankContext) -> list[ScoredItem
             relevance[c.memory.id],
             store.get(c.memory.id, 0.0),
             _xref(c, entity_counts, query_entities),
+            reasons,
         )
         for c in candidates
     ]
     items.sort(key=lambda item: (-item.breakdown.total, *tie_order(item.candidate.memory)))
     return items
+
+
+def with_reasons(
+    items: Sequence[ScoredItem], candidates: Sequence[Candidate], ctx: RankContext
+) -> list[ScoredItem]:
+    """`items` (scored by `rerank(..., reasons=False)` over `candidates`) with the reasons
+    `rerank` would have given them, ahead of any a later stage added (the deduper's)."""
+    entity_counts = _xref_counts(candidates, ctx)
+    query_entities = {e.casefold() for e in ctx.plan.entities}
+    out = []
+    for item in items:
+        c, b = item.candidate, item.breakdown
+        _, recency_reason = _recency(c, ctx)
+        _, xref_entity = _xref(c, entity_counts, query_entities)
+        own = _reasons(c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty)
+        out.append(item.model_copy(update={"reasons": (*own, *item.reasons)}))
+    return out
+
+
+def _xref_counts(candidates: Sequence[Candidate], ctx: RankContext) -> Counter[str]:
+    entity_counts = _entity_counts(candidates)
+    common_share = ctx.settings.common_entity_share
+    if common_share < 1.0:  # participants earn no cross-reference boost
+        limit = common_share * len(candidates)
+        entity_counts = Counter({e: n for e, n in entity_counts.items() if n <= limit})
+    return entity_counts
 
 
 def slot_neighbors(
@@ -213,7 +248,7 @@ def _relevance(
     boost = settings.when_time_boost
     if boost > 0 and ctx.plan.question_type is QuestionType.WHEN:
         for c in candidates:
-            if _TIME_EXPRESSION.search(c.memory.content):
+            if has_time_expression(c.memory.content):
                 relevance[c.memory.id] = min(1.0, relevance[c.memory.id] + boost)
     return lexical, relevance, store
 
@@ -225,6 +260,7 @@ def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, fl
     entity_weights = _entity_weights(plan, candidates, settings.common_entity_share)
     window, b = settings.context_window, settings.length_norm
     average = sum(len(t) for t in doc_terms.values()) / len(doc_terms) if doc_terms else 0.0
+    match = _TermMatch(plan, idf, entity_weights, window)
     lexical: dict[str, float] = {}
     for c in candidates:
         near: frozenset[str] = frozenset()
@@ -234,7 +270,7 @@ def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, fl
         # BM25's length normalization, as a penalty only: a long memory covers more of the
         # query's words by chance than a short one
         norm = min(1.0, 1.0 / (1 - b + b * len(terms) / average)) if b > 0 and average else 1.0
-        lexical[c.memory.id] = _lexical(plan, terms, idf, c, entity_weights, near, window, norm)
+        lexical[c.memory.id] = match.score(terms, c, near, norm)
     return lexical
 
 
@@ -276,6 +312,7 @@ def _score(
     relevance: float,
     store: float,
     xref: tuple[float, str | None],
+    explain: bool = True,
 ) -> ScoredItem:
     settings = ctx.settings
     recency, recency_reason = _recency(c, ctx)
@@ -292,9 +329,9 @@ def _score(
         cross_reference=xref[0],
         noise_penalty=noise,
     )
-    # model_construct: every value here is computed, not user input; validation would only
-    # cost time on the hot path (tens of candidates per request).
-    breakdown = ScoreBreakdown.model_construct(
+    # Plain construction, not model_construct: with pydantic-core's validator it is the
+    # faster of the two (measured), and it checks what we computed.
+    breakdown = ScoreBreakdown(
         relevance=round(relevance, 6),
         lexical=round(lexical, 6),
         fused=round(store, 6),
@@ -307,14 +344,10 @@ def _score(
         weights=ctx.weights_dump,
         total=round(total, 6),
     )
+    if not explain:
+        return ScoredItem(candidate=c, breakdown=breakdown)
     reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise)
-    return ScoredItem.model_construct(
-        candidate=c,
-        breakdown=breakdown,
-        reasons=tuple(reasons),
-        merged_ids=(),
-        cross_validated=False,
-    )
+    return ScoredItem(candidate=c, breakdown=breakdown, reasons=tuple(reasons))
 
 
 def _doc_terms(c: Candidate) -> frozenset[str]:
@@ -330,33 +363,47 @@ def _idf(query_terms: Sequence[str], docs: Sequence[frozenset[str]]) -> dict[str
     return idf
 
 
-def _lexical(
-    plan: QueryPlan,
-    terms: frozenset[str],
-    idf: dict[str, float],
-    c: Candidate,
-    entity_weights: Mapping[str, float],
-    near: frozenset[str] = frozenset(),
-    window: float = 0.0,
-    norm: float = 1.0,
-) -> float:
-    """IDF-weighted share of the query's terms found in the memory (a term found only in
-    the memories next to it counts `window`), with entity matches weighted by rarity."""
-    total = sum(idf.values())
-    found = sum(w if t in terms else w * window if t in near else 0.0 for t, w in idf.items())
-    coverage = norm * found / total if total else 0.0
-    if not plan.entities:
-        return coverage
-    memory_entities = {e.casefold() for e in c.memory.entities}
-    text = c.memory.content.casefold()
-    hit = sum(
-        entity_weights.get(e.casefold(), 1.0)
-        for e in plan.entities
-        if e.casefold() in memory_entities or e.casefold() in text
-    )
-    entity_share = _ENTITY_SHARE * sum(entity_weights.values()) / len(plan.entities)
-    hit_share = hit / sum(entity_weights.values()) if entity_share else 0.0
-    return (1 - entity_share) * coverage + entity_share * hit_share
+class _TermMatch:
+    """IDF-weighted share of the query's terms found in a memory (a term found only in the
+    memories next to it counts `window`), with entity matches weighted by rarity. What does
+    not depend on the memory is worked out once per request, not once per candidate."""
+
+    def __init__(
+        self,
+        plan: QueryPlan,
+        idf: dict[str, float],
+        entity_weights: Mapping[str, float],
+        window: float,
+    ) -> None:
+        self.idf = list(idf.items())
+        self.total = sum(idf.values())
+        self.window = window
+        self.entities = [e.casefold() for e in plan.entities]
+        self.entity_weights = [entity_weights.get(e, 1.0) for e in self.entities]
+        weight_sum = sum(entity_weights.values())
+        self.weight_sum = weight_sum
+        self.entity_share = (
+            _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
+        )
+
+    def score(
+        self, terms: frozenset[str], c: Candidate, near: frozenset[str], norm: float
+    ) -> float:
+        window = self.window
+        found = sum(w if t in terms else w * window if t in near else 0.0 for t, w in self.idf)
+        coverage = norm * found / self.total if self.total else 0.0
+        if not self.entities:
+            return coverage
+        memory_entities = {e.casefold() for e in c.memory.entities}
+        text = c.memory.content.casefold()
+        hit = sum(
+            weight
+            for e, weight in zip(self.entities, self.entity_weights, strict=True)
+            if e in memory_entities or e in text
+        )
+        share = self.entity_share
+        hit_share = hit / self.weight_sum if share else 0.0
+        return (1 - share) * coverage + share * hit_share
 
 
 def _entity_weights(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.models import Candidate, SearchFilters, SearchHit, SourceRank
+from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, SourceRank
 from memory_orchestrator.pipeline.filters import matches, missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
 
@@ -63,7 +63,7 @@ async def retrieve(
         for name in missing_filter_support(sub.filters, backend.capabilities):
             notes.append(f"store cannot filter by {name}; filtered after retrieval")
 
-    by_id: dict[str, Candidate] = {}
+    found: dict[str, tuple[Memory, list[SourceRank]]] = {}
     rankings: list[list[str]] = []
     weights: list[float] = []
     for sub, hits in zip(subqueries, results, strict=True):
@@ -74,11 +74,12 @@ async def retrieve(
         weights.append(sub.weight)
         for rank, hit in enumerate(kept, start=1):
             source = SourceRank(query=sub.text, rank=rank, score=hit.score, store=hit.memory.store)
-            known = by_id.get(hit.memory.id)
-            sources = (*known.sources, source) if known else (source,)
-            by_id[hit.memory.id] = Candidate(memory=hit.memory, sources=sources)
+            found.setdefault(hit.memory.id, (hit.memory, []))[1].append(source)
     fused = rrf(rankings, k=rrf_k, weights=weights)
-    candidates = [c.model_copy(update={"fused_score": fused[i]}) for i, c in by_id.items()]
+    candidates = [
+        Candidate(memory=memory, sources=tuple(sources), fused_score=fused[i])
+        for i, (memory, sources) in found.items()
+    ]
     candidates.sort(key=lambda c: (-c.fused_score, c.memory.id))
     failed = sum(1 for hits in results if hits is None)
     return Retrieval(
