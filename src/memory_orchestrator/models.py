@@ -263,6 +263,7 @@ class ScoreBreakdown(Frozen):
     cross_reference: float
     duplicate_penalty: float = 0.0
     noise_penalty: float = 0.0
+    semantic: float | None = None  # cosine to the question, when semantic relevance is on
     weights: dict[str, float]
     total: float
 

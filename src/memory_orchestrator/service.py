@@ -38,6 +38,7 @@ from memory_orchestrator.models import (
     ReplayReport,
     ScoredItem,
     SearchFilters,
+    SearchHit,
     SearchRequest,
     SearchResult,
     Status,
@@ -50,7 +51,9 @@ from memory_orchestrator.models import (
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
+from memory_orchestrator.pipeline.feed import Feed
 from memory_orchestrator.pipeline.filters import matches
+from memory_orchestrator.pipeline.local_index import LOCAL_SOURCE, LocalIndex
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.reranker import (
@@ -61,6 +64,12 @@ from memory_orchestrator.pipeline.reranker import (
     with_reasons,
 )
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.pipeline.semantic import (
+    SEMANTIC_SOURCE,
+    SemanticIndex,
+    SemanticUnavailable,
+    load_embedder,
+)
 from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
@@ -104,6 +113,10 @@ class Orchestrator:
         self.traces = traces or TraceStore(None, keep=settings.traces.keep)
         self._clock = clock
         self._entities: tuple[float, list[str]] | None = None
+        self._semantic: SemanticIndex | None = None
+        self._semantic_error: str | None = None
+        self._local: LocalIndex | None = None
+        self._feed = Feed()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Orchestrator:
@@ -274,6 +287,7 @@ class Orchestrator:
             dry_run=request.dry_run,
         )
         written = await write_memory(self.backend, request.memory, policy)
+        self._feed.stale()  # the next query pulls what was just written into local indexes
         trace.backend_calls = written.calls
         trace.notes = [written.reason, *written.notes]
         trace.result_ids = [written.id] if written.id else []
@@ -353,6 +367,9 @@ class Orchestrator:
             )
         except Exception as exc:
             checks.append(HealthCheck(name="retrieval", status=Status.ERROR, detail=_err(exc)))
+        semantic = self._semantic_check()
+        if semantic is not None:
+            checks.append(semantic)
         status = max((c.status for c in checks), key=_ORDER.__getitem__, default=Status.ERROR)
         return HealthReport(
             status=status,
@@ -396,20 +413,24 @@ class Orchestrator:
         )
         trace.plan = plan
         trace.timings_ms["plan"] = _ms(started)
+        local, index = await self._derived_indexes(trace)
         got = await retrieve(
             self.backend,
             self._subqueries(plan, filters),
             per_query=max(ret.candidate_k, limit),
             timeout_s=ret.timeout_s,
             rrf_k=ret.rrf_k,
+            prefetched=await self._prefetched(local, index, query, filters, trace),
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
         trace.timings_ms["retrieve"] = _ms(started)
         ctx = self._rank_context(plan, now)
         candidates = got.candidates
+        ctx = _with_semantic(ctx, index, query, candidates)
         if self.settings.ranking.context_seeds > 0 and candidates:
             candidates, ctx = await self._with_context(candidates, ctx, filters, trace)
+            ctx = _with_semantic(ctx, index, query, candidates)
             trace.timings_ms["context"] = _ms(started)
         if plan.strategy is not Strategy.DIRECT and plan.hop_budget > 0 and candidates:
             seeds = by_relevance(candidates, ctx)[: exp.seeds]
@@ -430,6 +451,7 @@ class Orchestrator:
             trace.expansions = grown.decisions
             trace.notes.extend(grown.notes)
             candidates = [*candidates, *grown.candidates]
+            ctx = _with_semantic(ctx, index, query, candidates)
             trace.timings_ms["expand"] = _ms(started)
         ranked = rerank(candidates, ctx, reasons=False)
         floor = self.settings.ranking.relevance_floor
@@ -532,6 +554,119 @@ class Orchestrator:
                 )
         ctx = replace(ctx, around=around, context_of=context_of)
         return [*candidates, *added], ctx
+
+    def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
+        """The semantic index when `[semantic]` is on and its model loads (once)."""
+        if not self.settings.semantic.enabled:
+            return None
+        index = self._load_semantic()
+        if index is None:
+            trace.notes.append(f"semantic relevance off: {self._semantic_error}")
+        return index
+
+    def _load_semantic(self) -> SemanticIndex | None:
+        """Load the model once; a failure is kept (and reported) rather than retried."""
+        sem = self.settings.semantic
+        if self._semantic is None and self._semantic_error is None:
+            try:
+                embedder = load_embedder(sem.model)
+            except SemanticUnavailable as exc:
+                self._semantic_error = str(exc)
+            else:
+                self._semantic = SemanticIndex(
+                    embedder, max_memories=self.settings.local_index.max_memories
+                )
+        return self._semantic
+
+    async def _derived_indexes(
+        self, trace: Trace
+    ) -> tuple[LocalIndex | None, SemanticIndex | None]:
+        """The local and semantic indexes that are on, brought up to date with the store."""
+        local, semantic = self._local_index(), self._semantic_index(trace)
+        await self._pull(local, semantic, trace)
+        return local, semantic
+
+    def _local_index(self) -> LocalIndex | None:
+        li = self.settings.local_index
+        if not li.enabled:
+            return None
+        if self._local is None:
+            self._local = LocalIndex(max_memories=li.max_memories)
+        self._local.configure(context_weight=li.context_weight, k1=li.k1, b=li.b)
+        return self._local
+
+    async def _pull(
+        self, local: LocalIndex | None, semantic: SemanticIndex | None, trace: Trace
+    ) -> None:
+        """Bring the derived local indexes up to date with the store (incrementally)."""
+        if local is None and semantic is None:
+            return
+
+        def add(page: Sequence[Memory]) -> int:
+            return max(
+                local.add(page) if local is not None else 0,
+                semantic.add(page) if semantic is not None else 0,
+            )
+
+        pulled = await self._feed.pull(
+            self.backend,
+            add,
+            interval_s=self.settings.local_index.sync_interval_s,
+            timeout_s=self.settings.retrieval.timeout_s,
+        )
+        if pulled.note:
+            trace.notes.append(pulled.note)
+        if not pulled.listed and local is not None:
+            trace.notes.append("local index off: the store cannot list its memories")
+        if pulled.added:
+            trace.notes.append(f"local index: {pulled.added} memories added")
+
+    async def _prefetched(
+        self,
+        local: LocalIndex | None,
+        semantic: SemanticIndex | None,
+        query: str,
+        filters: SearchFilters | None,
+        trace: Trace,
+    ) -> list[tuple[SubQuery, list[SearchHit]]]:
+        """The derived indexes' candidate lists, read back from the store in one call (the
+        source of truth: a memory deleted or changed there never comes back stale)."""
+        lists: list[tuple[str, float, list[tuple[Memory, float]]]] = []
+        li, sem = self.settings.local_index, self.settings.semantic
+        if local is not None:
+            lists.append((LOCAL_SOURCE, li.weight, local.search(query, li.candidates)))
+        if semantic is not None and sem.candidates > 0:
+            lists.append((SEMANTIC_SOURCE, sem.weight, semantic.search(query, sem.candidates)))
+        wanted = list(dict.fromkeys(m.id for _, _, found in lists for m, _ in found))
+        if not wanted:
+            return []
+        try:
+            with anyio.fail_after(self.settings.retrieval.timeout_s):
+                trace.backend_calls += 1
+                live = {m.id: m for m in await self.backend.get_memories(wanted)}
+        except Exception as exc:
+            trace.notes.append(f"local index candidates unavailable: {_err(exc)}")
+            return []
+        out = []
+        for label, weight, found in lists:
+            kept = [(live[m.id], score) for m, score in found if m.id in live]
+            hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
+            out.append((SubQuery(label, weight=weight, filters=filters), hits))
+        return out
+
+    def _semantic_check(self) -> HealthCheck | None:
+        if not self.settings.semantic.enabled:
+            return None
+        index = self._load_semantic()
+        if index is None:
+            return HealthCheck(
+                name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
+            )
+        return HealthCheck(
+            name="semantic",
+            status=Status.OK,
+            detail=f"{index.embedder.name}, {len(index)} memories indexed",
+        )
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         subs = [
@@ -659,6 +794,18 @@ class Orchestrator:
                 }
             )
         return summary
+
+
+def _with_semantic(
+    ctx: RankContext, index: SemanticIndex | None, query: str, candidates: Sequence[Candidate]
+) -> RankContext:
+    """`ctx` with the semantic similarity of every candidate not scored yet."""
+    if index is None:
+        return ctx
+    missing = [c.memory for c in candidates if c.memory.id not in ctx.semantic]
+    if not missing:
+        return ctx
+    return replace(ctx, semantic={**ctx.semantic, **index.similarities(query, missing)})
 
 
 def _ms(started: float) -> float:

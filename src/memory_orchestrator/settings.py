@@ -278,6 +278,12 @@ class RankingSettings(Section):
         le=1,
         description="'when' questions: relevance added to memories carrying a time expression",
     )
+    semantic_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="share of relevance from semantic similarity (only with [semantic] on)",
+    )
 
 
 class DedupSettings(Section):
@@ -299,6 +305,39 @@ class TraceSettings(Section):
     path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
     verbosity: Literal["minimal", "normal", "full"] = "normal"
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
+
+
+class SemanticSettings(Section):
+    """Semantic relevance from a local embedding model (the optional `semantic` extra)."""
+
+    enabled: bool = Field(default=False, description="needs the `semantic` extra")
+    model: Literal["wordllama"] = "wordllama"
+    candidates: int = Field(
+        default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"
+    )
+    weight: float = Field(
+        default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
+    )
+
+
+class LocalIndexSettings(Section):
+    """A derived local index (BM25 with a context window) kept in step with the store; the
+    semantic vectors, when on, are kept the same way."""
+
+    enabled: bool = Field(default=False, description="needs a store that can list its memories")
+    candidates: int = Field(default=40, ge=1, le=500, description="hits added as a candidate list")
+    weight: float = Field(default=1.0, ge=0, le=4, description="RRF weight of that list")
+    context_weight: float = Field(
+        default=0.5, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
+    )
+    k1: float = Field(default=1.2, ge=0, le=3)
+    b: float = Field(default=0.75, ge=0, le=1)
+    sync_interval_s: float = Field(
+        default=5.0, ge=0, le=86_400, description="how often the store is asked for new memories"
+    )
+    max_memories: int = Field(
+        default=200_000, ge=1, le=5_000_000, description="memories a derived index holds at most"
+    )
 
 
 class WriteSettings(Section):
@@ -340,6 +379,8 @@ class Settings(BaseSettings):
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    semantic: SemanticSettings = Field(default_factory=SemanticSettings)
+    local_index: LocalIndexSettings = Field(default_factory=LocalIndexSettings)
 
     @model_validator(mode="before")
     @classmethod

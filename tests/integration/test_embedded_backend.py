@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.backends.base import BackendError, EnumerableBackend, MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend, from_settings
 from memory_orchestrator.models import (
     MemoryType,
@@ -521,3 +521,25 @@ def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
     finally:
         other.rollback()
         other.close()
+
+
+def test_list_memories_pages_in_write_order_skips_deleted_and_resumes(db: Path) -> None:
+    async def body(b: EmbeddedBackend) -> None:
+        assert isinstance(b, EnumerableBackend)
+        outcomes = await b.write_many([mem(f"note {i} about topic {i}", i) for i in range(5)])
+        await b.forget(outcomes[1].id)
+        first, cursor = await b.list_memories(None, 2)
+        second, cursor = await b.list_memories(cursor, 2)
+        assert [m.content for m in [*first, *second]] == [
+            "note 0 about topic 0",
+            "note 2 about topic 2",
+            "note 3 about topic 3",
+            "note 4 about topic 4",
+        ]
+        done, cursor = await b.list_memories(cursor, 2)
+        assert done == []
+        await b.write(mem("note 5 written later", 9))
+        later, _ = await b.list_memories(cursor, 2)
+        assert [m.content for m in later] == ["note 5 written later"]
+
+    run_with(db, body)

@@ -98,3 +98,16 @@ class MemoryBackend(Protocol):
     async def health(self) -> list[HealthCheck]: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class EnumerableBackend(Protocol):
+    """A store that can list its live memories page by page (optional; the semantic index
+    uses it to embed what the store already holds). Returns at most `limit` memories and the
+    cursor to resume from: None starts at the beginning; passing the returned cursor back
+    gives the next page, and later gives the memories added since. A page shorter than
+    `limit` is the last one for now."""
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]: ...

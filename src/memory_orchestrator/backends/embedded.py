@@ -86,6 +86,10 @@ CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
 
 _COLS = "id, content, type, created_at, source, importance, confidence, entities, tags, metadata"
 _MCOLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
+_LIST = (
+    f"SELECT {_COLS}, rowid FROM memories WHERE rowid > ? AND deleted_at IS NULL"
+    " ORDER BY rowid LIMIT ?"
+)
 _COUNT_LIVE = "SELECT count(*) FROM memories WHERE deleted_at IS NULL"
 _LIVE_ROWID = "SELECT rowid FROM memories WHERE id = ? AND deleted_at IS NULL"
 _SEARCH = (
@@ -357,6 +361,20 @@ class EmbeddedBackend:
             return []
         rows = await self._call(lambda conn: self._rows(conn, wanted))
         return [_to_memory(rows[i]) for i in wanted if i in rows]
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Live memories in insertion order (rowid), `limit` at a time (`EnumerableBackend`)."""
+        after = int(cursor) if cursor and cursor.isdigit() else 0
+        size = max(1, min(limit, 10_000))
+
+        def run(conn: sqlite3.Connection) -> tuple[list[Memory], str | None]:
+            rows = conn.execute(_LIST, (after, size)).fetchall()
+            last = str(rows[-1][-1]) if rows else cursor
+            return [_to_memory(r) for r in rows], last
+
+        return await self._call(run)
 
     async def neighbors(
         self,

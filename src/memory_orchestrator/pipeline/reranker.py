@@ -29,6 +29,8 @@ from memory_orchestrator.models import (
     TimeRange,
     to_utc,
 )
+from memory_orchestrator.pipeline.local_index import LOCAL_SOURCE
+from memory_orchestrator.pipeline.semantic import SEMANTIC_SOURCE
 from memory_orchestrator.settings import RankingSettings, Weights
 from memory_orchestrator.text import content_word_count, term_set
 
@@ -36,6 +38,7 @@ _DAY = 86_400.0
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
 _ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
+_CLOSE_IN_MEANING = 0.5  # cosine from which "close in meaning" is worth saying
 _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
@@ -73,6 +76,7 @@ class RankContext:
     settings: RankingSettings
     around: Mapping[str, Sequence[Memory]] = field(default_factory=dict)
     context_of: Mapping[str, str] = field(default_factory=dict)
+    semantic: Mapping[str, float] = field(default_factory=dict)
 
     @cached_property
     def weights_dump(self) -> dict[str, float]:
@@ -159,7 +163,9 @@ def with_reasons(
         c, b = item.candidate, item.breakdown
         _, recency_reason = _recency(c, ctx)
         _, xref_entity = _xref(c, entity_counts, query_entities)
-        own = _reasons(c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty)
+        own = _reasons(
+            c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty, b.semantic
+        )
         out.append(item.model_copy(update={"reasons": (*own, *item.reasons)}))
     return out
 
@@ -231,6 +237,10 @@ def _relevance(
         for c in candidates
         if c.hops == 0
     }
+    semantic, semantic_share = ctx.semantic, settings.semantic_share
+    if semantic and semantic_share > 0:  # meaning, not words: the optional semantic stage
+        for i, value in relevance.items():
+            relevance[i] = (1 - semantic_share) * value + semantic_share * semantic.get(i, 0.0)
     base = dict(relevance)
     for c in candidates:
         seed = ctx.context_of.get(c.memory.id)
@@ -244,7 +254,10 @@ def _relevance(
                 inherited = seed_relevance * settings.neighbor_share
             else:
                 inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
-            relevance[c.memory.id] = max(lexical[c.memory.id], inherited)
+            own = lexical[c.memory.id]
+            if semantic and semantic_share > 0:
+                own = (1 - semantic_share) * own + semantic_share * semantic.get(c.memory.id, 0.0)
+            relevance[c.memory.id] = max(own, inherited)
     boost = settings.when_time_boost
     if boost > 0 and ctx.plan.question_type is QuestionType.WHEN:
         for c in candidates:
@@ -341,12 +354,13 @@ def _score(
         cross_reference=round(xref[0], 6),
         noise_penalty=noise,
         duplicate_penalty=0.0,
+        semantic=ctx.semantic.get(c.memory.id) if ctx.semantic else None,
         weights=ctx.weights_dump,
         total=round(total, 6),
     )
     if not explain:
         return ScoredItem(candidate=c, breakdown=breakdown)
-    reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise)
+    reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise, breakdown.semantic)
     return ScoredItem(candidate=c, breakdown=breakdown, reasons=tuple(reasons))
 
 
@@ -496,20 +510,15 @@ def _reasons(
     recency_reason: str | None,
     xref_entity: str | None,
     noise: float,
+    semantic: float | None = None,
 ) -> list[str]:
-    reasons = []
-    text = c.memory.content.casefold()
-    entities = {e.casefold() for e in c.memory.entities}
-    matched = [e for e in plan.entities if e.casefold() in entities or e.casefold() in text]
-    if matched:
-        reasons.append("entity match: " + ", ".join(matched))
-    if lexical >= 0.5:
-        reasons.append(f"strong term match ({lexical:.0%})")
-    elif lexical > 0:
-        reasons.append(f"partial term match ({lexical:.0%})")
+    reasons = _match_reasons(c, plan, lexical, semantic)
     if c.sources:
         best = min(c.sources, key=lambda s: s.rank)
-        reasons.append(f"store rank {best.rank} for {best.query!r}")
+        if best.query in (SEMANTIC_SOURCE, LOCAL_SOURCE):
+            reasons.append(f"{best.query.strip('()')} rank {best.rank}")
+        else:
+            reasons.append(f"store rank {best.rank} for {best.query!r}")
         if len({s.query for s in c.sources}) > 1:
             reasons.append(f"found by {len({s.query for s in c.sources})} subqueries")
     if c.expanded_from:
@@ -524,4 +533,22 @@ def _reasons(
         reasons.append("penalised: shares no term with the query")
     elif noise > 0:
         reasons.append("penalised: very short")
+    return reasons
+
+
+def _match_reasons(
+    c: Candidate, plan: QueryPlan, lexical: float, semantic: float | None
+) -> list[str]:
+    reasons = []
+    text = c.memory.content.casefold()
+    entities = {e.casefold() for e in c.memory.entities}
+    matched = [e for e in plan.entities if e.casefold() in entities or e.casefold() in text]
+    if matched:
+        reasons.append("entity match: " + ", ".join(matched))
+    if lexical >= 0.5:
+        reasons.append(f"strong term match ({lexical:.0%})")
+    elif lexical > 0:
+        reasons.append(f"partial term match ({lexical:.0%})")
+    if semantic is not None and semantic >= _CLOSE_IN_MEANING:
+        reasons.append(f"close in meaning (cosine {semantic:.2f})")
     return reasons

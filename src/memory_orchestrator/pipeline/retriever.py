@@ -39,8 +39,10 @@ async def retrieve(
     per_query: int,
     timeout_s: float,
     rrf_k: int = 60,
+    prefetched: Sequence[tuple[SubQuery, list[SearchHit]]] = (),
 ) -> Retrieval:
-    """Search every subquery at once; fuse; apply filters the store could not apply."""
+    """Search every subquery at once; fuse (with any `prefetched` ranked lists, e.g. the
+    semantic index's); apply filters the store could not apply."""
     results: list[list[SearchHit] | None] = [None] * len(subqueries)
     notes: list[str] = []
 
@@ -66,7 +68,8 @@ async def retrieve(
     found: dict[str, tuple[Memory, list[SourceRank]]] = {}
     rankings: list[list[str]] = []
     weights: list[float] = []
-    for sub, hits in zip(subqueries, results, strict=True):
+    lists = [*zip(subqueries, results, strict=True), *prefetched]
+    for sub, hits in lists:
         if hits is None:
             continue
         kept = [hit for hit in hits if matches(hit.memory, sub.filters)]

