@@ -1,6 +1,7 @@
-"""Retries for transient store errors: bounded exponential backoff with jitter.
+"""Guards around the store: retries of transient errors (bounded exponential backoff with
+jitter) and a check of what comes back.
 
-`RetryingBackend` wraps the store the service talks to:
+`GuardedBackend` wraps the store the service talks to:
 - reads (`search`, `neighbors`, `get_memories`, `known_entities`) and `forget` (idempotent)
   are retried when the store raises `BackendError(transient=True)`, at most
   `attempts` tries, sleeping `min(max_delay, base_delay * 2**n)` times a random factor in
@@ -8,7 +9,11 @@
 - `write` is never retried blindly: a failed write may have happened, so before another try
   the store is searched for a memory with exactly this content (the content hash, see
   `content_key`), and when one is there its id is the answer and nothing is written again;
-- `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply).
+- `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply);
+- malformed answers never reach the pipeline: records of the wrong type, repeated ids,
+  non-finite scores, weights and confidences, naive timestamps, memories that were not asked
+  for and entity names that are not short strings are dropped or repaired, with a note; a
+  write answered with junk is looked up by its content hash (it may have happened).
 
 Every retry leaves a note; the service copies the notes of a request into its trace
 (`begin_notes`, `take_notes`).
@@ -17,6 +22,7 @@ Every retry leaves a note; the service copies the notes of a request into its tr
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -27,6 +33,7 @@ import anyio
 
 from memory_orchestrator.backends.base import BackendError, MemoryBackend
 from memory_orchestrator.models import (
+    MAX_LABEL_CHARS,
     Capabilities,
     Edge,
     HealthCheck,
@@ -36,8 +43,10 @@ from memory_orchestrator.models import (
     NewMemory,
     SearchFilters,
     SearchHit,
+    Status,
     WriteAction,
     WriteOutcome,
+    to_utc,
 )
 from memory_orchestrator.text import normalize
 
@@ -125,8 +134,9 @@ async def retry(
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
-class RetryingBackend:
-    """A `MemoryBackend` that retries the inner store's transient errors (module docstring)."""
+class GuardedBackend:
+    """A `MemoryBackend` that retries the inner store's transient errors and checks its
+    answers (see the module docstring)."""
 
     def __init__(self, inner: MemoryBackend, policy: RetryPolicy) -> None:
         self.inner = inner
@@ -141,7 +151,8 @@ class RetryingBackend:
     async def search(
         self, query: str, top_k: int, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
-        return await retry(lambda: self.inner.search(query, top_k, filters), self.policy, "search")
+        hits = await retry(lambda: self.inner.search(query, top_k, filters), self.policy, "search")
+        return _clean_hits(hits, top_k)
 
     async def neighbors(
         self,
@@ -150,20 +161,24 @@ class RetryingBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        return await retry(
+        found = await retry(
             lambda: self.inner.neighbors(node_ids, edge_types, hops, limit),
             self.policy,
             "neighbors",
         )
+        return _clean_neighbors(found, node_ids, limit)
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        return await retry(lambda: self.inner.get_memories(ids), self.policy, "get_memories")
+        found = await retry(lambda: self.inner.get_memories(ids), self.policy, "get_memories")
+        return _clean_memories(found, ids)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
-        return await retry(lambda: self.inner.known_entities(limit), self.policy, "known_entities")
+        names = await retry(lambda: self.inner.known_entities(limit), self.policy, "known_entities")
+        return _clean_names(names, limit)
 
     async def forget(self, memory_id: str) -> bool:
-        return await retry(lambda: self.inner.forget(memory_id), self.policy, "forget")
+        gone = await retry(lambda: self.inner.forget(memory_id), self.policy, "forget")
+        return gone if isinstance(gone, bool) else bool(await self.get_memories([memory_id]))
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
         async def already_there() -> WriteOutcome | None:
@@ -172,12 +187,21 @@ class RetryingBackend:
                 _note(f"write: the failed try had stored {found.id}; not written again")
             return found
 
-        return await retry(
+        outcome = await retry(
             lambda: self.inner.write(memory), self.policy, "write", before_retry=already_there
         )
+        if isinstance(outcome, WriteOutcome) and outcome.id:
+            return outcome
+        found = await already_there()
+        if found is None:
+            raise BackendError(f"the store answered a write with {_kind(outcome)}, not an outcome")
+        return found
 
     async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
-        return await self.inner.write_many(memories)
+        outcomes = await self.inner.write_many(memories)
+        if not isinstance(outcomes, list) or not all(isinstance(o, WriteOutcome) for o in outcomes):
+            raise BackendError(f"the store answered a batch write with {_kind(outcomes)} of junk")
+        return outcomes
 
     async def link(
         self,
@@ -187,10 +211,25 @@ class RetryingBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        return await self.inner.link(source_id, target_id, relation, weight, meta)
+        edge = await self.inner.link(source_id, target_id, relation, weight, meta)
+        if not isinstance(edge, Edge):
+            raise BackendError(f"the store answered a link with {_kind(edge)}, not an edge")
+        return edge
 
     async def health(self) -> list[HealthCheck]:
-        return await self.inner.health()
+        checks = await self.inner.health()
+        if not isinstance(checks, list):
+            checks = [checks]
+        return [
+            c
+            if isinstance(c, HealthCheck)
+            else HealthCheck(
+                name="backend",
+                status=Status.ERROR,
+                detail=f"the store's health answer held {_kind(c)}, not a check",
+            )
+            for c in checks
+        ]
 
     async def close(self) -> None:
         await self.inner.close()
@@ -210,3 +249,101 @@ async def find_written(backend: MemoryBackend, memory: NewMemory) -> WriteOutcom
                 detail=f"added (found by content hash {key[:12]} after a failed try)",
             )
     return None
+
+
+# ---------------------------------------------------------------- checking answers
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _finite(value: float | None, default: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else default
+
+
+def _clean_memory(memory: Memory) -> Memory:
+    """A memory with finite numbers and an aware timestamp (naive taken as UTC)."""
+    update: dict[str, object] = {}
+    for name in ("importance", "confidence"):
+        value = getattr(memory, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            update[name] = None
+    if memory.created_at is not None and memory.created_at.tzinfo is None:
+        update["created_at"] = to_utc(memory.created_at)
+    return memory.model_copy(update=update) if update else memory
+
+
+def _dropped(what: str, count: int) -> None:
+    if count:
+        _note(f"{what}: ignored {count} malformed record(s) in the store's answer")
+
+
+def _clean_hits(hits: object, top_k: int) -> list[SearchHit]:
+    if not isinstance(hits, list):
+        _note(f"search: the store answered with {_kind(hits)}, not a list; no hits")
+        return []
+    kept: list[SearchHit] = []
+    seen: set[str] = set()
+    bad = 0
+    for hit in hits:
+        if not isinstance(hit, SearchHit) or not hit.memory.id or hit.memory.id in seen:
+            bad += 1
+            continue
+        seen.add(hit.memory.id)
+        score = _finite(hit.score, 0.0)
+        if score != hit.score:
+            bad += 1
+        kept.append(
+            hit.model_copy(
+                update={"memory": _clean_memory(hit.memory), "score": score, "rank": len(kept) + 1}
+            )
+        )
+    _dropped("search", bad)
+    return kept[:top_k]
+
+
+def _clean_neighbors(found: object, seeds: Sequence[str], limit: int) -> list[Neighbor]:
+    if not isinstance(found, list):
+        _note(f"neighbors: the store answered with {_kind(found)}, not a list; none")
+        return []
+    seed_set = set(seeds)
+    kept: list[Neighbor] = []
+    bad = 0
+    for n in found:
+        if (
+            not isinstance(n, Neighbor)
+            or n.hops < 1
+            or n.memory.id in seed_set
+            or not math.isfinite(n.weight)
+        ):
+            bad += 1
+            continue
+        kept.append(n.model_copy(update={"memory": _clean_memory(n.memory)}))
+    _dropped("neighbors", bad)
+    return kept[:limit]
+
+
+def _clean_memories(found: object, ids: Sequence[str]) -> list[Memory]:
+    if not isinstance(found, list):
+        _note(f"get_memories: the store answered with {_kind(found)}, not a list; none")
+        return []
+    asked = set(ids)
+    by_id: dict[str, Memory] = {}
+    bad = 0
+    for m in found:
+        if not isinstance(m, Memory) or m.id not in asked or m.id in by_id:
+            bad += 1
+            continue
+        by_id[m.id] = _clean_memory(m)
+    _dropped("get_memories", bad)
+    return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+
+def _clean_names(names: object, limit: int) -> list[str]:
+    if not isinstance(names, list):
+        _note(f"known_entities: the store answered with {_kind(names)}, not a list; none")
+        return []
+    kept = [n for n in names if isinstance(n, str) and n.strip() and len(n) <= MAX_LABEL_CHARS]
+    _dropped("known_entities", len(names) - len(kept))
+    return list(dict.fromkeys(kept))[:limit]

@@ -66,7 +66,7 @@ from memory_orchestrator.pipeline.reranker import (
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
 from memory_orchestrator.resilience import (
-    RetryingBackend,
+    GuardedBackend,
     RetryPolicy,
     begin_notes,
     find_written,
@@ -113,7 +113,7 @@ class Orchestrator:
         rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
         # checked by content hash before it is tried again).
-        self.backend: MemoryBackend = RetryingBackend(
+        self.backend: MemoryBackend = GuardedBackend(
             backend, RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s)
         )
         self.settings = settings
@@ -235,10 +235,16 @@ class Orchestrator:
         seeds: list[Candidate] = []
         if request.seed_ids:
             trace.backend_calls += 1
-            found = await self.backend.get_memories(request.seed_ids)
+            try:
+                with anyio.fail_after(self.settings.retrieval.timeout_s):
+                    found = await self.backend.get_memories(request.seed_ids)
+            except Exception as exc:  # a store error must not fail the request
+                found = []
+                trace.notes.append(f"seed memories unavailable: {_err(exc)}; partial results")
             seeds = [Candidate(memory=m, fused_score=1.0) for m in found]
             missing = set(request.seed_ids) - {m.id for m in found}
-            trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
+            if found or not missing:
+                trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
         entity_seeds: list[Candidate] = []
         if request.entities:
             filters = SearchFilters(entity_ids=list(request.entities))

@@ -1,0 +1,171 @@
+"""Fault injection over every tool: a store that hangs, errors, errors transiently, answers
+junk or dies mid-call (`tests.faults.FaultyBackend` around the real embedded store).
+
+Every tool answers, within its bound (a few rounds of `retrieval.timeout_s`, set short here),
+with partial results and a trace note where it can, and health turns degraded or error with
+the reason. Timing asserts are generous upper bounds, never speed claims.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.demo import load_demo
+from memory_orchestrator.models import (
+    ContextRequest,
+    ExpandRequest,
+    ExplainRequest,
+    NewMemory,
+    SearchRequest,
+    Status,
+    WriteAction,
+    WriteRequest,
+)
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+from tests.faults import JUNK_ID, FaultyBackend, Mode
+
+pytestmark = pytest.mark.integration
+T = TypeVar("T")
+
+TIMEOUT_S = 0.3
+# A tool makes at most four rounds of store calls one after another (entities, retrieval,
+# context neighbours, expansion; or health, probe, outbox), each bounded by the timeout.
+BOUND_S = 4 * TIMEOUT_S + 2.0  # + generous slack for a loaded machine
+ALL_OPS = ("search", "neighbors", "get_memories", "known_entities", "write", "link", "health")
+MODES: tuple[Mode, ...] = ("hang", "error", "transient", "junk", "die")
+TOOLS = ("search", "context", "expand", "write", "explain", "health")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+def fast(settings: Settings) -> Settings:
+    short = settings.model_copy(deep=True)
+    short.retrieval.timeout_s = TIMEOUT_S
+    short.retry.base_delay_s = 0.01
+    short.retry.max_delay_s = 0.02
+    short.outbox.replay_s = TIMEOUT_S * 3
+    return short
+
+
+@pytest.fixture
+def loaded(settings: Settings) -> Path:
+    """The embedded store holding the built-in sample."""
+
+    async def load() -> None:
+        o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
+        try:
+            await load_demo(o)
+        finally:
+            await o.close()
+
+    run(load)
+    return settings.embedded_path()
+
+
+@pytest.fixture
+def make(settings: Settings, loaded: Path) -> Iterator[Callable[..., Orchestrator]]:
+    """An orchestrator over the loaded store with `faults` injected (and a file outbox)."""
+    made: list[Orchestrator] = []
+
+    def build(faults: dict[str, Mode], **options: Any) -> Orchestrator:
+        faulty = FaultyBackend(EmbeddedBackend(loaded), faults, **options)
+        o = Orchestrator(
+            faulty,
+            fast(settings),
+            traces=TraceStore(settings.trace_path()),
+            outbox=Outbox(settings.outbox_path()),
+            clock=lambda: NOW,
+        )
+        made.append(o)
+        return o
+
+    yield build
+    for o in made:
+        run(o.close)
+
+
+def call_tool(o: Orchestrator, tool: str) -> Any:
+    """One call of `tool` as the MCP face makes it; returns the answer."""
+    if tool == "search":
+        return run(lambda: o.search(SearchRequest(query="Vendor X firmware", expand=True)))
+    if tool == "context":
+        return run(lambda: o.context(ContextRequest(query="recent issues with Vendor X")))
+    if tool == "expand":
+        return run(
+            lambda: o.expand(ExpandRequest(seed_ids=["mem_x"], entities=["Vendor X"], hops=2))
+        )
+    if tool == "write":
+        memory = NewMemory(
+            content="Vendor X shipped firmware 2.3 to Acme Corp.", entities=["Vendor X"]
+        )
+        return run(lambda: o.write(WriteRequest(memory=memory)))
+    if tool == "explain":
+        return run(lambda: o.explain(ExplainRequest(query="why did the milestone slip?")))
+    return run(o.health)
+
+
+def notes_of(answer: Any) -> list[str]:
+    trace = answer.trace
+    return list(trace.notes)
+
+
+def ids_of(answer: Any, tool: str) -> list[str]:
+    if tool == "explain":
+        return list(answer.trace.result_ids)
+    return [i.memory_id for i in answer.items]
+
+
+FAILED = ("timed out", "failed", "unavailable", "gave up")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("tool", TOOLS)
+def test_every_tool_answers_in_time_under_every_fault(
+    make: Callable[..., Orchestrator], tool: str, mode: Mode
+) -> None:
+    o = make(dict.fromkeys(ALL_OPS, mode))
+    bound = BOUND_S + (o.settings.outbox.replay_s if tool in {"write", "health"} else 0)
+    started = time.perf_counter()
+    answer = call_tool(o, tool)
+    assert time.perf_counter() - started < bound
+    if tool == "health":
+        assert answer.status in {Status.DEGRADED, Status.ERROR}
+        bad = [c for c in answer.checks if c.status is not Status.OK]
+        assert bad and all(c.detail for c in bad)
+        return
+    if tool == "write":
+        if mode == "junk":  # the store wrote, then answered junk: found by its content hash
+            assert answer.action is WriteAction.ADDED
+            assert answer.id and answer.id != JUNK_ID
+        else:  # the store cannot take it now: kept in the outbox, the caller told so
+            assert answer.action is WriteAction.QUEUED
+            assert answer.outbox_seq is not None
+            assert "queued" in answer.reason
+        return
+    notes = notes_of(answer)
+    ids = ids_of(answer, tool)
+    if mode == "junk":
+        assert len(ids) == len(set(ids))
+        assert JUNK_ID not in ids or tool != "expand"
+        assert any("malformed" in n for n in notes), notes
+        if tool != "explain":
+            assert all(math.isfinite(i.score) for i in answer.items)
+    else:
+        assert any(word in n for n in notes for word in FAILED), notes
+    if mode == "transient":
+        assert any("retry" in n for n in notes), notes
