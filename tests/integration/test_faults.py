@@ -169,3 +169,122 @@ def test_every_tool_answers_in_time_under_every_fault(
         assert any(word in n for n in notes for word in FAILED), notes
     if mode == "transient":
         assert any("retry" in n for n in notes), notes
+
+
+# ---------------------------------------------------------------- retries and idempotency
+
+
+def count(path: Path, content: str) -> int:
+    """Live memories holding exactly `content`, read from the store file itself."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        row = db.execute(
+            "SELECT count(*) FROM memories WHERE content = ? AND deleted_at IS NULL", (content,)
+        ).fetchone()
+    return int(row[0])
+
+
+def write(o: Orchestrator, content: str, **options: Any) -> Any:
+    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content), **options)))
+
+
+def test_a_transient_error_is_retried_and_the_write_lands_once(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    o = make({"write": "transient", "search": "transient"}, times=1)
+    report = write(o, "The zeppelin hangar lease was renewed for two years.")
+    assert report.action is WriteAction.ADDED
+    assert count(loaded, "The zeppelin hangar lease was renewed for two years.") == 1
+    trace = o.traces.get(report.trace_id)
+    assert trace is not None
+    assert any("retry 1" in n for n in trace.notes), trace.notes
+
+
+def test_a_write_that_died_after_storing_is_not_written_twice(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    """The store wrote, then the answer was lost: the retry finds the memory by its content
+    hash and does not write again (a blind retry would call the store's write twice)."""
+    o = make({"write": "die"}, times=1)
+    content = "The hangar crane was inspected on Monday by Vendor Q."
+    report = write(o, content, on_duplicate="update")
+    assert report.action is WriteAction.ADDED
+    assert report.id is not None
+    assert count(loaded, content) == 1
+    faulty = o.backend.inner  # type: ignore[attr-defined]
+    assert isinstance(faulty, FaultyBackend)
+    assert faulty.calls["write"] == 1  # never sent again
+    trace = o.traces.get(report.trace_id)
+    assert trace is not None
+    assert any("not written again" in n for n in trace.notes), trace.notes
+
+
+def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
+    o = make({"search": "error"})
+    result = run(lambda: o.search(SearchRequest(query="zeppelin")))
+    faulty = o.backend.inner  # type: ignore[attr-defined]
+    assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
+    assert not any("retry" in n for n in result.trace.notes)
+
+
+def test_a_write_the_store_refuses_is_an_error_not_queued(
+    make: Callable[..., Orchestrator],
+) -> None:
+    """A permanent error while the store is healthy: this write itself was refused."""
+    o = make({"write": "error"})
+    with pytest.raises(BackendError, match="injected write failure"):
+        write(o, "A fact the store refuses.")
+    assert o.outbox.depth() == 0
+
+
+# ---------------------------------------------------------------- the outbox
+
+
+def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    down = make({"write": "transient", "search": "transient"})
+    contents = [
+        "The red valve on pump three was replaced by Ines.",
+        "Quarterly budget review moved to the Lisbon office.",
+        "Our cat Miso learned to open the pantry door.",
+    ]
+    reports = [write(down, c) for c in contents]
+    assert [r.action for r in reports] == [WriteAction.QUEUED] * 3
+    assert [r.outbox_seq for r in reports] == sorted(r.outbox_seq for r in reports)
+    assert all(count(loaded, c) == 0 for c in contents)
+    health = run(down.health)
+    outbox = {c.name: c for c in health.checks}["outbox"]
+    assert outbox.status is Status.DEGRADED
+    assert "3 write(s) queued" in outbox.detail
+    assert "injected" in outbox.detail  # why it waits
+    run(down.close)
+
+    back = make({})  # the store is back: the next write replays the queue first, in order
+    last = write(back, "Marta ordered fresh croissants for the Friday retro.")
+    assert last.action is WriteAction.ADDED
+    assert all(count(loaded, c) == 1 for c in contents)
+    ids = [h.memory.id for c in contents for h in run(lambda c=c: back.backend.search(c, 1))]  # type: ignore[misc]
+    rows = back.outbox.entries(delivered=True)
+    assert [r.memory_id for r in rows] == ids
+    assert [r.seq for r in rows] == [r.outbox_seq for r in reports]
+    assert back.outbox.depth() == 0
+    again = run(back.flush_outbox)  # nothing is sent twice
+    assert again.depth == 0 and again.delivered == ()
+    assert all(count(loaded, c) == 1 for c in contents)
+    health = run(back.health)
+    assert {c.name: c for c in health.checks}["outbox"].status is Status.OK
+
+
+def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator]) -> None:
+    o = make({"write": "transient"}, times=3)  # first write fails all 3 tries, then the store works
+    first = write(o, "The first queued memory about the kiln.")
+    assert first.action is WriteAction.QUEUED
+    o.settings.outbox.replay_s = 0.001  # a replay that runs out of time at once
+    behind = write(o, "The second memory about the kiln, written later.")
+    assert behind.action is WriteAction.QUEUED
+    assert "earlier write(s) still queued" in behind.reason
+    o.settings.outbox.replay_s = 5
+    report = run(o.flush_outbox)
+    assert [d.seq for d in report.delivered] == [first.outbox_seq, behind.outbox_seq]
