@@ -146,12 +146,14 @@ def test_every_tool_answers_in_time_under_every_fault(
     if tool == "health":
         assert answer.status in {Status.DEGRADED, Status.ERROR}
         bad = [c for c in answer.checks if c.status is not Status.OK]
-        assert bad and all(c.detail for c in bad)
+        assert bad
+        assert all(c.detail for c in bad)
         return
     if tool == "write":
         if mode == "junk":  # the store wrote, then answered junk: found by its content hash
             assert answer.action is WriteAction.ADDED
-            assert answer.id and answer.id != JUNK_ID
+            assert answer.id
+            assert answer.id != JUNK_ID
         else:  # the store cannot take it now: kept in the outbox, the caller told so
             assert answer.action is WriteAction.QUEUED
             assert answer.outbox_seq is not None
@@ -271,7 +273,8 @@ def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
     assert [r.seq for r in rows] == [r.outbox_seq for r in reports]
     assert back.outbox.depth() == 0
     again = run(back.flush_outbox)  # nothing is sent twice
-    assert again.depth == 0 and again.delivered == ()
+    assert again.depth == 0
+    assert again.delivered == ()
     assert all(count(loaded, c) == 1 for c in contents)
     health = run(back.health)
     assert {c.name: c for c in health.checks}["outbox"].status is Status.OK
