@@ -185,7 +185,7 @@ def double(tmp_path: Path) -> Path:
 
 
 def mnemon(double: Path, data: Path, **options: object) -> MnemonBackend:
-    return MnemonBackend(MnemonSettings(binary=double, data_dir=data, **options))  # type: ignore[arg-type]
+    return MnemonBackend(MnemonSettings(binary=double, data_dir=data, **options))
 
 
 def test_mnemon_with_a_locked_store_queues_the_write_until_the_lock_clears(
