@@ -258,10 +258,6 @@ def _kind(value: object) -> str:
     return "None" if value is None else f"a {type(value).__name__}"
 
 
-def _finite(value: float | None, default: float | None) -> float | None:
-    return value if value is None or math.isfinite(value) else default
-
-
 def _clean_memory(memory: Memory) -> Memory:
     """A memory with finite numbers and an aware timestamp (naive taken as UTC)."""
     update: dict[str, object] = {}
@@ -291,14 +287,13 @@ def _clean_hits(hits: object, top_k: int) -> list[SearchHit]:
             bad += 1
             continue
         seen.add(hit.memory.id)
-        score = _finite(hit.score, 0.0)
-        if score != hit.score:
+        memory, rank = _clean_memory(hit.memory), len(kept) + 1
+        if not math.isfinite(hit.score):
             bad += 1
-        kept.append(
-            hit.model_copy(
-                update={"memory": _clean_memory(hit.memory), "score": score, "rank": len(kept) + 1}
-            )
-        )
+            hit = hit.model_copy(update={"score": 0.0})
+        if memory is not hit.memory or rank != hit.rank:  # copy only what needs repair
+            hit = hit.model_copy(update={"memory": memory, "rank": rank})
+        kept.append(hit)
     _dropped("search", bad)
     return kept[:top_k]
 
