@@ -491,7 +491,10 @@ class Orchestrator:
         except Exception as health_exc:
             return f"{_err(exc)} (health check failed: {_err(health_exc)})"
         bad = [c for c in checks if c.status is Status.ERROR]
-        return f"{_err(exc)} (health: {bad[0].name}: {bad[0].detail})" if bad else None
+        if not bad:
+            return None
+        same = bad[0].detail in str(exc)
+        return f"{_err(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
 
     def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
         item = self.outbox.put(request, why)

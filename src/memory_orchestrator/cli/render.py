@@ -293,7 +293,8 @@ def outbox_report(report: OutboxReport) -> None:
         table.add_column(column)
     for item in sorted(rows, key=lambda r: r.seq):
         content = " ".join(item.request.memory.content.split())
-        why = item.last_error or item.reason
+        done = item.delivered_at
+        why = f"delivered {done:%Y-%m-%d %H:%M:%S}" if done else item.last_error or item.reason
         table.add_row(
             str(item.seq),
             Text(str(item.state), style="green" if item.memory_id else "yellow"),
