@@ -295,7 +295,13 @@ class Orchestrator:
     async def write(self, request: WriteRequest) -> WriteReport:
         started = time.perf_counter()
         trace = self._new_trace("write", request.model_dump(mode="json"))
-        policy = self._policy(request)
+        policy = WritePolicy(
+            threshold=self.settings.dedup.threshold,
+            on_duplicate=request.on_duplicate or self.settings.write.on_duplicate,
+            link_related=self.settings.write.link_related if request.link_related else 0,
+            timeout_s=self.settings.retrieval.timeout_s,
+            dry_run=request.dry_run,
+        )
         if self.settings.outbox.enabled and not request.dry_run:
             waiting = await self._replay_outbox()
             if waiting:
@@ -466,6 +472,7 @@ class Orchestrator:
         return self.outbox.depth()
 
     def _policy(self, request: WriteRequest) -> WritePolicy:
+        """The write policy of a replayed request (the same as `write` builds)."""
         return WritePolicy(
             threshold=self.settings.dedup.threshold,
             on_duplicate=request.on_duplicate or self.settings.write.on_duplicate,

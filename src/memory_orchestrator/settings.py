@@ -301,13 +301,6 @@ class TraceSettings(Section):
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
 
 
-class WriteSettings(Section):
-    on_duplicate: Literal["skip", "update"] = "skip"
-    link_related: int = Field(
-        default=3, ge=0, le=20, description="links to memories sharing entities"
-    )
-
-
 class RetrySettings(Section):
     """Retries of transient store errors (see `resilience.py`); writes are checked first."""
 
@@ -327,6 +320,13 @@ class OutboxSettings(Section):
     path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
     replay_s: float = Field(
         default=10.0, gt=0, le=600, description="time budget of one replay (write or health)"
+    )
+
+
+class WriteSettings(Section):
+    on_duplicate: Literal["skip", "update"] = "skip"
+    link_related: int = Field(
+        default=3, ge=0, le=20, description="links to memories sharing entities"
     )
 
 
@@ -361,9 +361,9 @@ class Settings(BaseSettings):
     dedup: DedupSettings = Field(default_factory=DedupSettings)
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
-    write: WriteSettings = Field(default_factory=WriteSettings)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     outbox: OutboxSettings = Field(default_factory=OutboxSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
 
     @model_validator(mode="before")
     @classmethod
