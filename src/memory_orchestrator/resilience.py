@@ -178,7 +178,9 @@ class GuardedBackend:
 
     async def forget(self, memory_id: str) -> bool:
         gone = await retry(lambda: self.inner.forget(memory_id), self.policy, "forget")
-        return gone if isinstance(gone, bool) else bool(await self.get_memories([memory_id]))
+        if isinstance(gone, bool):
+            return gone
+        return not await self.get_memories([memory_id])  # junk answer: gone if not live
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
         async def already_there() -> WriteOutcome | None:

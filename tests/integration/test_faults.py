@@ -291,3 +291,15 @@ def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator])
     o.settings.outbox.replay_s = 5
     report = run(o.flush_outbox)
     assert [d.seq for d in report.delivered] == [first.outbox_seq, behind.outbox_seq]
+
+
+def test_junk_answers_to_forget_and_batch_writes_are_checked(
+    make: Callable[..., Orchestrator],
+) -> None:
+    o = make({"forget": "junk", "write_many": "junk"})
+    first = write(o, "The sauna on deck two closes at ten.")
+    assert first.id is not None
+    assert run(lambda: o.backend.forget(first.id or "")) is True  # junk "no", but it is gone
+    assert run(lambda: o.backend.get_memories([first.id or ""])) == []
+    with pytest.raises(BackendError, match="batch write"):
+        run(lambda: o.backend.write_many([NewMemory(content="A batch the store garbles.")]))
