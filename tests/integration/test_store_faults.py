@@ -238,6 +238,26 @@ def test_mnemon_without_its_binary_says_how_to_install_it(
         run(o.close)
 
 
+def test_a_hanging_mnemon_is_cut_off_and_health_says_it_timed_out(
+    double: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")  # every process hangs first
+    o = service(mnemon(double, tmp_path / "mnemon-data", timeout_s=0.5), settings, timeout_s=1)
+    try:
+        result = run(lambda: o.search(SearchRequest(query="anything")))
+        assert result.items == ()
+        assert any("timed out" in n for n in result.trace.notes), result.trace.notes
+        health = run(o.health)
+        assert health.status is Status.ERROR
+        assert any("timed out" in d for d in checks(health).values()), checks(health)
+        assert write(o, "Kept until mnemon answers again.").action is WriteAction.QUEUED
+        monkeypatch.delenv("MNEMON_DOUBLE_SLEEP_S")
+        assert run(o.flush_outbox).depth == 0
+        assert found(o, "Kept until mnemon answers again.") == 1
+    finally:
+        run(o.close)
+
+
 # ---------------------------------------------------------------- a killed npm MCP server
 
 
