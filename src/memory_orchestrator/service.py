@@ -310,8 +310,10 @@ class Orchestrator:
         try:
             written = await write_memory(self.backend, request.memory, policy)
         except (BackendError, TimeoutError) as exc:
-            why = await self._unavailable(exc) if self.settings.outbox.enabled else None
-            if why is None or request.dry_run:
+            if request.dry_run or not self.settings.outbox.enabled:
+                raise
+            why = await self._unavailable(exc)
+            if why is None:  # the store is up and refused this write: an error, not queued
                 raise
             return self._queued(trace, request, why, started)
         trace.backend_calls = written.calls
