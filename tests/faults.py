@@ -1,12 +1,22 @@
-"""Fault injection: a wrapper backend that hangs, fails or returns junk on chosen operations.
+"""Fault injection: a wrapper backend that hangs, fails, returns junk or dies mid-call on
+chosen operations.
 
-Named as what it is. It wraps a real backend and only misbehaves where told to.
+Named as what it is. It wraps a real backend and only misbehaves where told to:
+- "hang": never answers (the caller's timeout has to end the call);
+- "error" / "transient": raises `BackendError` (transient=False / True) before acting;
+- "junk": acts, then answers with malformed records: objects of the wrong type, NaN scores
+  and weights, ranks out of order, repeated ids, ids no other call knows, naive timestamps;
+- "die": acts (the write is stored, the edge made), then raises a transient `BackendError`
+  as if the connection broke before the answer came back.
+`times=N` limits each fault to the first N calls of its operation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 
@@ -24,7 +34,9 @@ from memory_orchestrator.models import (
     WriteOutcome,
 )
 
-Mode = Literal["hang", "error", "transient"]
+Mode = Literal["hang", "error", "transient", "junk", "die"]
+T = TypeVar("T")
+JUNK_ID = "junk_unknown_id"
 
 
 class FaultyBackend:
@@ -40,6 +52,7 @@ class FaultyBackend:
         *,
         fail_queries: Sequence[str] = (),
         capabilities: Capabilities | None = None,
+        times: int | None = None,
     ) -> None:
         self.inner = inner
         self.name = f"faulty-{inner.name}"
@@ -47,31 +60,55 @@ class FaultyBackend:
         self.faults = faults
         self.fail_queries = tuple(fail_queries)
         self.calls: dict[str, int] = {}
+        self.times = times
+        self.injected: dict[str, int] = {}
 
     @property
     def notes(self) -> tuple[str, ...]:
         return self.inner.notes
 
-    async def _maybe_fail(self, op: str, query: str | None = None) -> None:
+    def _mode(self, op: str, query: str | None = None) -> Mode | None:
         self.calls[op] = self.calls.get(op, 0) + 1
         mode = self.faults.get(op)
         if mode is None:
-            return
+            return None
         if (
             query is not None
             and self.fail_queries
             and not any(q in query for q in self.fail_queries)
         ):
-            return
+            return None
+        if self.times is not None and self.injected.get(op, 0) >= self.times:
+            return None
+        self.injected[op] = self.injected.get(op, 0) + 1
+        return mode
+
+    async def _around(
+        self,
+        op: str,
+        act: Callable[[], Awaitable[T]],
+        junk: Callable[[T], Any],
+        query: str | None = None,
+    ) -> T:
+        """Run `act` on the real store under the fault configured for `op`."""
+        mode = self._mode(op, query)
         if mode == "hang":
             await anyio.sleep(3600)
-        raise BackendError(f"injected {op} failure", transient=mode == "transient")
+        if mode in ("error", "transient"):
+            raise BackendError(f"injected {op} failure", transient=mode == "transient")
+        result = await act()
+        if mode == "die":
+            raise BackendError(f"injected: connection lost after {op} acted", transient=True)
+        if mode == "junk":
+            return cast(T, junk(result))
+        return result
 
     async def search(
         self, query: str, top_k: int, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
-        await self._maybe_fail("search", query)
-        return await self.inner.search(query, top_k, filters)
+        return await self._around(
+            "search", lambda: self.inner.search(query, top_k, filters), _junk_hits, query
+        )
 
     async def neighbors(
         self,
@@ -80,20 +117,26 @@ class FaultyBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        await self._maybe_fail("neighbors")
-        return await self.inner.neighbors(node_ids, edge_types, hops, limit)
+        return await self._around(
+            "neighbors",
+            lambda: self.inner.neighbors(node_ids, edge_types, hops, limit),
+            lambda found: _junk_neighbors(found, node_ids),
+        )
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        await self._maybe_fail("get_memories")
-        return await self.inner.get_memories(ids)
+        return await self._around(
+            "get_memories", lambda: self.inner.get_memories(ids), _junk_memories
+        )
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
-        await self._maybe_fail("write")
-        return await self.inner.write(memory)
+        return await self._around(
+            "write", lambda: self.inner.write(memory), lambda _: {"id": None, "ok": "yes"}
+        )
 
     async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
-        await self._maybe_fail("write_many")
-        return await self.inner.write_many(memories)
+        return await self._around(
+            "write_many", lambda: self.inner.write_many(memories), lambda got: [None, *got]
+        )
 
     async def link(
         self,
@@ -103,20 +146,70 @@ class FaultyBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        await self._maybe_fail("link")
-        return await self.inner.link(source_id, target_id, relation, weight, meta)
+        return await self._around(
+            "link",
+            lambda: self.inner.link(source_id, target_id, relation, weight, meta),
+            lambda _: "linked",
+        )
 
     async def forget(self, memory_id: str) -> bool:
-        await self._maybe_fail("forget")
-        return await self.inner.forget(memory_id)
+        return await self._around("forget", lambda: self.inner.forget(memory_id), lambda _: "no")
 
     async def known_entities(self, limit: int = 500) -> list[str]:
-        await self._maybe_fail("known_entities")
-        return await self.inner.known_entities(limit)
+        return await self._around(
+            "known_entities",
+            lambda: self.inner.known_entities(limit),
+            lambda names: [None, 42, "", "x" * 5000, *names],
+        )
 
     async def health(self) -> list[HealthCheck]:
-        await self._maybe_fail("health")
-        return await self.inner.health()
+        return await self._around(
+            "health", self.inner.health, lambda checks: ["all good", None, *checks]
+        )
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+# ---------------------------------------------------------------- junk answers
+
+
+def _bad_memory() -> Memory:
+    """A well-formed record with an id no other call knows, a naive timestamp and NaNs."""
+    return Memory(
+        id=JUNK_ID,
+        content="a junk record no one wrote",
+        created_at=datetime(2020, 1, 1),  # naive: no timezone
+        importance=math.nan,
+        confidence=math.inf,
+    )
+
+
+def _junk_hits(hits: list[SearchHit]) -> list[Any]:
+    junk: list[Any] = [None, {"memory": "not a record"}, "hit"]
+    junk.append(SearchHit(memory=_bad_memory(), rank=0, score=math.nan))
+    for hit in hits:
+        junk.append(hit.model_copy(update={"score": math.nan, "rank": -hit.rank}))
+        junk.append(hit)  # the same id twice
+    return junk
+
+
+def _junk_neighbors(found: list[Neighbor], seeds: Sequence[str]) -> list[Any]:
+    seed = seeds[0] if seeds else JUNK_ID
+    junk: list[Any] = [None, 3.5]
+    junk.append(
+        Neighbor(
+            memory=_bad_memory(),
+            seed_id=seed,
+            via_id=seed,
+            edge_type="temporal",
+            weight=math.nan,
+            hops=0,
+        )
+    )
+    junk.extend(n.model_copy(update={"weight": math.inf}) for n in found)
+    return junk
+
+
+def _junk_memories(found: list[Memory]) -> list[Any]:
+    return [None, _bad_memory(), *found, *found]

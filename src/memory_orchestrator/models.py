@@ -402,6 +402,37 @@ class WriteReport(Frozen):
     similarity: float | None = None
     links: tuple[Edge, ...] = ()
     trace_id: str
+    outbox_seq: int | None = None  # set when queued: the write's place in the outbox
+
+
+class OutboxState(StrEnum):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+
+
+class QueuedWrite(Frozen):
+    """A write kept in the outbox until the store takes it (see `outbox.py`)."""
+
+    seq: int
+    request: WriteRequest
+    content_hash: str
+    state: OutboxState
+    queued_at: datetime
+    reason: str
+    attempts: int = 0
+    last_error: str | None = None
+    delivered_at: datetime | None = None
+    memory_id: str | None = None
+    action: WriteAction | None = None
+
+
+class OutboxReport(Frozen):
+    """The answer of `orchestrator outbox flush|list`: what was replayed and what waits."""
+
+    depth: int
+    delivered: tuple[QueuedWrite, ...] = ()
+    pending: tuple[QueuedWrite, ...] = ()
+    note: str = ""
 
 
 class HealthReport(Frozen):

@@ -17,7 +17,12 @@ from typing import Any
 import anyio
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.base import (
+    BackendError,
+    CapabilityMissing,
+    EnumerableBackend,
+    MemoryBackend,
+)
 from memory_orchestrator.models import (
     Candidate,
     CandidateTrace,
@@ -34,7 +39,9 @@ from memory_orchestrator.models import (
     HealthCheck,
     HealthReport,
     Memory,
+    OutboxReport,
     QueryPlan,
+    QueuedWrite,
     ReplayReport,
     ScoredItem,
     SearchFilters,
@@ -45,9 +52,11 @@ from memory_orchestrator.models import (
     Strategy,
     Trace,
     TraceSummary,
+    WriteAction,
     WriteReport,
     WriteRequest,
 )
+from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
@@ -70,7 +79,14 @@ from memory_orchestrator.pipeline.semantic import (
     SemanticUnavailable,
     load_embedder,
 )
-from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
+from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
+from memory_orchestrator.resilience import (
+    GuardedBackend,
+    RetryPolicy,
+    begin_notes,
+    find_written,
+    take_notes,
+)
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 
@@ -106,23 +122,36 @@ class Orchestrator:
         settings: Settings,
         *,
         traces: TraceStore | None = None,
+        outbox: Outbox | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
-        self.backend = backend
+        rs = settings.retry
+        # Every store call goes through the retry wrapper (transient errors only; a write is
+        # checked by content hash before it is tried again).
+        self.backend: MemoryBackend = GuardedBackend(
+            backend, RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s)
+        )
         self.settings = settings
         self.traces = traces or TraceStore(None, keep=settings.traces.keep)
+        self.outbox = outbox or Outbox(None)
         self._clock = clock
         self._entities: tuple[float, list[str]] | None = None
         self._semantic: SemanticIndex | None = None
         self._semantic_error: str | None = None
         self._local: LocalIndex | None = None
         self._feed = Feed()
+        self._replaying = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Orchestrator:
         backend = registry.create(settings.backend, settings)
         path = settings.trace_path() if settings.traces.enabled else None
-        return cls(backend, settings, traces=TraceStore(path, keep=settings.traces.keep))
+        return cls(
+            backend,
+            settings,
+            traces=TraceStore(path, keep=settings.traces.keep),
+            outbox=Outbox(settings.outbox_path()),
+        )
 
     # ------------------------------------------------------------------ retrieval tools
 
@@ -225,10 +254,16 @@ class Orchestrator:
         seeds: list[Candidate] = []
         if request.seed_ids:
             trace.backend_calls += 1
-            found = await self.backend.get_memories(request.seed_ids)
+            try:
+                with anyio.fail_after(self.settings.retrieval.timeout_s):
+                    found = await self.backend.get_memories(request.seed_ids)
+            except Exception as exc:  # a store error must not fail the request
+                found = []
+                trace.notes.append(f"seed memories unavailable: {_err(exc)}; partial results")
             seeds = [Candidate(memory=m, fused_score=1.0) for m in found]
             missing = set(request.seed_ids) - {m.id for m in found}
-            trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
+            if found or not missing:
+                trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
         entity_seeds: list[Candidate] = []
         if request.entities:
             filters = SearchFilters(entity_ids=list(request.entities))
@@ -286,7 +321,20 @@ class Orchestrator:
             timeout_s=self.settings.retrieval.timeout_s,
             dry_run=request.dry_run,
         )
-        written = await write_memory(self.backend, request.memory, policy)
+        if self.settings.outbox.enabled and not request.dry_run:
+            waiting = await self._replay_outbox()
+            if waiting:
+                behind = f"{waiting} earlier write(s) still queued; kept in order behind them"
+                return self._queued(trace, request, behind, started)
+        try:
+            written = await write_memory(self.backend, request.memory, policy)
+        except (BackendError, TimeoutError) as exc:
+            if request.dry_run or not self.settings.outbox.enabled:
+                raise
+            why = await self._unavailable(exc)
+            if why is None:  # the store is up and refused this write: an error, not queued
+                raise
+            return self._queued(trace, request, why, started)
         self._feed.stale()  # the next query pulls what was just written into local indexes
         trace.backend_calls = written.calls
         trace.notes = [written.reason, *written.notes]
@@ -370,6 +418,8 @@ class Orchestrator:
         semantic = self._semantic_check()
         if semantic is not None:
             checks.append(semantic)
+        if self.settings.outbox.enabled:
+            checks.append(await self._outbox_check())
         status = max((c.status for c in checks), key=_ORDER.__getitem__, default=Status.ERROR)
         return HealthReport(
             status=status,
@@ -383,6 +433,139 @@ class Orchestrator:
             await self.backend.close()
         finally:
             self.traces.close()
+            self.outbox.close()
+
+    # ------------------------------------------------------------------ outbox
+
+    async def flush_outbox(self) -> OutboxReport:
+        """Replay queued writes, oldest first, until one fails or the queue is empty."""
+        delivered: list[QueuedWrite] = []
+        waiting = await self._replay_outbox(delivered)
+        last = self.outbox.last_error() if waiting else None
+        note = f"{len(delivered)} replayed, {waiting} waiting" + (
+            f"; the oldest fails with: {last}" if last else ""
+        )
+        return OutboxReport(
+            depth=waiting,
+            delivered=tuple(delivered),
+            pending=tuple(self.outbox.pending()),
+            note=note,
+        )
+
+    async def _replay_outbox(self, delivered: list[QueuedWrite] | None = None) -> int:
+        """Send queued writes in order within `outbox.replay_s`; returns how many still wait.
+
+        Exactly once: before a queued write is sent, the store is searched for its content
+        hash; one found there (an earlier try reached the store) is marked delivered instead.
+        One replay at a time per process; a write meanwhile queues behind it."""
+        if self._replaying:
+            return self.outbox.depth()
+        if self.outbox.depth() == 0:
+            return 0
+        self._replaying = True
+        timeout = self.settings.retrieval.timeout_s
+        try:
+            with anyio.move_on_after(self.settings.outbox.replay_s):
+                for item in self.outbox.pending():
+                    trace = self._new_trace("write", item.request.model_dump(mode="json"))
+                    try:
+                        with anyio.fail_after(timeout):
+                            found = await find_written(self.backend, item.request.memory)
+                        if found is not None:
+                            written = Written(
+                                found.id, found.action, f"already stored as {found.id}"
+                            )
+                        else:
+                            written = await write_memory(
+                                self.backend, item.request.memory, self._policy(item.request)
+                            )
+                    except Exception as exc:
+                        self.outbox.failed(item.seq, _err(exc))
+                        break
+                    done = self.outbox.delivered(item.seq, written.id, written.action)
+                    trace.notes = [
+                        f"replayed from the outbox (#{item.seq}, queued {item.queued_at:%c})",
+                        written.reason,
+                        *written.notes,
+                    ]
+                    trace.result_ids = [written.id] if written.id else []
+                    self._finish(trace)
+                    if delivered is not None:
+                        delivered.append(done)
+        finally:
+            self._replaying = False
+        return self.outbox.depth()
+
+    def _policy(self, request: WriteRequest) -> WritePolicy:
+        """The write policy of a replayed request (the same as `write` builds)."""
+        return WritePolicy(
+            threshold=self.settings.dedup.threshold,
+            on_duplicate=request.on_duplicate or self.settings.write.on_duplicate,
+            link_related=self.settings.write.link_related if request.link_related else 0,
+            timeout_s=self.settings.retrieval.timeout_s,
+            dry_run=request.dry_run,
+        )
+
+    async def _unavailable(self, exc: BaseException) -> str | None:
+        """Why the store cannot take a write now, or None when it refused this write itself.
+
+        Timeouts and transient errors mean unavailable; a permanent error counts only when
+        the store's own health check fails too (a broken file, a missing binary)."""
+        if isinstance(exc, TimeoutError):
+            return f"store did not answer within {self.settings.retrieval.timeout_s:g}s"
+        if not isinstance(exc, BackendError) or isinstance(exc, CapabilityMissing):
+            return None
+        if exc.transient:
+            return _err(exc)
+        try:
+            with anyio.fail_after(self.settings.retrieval.timeout_s):
+                checks = await self.backend.health()
+        except Exception as health_exc:
+            return f"{_err(exc)} (health check failed: {_err(health_exc)})"
+        bad = [c for c in checks if c.status is Status.ERROR]
+        if not bad:
+            return None
+        same = bad[0].detail in str(exc)
+        return f"{_err(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
+
+    def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
+        item = self.outbox.put(request, why)
+        reason = (
+            f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
+            " is back (next write or health call, or `orchestrator outbox flush`)"
+        )
+        trace.notes = [reason]
+        trace.timings_ms["total"] = _ms(started)
+        self._finish(trace)
+        return WriteReport(
+            id=None,
+            action=WriteAction.QUEUED,
+            reason=reason,
+            trace_id=trace.trace_id,
+            outbox_seq=item.seq,
+        )
+
+    async def _outbox_check(self) -> HealthCheck:
+        started = time.perf_counter()
+        try:
+            replayed: list[QueuedWrite] = []
+            waiting = await self._replay_outbox(replayed)
+            last = self.outbox.last_error() if waiting else None
+        except Exception as exc:
+            return HealthCheck(name="outbox", status=Status.ERROR, detail=_err(exc))
+        done = f"; {len(replayed)} replayed now" if replayed else ""
+        if not waiting:
+            return HealthCheck(
+                name="outbox", status=Status.OK, detail="empty" + done, latency_ms=_ms(started)
+            )
+        oldest = self.outbox.pending(1)[0]
+        detail = (
+            f"{waiting} write(s) queued since {oldest.queued_at:%Y-%m-%d %H:%M:%S} UTC{done};"
+            f" waiting for the store: {last or oldest.reason}"
+        )
+        return HealthCheck(
+            name="outbox", status=Status.DEGRADED, detail=detail, latency_ms=_ms(started)
+        )
 
     # ------------------------------------------------------------------ internals
 
@@ -608,8 +791,10 @@ class Orchestrator:
                 semantic.add(page) if semantic is not None else 0,
             )
 
+        store = self.backend  # listing is a bulk read, outside the per-call retries
+        store = store.inner if isinstance(store, GuardedBackend) else store
         pulled = await self._feed.pull(
-            self.backend,
+            store if isinstance(store, EnumerableBackend) else None,
             add,
             interval_s=self.settings.local_index.sync_interval_s,
             timeout_s=self.settings.retrieval.timeout_s,
@@ -765,6 +950,7 @@ class Orchestrator:
         ]
 
     def _new_trace(self, tool: str, request: dict[str, Any]) -> Trace:
+        begin_notes()
         return Trace(
             trace_id="tr_" + uuid.uuid4().hex[:16],
             tool=tool,
@@ -774,6 +960,7 @@ class Orchestrator:
         )
 
     def _finish(self, trace: Trace) -> None:
+        trace.notes.extend(take_notes())
         trace.notes.extend(n for n in self.backend.notes if n not in trace.notes)
         if self.settings.traces.verbosity == "minimal":
             trace.expansions = [d for d in trace.expansions if d.accepted]

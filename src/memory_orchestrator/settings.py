@@ -340,6 +340,28 @@ class LocalIndexSettings(Section):
     )
 
 
+class RetrySettings(Section):
+    """Retries of transient store errors (see `resilience.py`); writes are checked first."""
+
+    attempts: int = Field(
+        default=3, ge=1, le=10, description="tries per store call on a transient error; 1 = none"
+    )
+    base_delay_s: float = Field(
+        default=0.05, ge=0, le=10, description="first backoff; doubles each retry, with jitter"
+    )
+    max_delay_s: float = Field(default=1.0, ge=0, le=60, description="longest backoff")
+
+
+class OutboxSettings(Section):
+    """Writes the store cannot take now wait here (SQLite) and are replayed in order."""
+
+    enabled: bool = Field(default=True, description="false = such a write fails with an error")
+    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
+    replay_s: float = Field(
+        default=10.0, gt=0, le=600, description="time budget of one replay (write or health)"
+    )
+
+
 class WriteSettings(Section):
     on_duplicate: Literal["skip", "update"] = "skip"
     link_related: int = Field(
@@ -378,6 +400,8 @@ class Settings(BaseSettings):
     dedup: DedupSettings = Field(default_factory=DedupSettings)
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    outbox: OutboxSettings = Field(default_factory=OutboxSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     semantic: SemanticSettings = Field(default_factory=SemanticSettings)
     local_index: LocalIndexSettings = Field(default_factory=LocalIndexSettings)
@@ -414,6 +438,9 @@ class Settings(BaseSettings):
 
     def trace_path(self) -> Path:
         return self.traces.path or self.data_dir / "traces.db"
+
+    def outbox_path(self) -> Path:
+        return self.outbox.path or self.data_dir / "outbox.db"
 
 
 class ConfigError(ValueError):

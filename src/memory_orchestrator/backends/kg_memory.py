@@ -441,7 +441,11 @@ class KgMemoryBackend:
             f"{len(graph.entities)} entities, {observations} observations,"
             f" {len(graph.relations)} relations in {self.memory_file}"
         )
-        return [HealthCheck(name=NAME, status=Status.OK, detail=detail, latency_ms=ms)]
+        status = Status.OK
+        restarted = self.client.unreported_restart()
+        if restarted:
+            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
+        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
 
     async def close(self) -> None:
         await self.client.close()

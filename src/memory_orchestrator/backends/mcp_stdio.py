@@ -76,6 +76,7 @@ class McpStdio:
         self.errlog_path = errlog
         self.starts = 0  # processes started so far (a restart makes it > 1)
         self.last_error: str | None = None
+        self._reported_restarts = 0
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._portal_lock = threading.Lock()
@@ -113,6 +114,15 @@ class McpStdio:
     @property
     def running(self) -> bool:
         return self._session is not None
+
+    def unreported_restart(self) -> str | None:
+        """Why the server was restarted, once per restart not yet reported (for `health`):
+        a crash that the next call recovered from still shows in the next health check."""
+        restarts = max(self.starts - 1, 0)
+        if restarts <= self._reported_restarts:
+            return None
+        self._reported_restarts = restarts
+        return f"server restarted ({restarts} so far); last failure: {self.last_error or '?'}"
 
     async def close(self) -> None:
         self._closed = True

@@ -438,6 +438,9 @@ class MnemonMcpBackend:
             max(self.client.starts - 1, 0)
         )
         status = Status.OK if state == "healthy" else Status.DEGRADED
+        restarted = self.client.unreported_restart()
+        if restarted:
+            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
         return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
 
     async def close(self) -> None:

@@ -30,10 +30,12 @@ from memory_orchestrator.models import (
     ExplainRequest,
     MemoryType,
     NewMemory,
+    OutboxReport,
     SearchRequest,
     Status,
     WriteRequest,
 )
+from memory_orchestrator.outbox import Outbox, OutboxError
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
@@ -55,6 +57,10 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+outbox_app = typer.Typer(
+    help="Writes the store could not take yet (the durable outbox).", no_args_is_help=True
+)
+app.add_typer(outbox_app, name="outbox")
 
 
 class OnDuplicate(StrEnum):
@@ -301,6 +307,42 @@ def health(ctx: typer.Context, json: JsonFlag = False) -> None:
     raise typer.Exit(codes.get(result.status, 2))
 
 
+@outbox_app.command("list")
+def outbox_list(
+    ctx: typer.Context,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also the writes already replayed (newest kept).")
+    ] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Show queued writes, oldest first, with why they wait. Starts no store."""
+    settings = _guarded(_state(ctx).settings)
+
+    def read() -> OutboxReport:
+        outbox = Outbox(settings.outbox_path())
+        try:
+            items = outbox.entries(delivered=all_)
+            depth = outbox.depth()
+        finally:
+            outbox.close()
+        waiting = [i for i in items if i.memory_id is None]
+        done = [i for i in items if i.memory_id is not None]
+        return OutboxReport(
+            depth=depth, delivered=tuple(done), pending=tuple(waiting), note=f"{depth} waiting"
+        )
+
+    _show(ctx, json, _guarded(read), render.outbox_report)
+
+
+@outbox_app.command("flush")
+def outbox_flush(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Replay queued writes to the store now, in order. Exit code 1 when some still wait."""
+    result = _call(ctx, lambda o: o.flush_outbox())
+    _show(ctx, json, result, render.outbox_report)
+    if result.depth:
+        raise typer.Exit(FAILURE)
+
+
 # ---------------------------------------------------------------- serving and setup
 
 
@@ -456,7 +498,7 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(render.describe(exc), USAGE_ERROR)
     except (ConfigError, registry.UnknownBackend) as exc:
         _fail(str(exc), USAGE_ERROR)
-    except TraceNotFound as exc:
+    except (TraceNotFound, OutboxError) as exc:
         _fail(str(exc), FAILURE)
     except BackendError as exc:
         _fail(f"memory store error: {exc}", FAILURE)

@@ -23,6 +23,7 @@ from memory_orchestrator.models import (
     ContextPackage,
     Explanation,
     HealthReport,
+    OutboxReport,
     ReplayReport,
     SearchResult,
     Status,
@@ -113,7 +114,7 @@ def write_report(report: WriteReport) -> None:
     head = Text.assemble(
         (str(report.action), f"bold {_ACTION_STYLE.get(report.action, '')}"),
         " ",
-        report.id or "(no id)",
+        report.id or (f"outbox #{report.outbox_seq}" if report.outbox_seq else "(no id)"),
     )
     console.print(head)
     console.print(Text(report.reason))
@@ -278,3 +279,31 @@ def _toml_lines(values: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
         lines.append(f"[{'.'.join(sub)}]")
         lines.extend(_toml_lines(table, sub))
     return lines
+
+
+def outbox_report(report: OutboxReport) -> None:
+    """Queued writes, oldest first: what waits, why, and what was replayed."""
+    console = _out()
+    rows = [*report.delivered, *report.pending]
+    if not rows:
+        console.print(Text(f"outbox empty{'; ' + report.note if report.note else ''}"))
+        return
+    table = Table(title=f"outbox: {report.depth} waiting")
+    for column in ("#", "state", "queued at", "tries", "memory", "content", "why / last error"):
+        table.add_column(column)
+    for item in sorted(rows, key=lambda r: r.seq):
+        content = " ".join(item.request.memory.content.split())
+        done = item.delivered_at
+        why = f"delivered {done:%Y-%m-%d %H:%M:%S}" if done else item.last_error or item.reason
+        table.add_row(
+            str(item.seq),
+            Text(str(item.state), style="green" if item.memory_id else "yellow"),
+            f"{item.queued_at:%Y-%m-%d %H:%M:%S}",
+            str(item.attempts),
+            Text(item.memory_id or "-"),
+            Text(content[:60] + ("..." if len(content) > 60 else "")),
+            Text(why),
+        )
+    console.print(table)
+    if report.note:
+        console.print(Text(report.note, style="dim"))

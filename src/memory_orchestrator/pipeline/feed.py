@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import EnumerableBackend
 from memory_orchestrator.models import Memory
 
 _PAGE = 2000
@@ -37,7 +37,7 @@ class Feed:
 
     async def pull(
         self,
-        backend: MemoryBackend,
+        store: EnumerableBackend | None,
         add: Callable[[Sequence[Memory]], int],
         *,
         interval_s: float,
@@ -45,7 +45,7 @@ class Feed:
     ) -> Pulled:
         """Hand the store's new memories to `add` (run in a worker thread; returns how many
         it took). Never raises: a failure leaves the index as it was, with a note."""
-        if not isinstance(backend, EnumerableBackend):
+        if store is None:  # the store cannot list its memories
             return Pulled(0, listed=False)
         now = time.monotonic()
         if self._pulled_at is not None and now - self._pulled_at < interval_s:
@@ -54,7 +54,7 @@ class Feed:
         try:
             with anyio.fail_after(timeout_s):
                 while True:
-                    page, cursor = await backend.list_memories(self._cursor, _PAGE)
+                    page, cursor = await store.list_memories(self._cursor, _PAGE)
                     if page:
                         added += await anyio.to_thread.run_sync(add, page)
                     self._cursor = cursor

@@ -35,6 +35,7 @@ class Written:
     links: list[Edge] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calls: int = 0
+    timeout_s: float = 60.0  # per link call
 
 
 async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WritePolicy) -> Written:
@@ -79,6 +80,7 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
         duplicate_of=outcome.existing_id,
         similarity=round(best_sim, 4) if best_id else None,
         calls=calls,
+        timeout_s=policy.timeout_s,
     )
     if outcome.action is not WriteAction.ADDED:
         return written
@@ -104,7 +106,8 @@ async def _link(
         return
     try:
         written.calls += 1
-        written.links.append(await backend.link(source, target, relation, weight))
+        with anyio.fail_after(written.timeout_s):
+            written.links.append(await backend.link(source, target, relation, weight))
     except Exception as exc:
         written.notes.append(f"link to {target} failed: {exc}")
 

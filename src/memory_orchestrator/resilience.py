@@ -1,0 +1,346 @@
+"""Guards around the store: retries of transient errors (bounded exponential backoff with
+jitter) and a check of what comes back.
+
+`GuardedBackend` wraps the store the service talks to:
+- reads (`search`, `neighbors`, `get_memories`, `known_entities`) and `forget` (idempotent)
+  are retried when the store raises `BackendError(transient=True)`, at most
+  `attempts` tries, sleeping `min(max_delay, base_delay * 2**n)` times a random factor in
+  [0.5, 1] between them; any other error, and the caller's timeout, end the call at once;
+- `write` is never retried blindly: a failed write may have happened, so before another try
+  the store is searched for a memory with exactly this content (the content hash, see
+  `content_key`), and when one is there its id is the answer and nothing is written again;
+- `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply);
+- malformed answers never reach the pipeline: records of the wrong type, repeated ids,
+  non-finite scores, weights and confidences, naive timestamps, memories that were not asked
+  for and entity names that are not short strings are dropped or repaired, with a note; a
+  write answered with junk is looked up by its content hash (it may have happened).
+
+Every retry leaves a note; the service copies the notes of a request into its trace
+(`begin_notes`, `take_notes`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TypeVar
+
+import anyio
+
+from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.models import (
+    MAX_LABEL_CHARS,
+    Capabilities,
+    Edge,
+    HealthCheck,
+    Memory,
+    MetaValue,
+    Neighbor,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    Status,
+    WriteAction,
+    WriteOutcome,
+    to_utc,
+)
+from memory_orchestrator.text import normalize
+
+T = TypeVar("T")
+
+_notes: ContextVar[list[str] | None] = ContextVar("retry_notes", default=None)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a transient error is retried."""
+
+    attempts: int = 3
+    base_delay_s: float = 0.05
+    max_delay_s: float = 1.0
+
+    def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
+        """Seconds to wait before retry number `retry` (1-based): exponential, capped at
+        `max_delay_s`, with jitter (a random factor in [0.5, 1])."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (retry - 1))
+        return ceiling * (0.5 + 0.5 * rand())
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, BackendError) and exc.transient
+
+
+def content_key(content: str) -> str:
+    """The content hash writes are recognised by (whitespace and unicode normalized)."""
+    return hashlib.sha256(normalize(content).encode()).hexdigest()
+
+
+def begin_notes() -> None:
+    """Start collecting retry notes for the request this task now serves."""
+    _notes.set([])
+
+
+def take_notes() -> list[str]:
+    """The retry notes made since `begin_notes` (in this task and the tasks it started)."""
+    notes = _notes.get()
+    if notes is None:
+        return []
+    taken = list(notes)
+    notes.clear()
+    return taken
+
+
+def _note(text: str) -> None:
+    notes = _notes.get()
+    if notes is not None:
+        notes.append(text)
+
+
+def _err(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def retry(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    what: str,
+    *,
+    before_retry: Callable[[], Awaitable[T | None]] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> T:
+    """`call()`, retried on transient `BackendError`s only (see the module docstring).
+
+    `before_retry` runs before each new try; when it returns a value, that is the answer
+    (used by writes: the failed try may have stored the memory already)."""
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            return await call()
+        except BackendError as exc:
+            if not exc.transient or attempt >= policy.attempts:
+                if exc.transient and attempt > 1:
+                    _note(f"{what}: gave up after {attempt} tries: {_err(exc)}")
+                raise
+            pause = policy.delay(attempt)
+            _note(f"{what}: transient error ({_err(exc)}); retry {attempt} in {pause:.3f}s")
+        await sleep(pause)
+        if before_retry is not None:
+            found = await before_retry()
+            if found is not None:
+                return found
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+class GuardedBackend:
+    """A `MemoryBackend` that retries the inner store's transient errors and checks its
+    answers (see the module docstring)."""
+
+    def __init__(self, inner: MemoryBackend, policy: RetryPolicy) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.name = inner.name
+        self.capabilities: Capabilities = inner.capabilities
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.inner.notes
+
+    async def search(
+        self, query: str, top_k: int, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        hits = await retry(lambda: self.inner.search(query, top_k, filters), self.policy, "search")
+        return _clean_hits(hits, top_k)
+
+    async def neighbors(
+        self,
+        node_ids: Sequence[str],
+        edge_types: Sequence[str] | None = None,
+        hops: int = 1,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        found = await retry(
+            lambda: self.inner.neighbors(node_ids, edge_types, hops, limit),
+            self.policy,
+            "neighbors",
+        )
+        return _clean_neighbors(found, node_ids, limit)
+
+    async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        found = await retry(lambda: self.inner.get_memories(ids), self.policy, "get_memories")
+        return _clean_memories(found, ids)
+
+    async def known_entities(self, limit: int = 500) -> list[str]:
+        names = await retry(lambda: self.inner.known_entities(limit), self.policy, "known_entities")
+        return _clean_names(names, limit)
+
+    async def forget(self, memory_id: str) -> bool:
+        gone = await retry(lambda: self.inner.forget(memory_id), self.policy, "forget")
+        if isinstance(gone, bool):
+            return gone
+        return not await self.get_memories([memory_id])  # junk answer: gone if not live
+
+    async def write(self, memory: NewMemory) -> WriteOutcome:
+        async def already_there() -> WriteOutcome | None:
+            found = await find_written(self.inner, memory)
+            if found is not None:
+                _note(f"write: the failed try had stored {found.id}; not written again")
+            return found
+
+        outcome = await retry(
+            lambda: self.inner.write(memory), self.policy, "write", before_retry=already_there
+        )
+        if isinstance(outcome, WriteOutcome) and outcome.id:
+            return outcome
+        found = await already_there()
+        if found is None:
+            raise BackendError(f"the store answered a write with {_kind(outcome)}, not an outcome")
+        return found
+
+    async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
+        outcomes = await self.inner.write_many(memories)
+        if not isinstance(outcomes, list) or not all(isinstance(o, WriteOutcome) for o in outcomes):
+            raise BackendError(f"the store answered a batch write with {_kind(outcomes)} of junk")
+        return outcomes
+
+    async def link(
+        self,
+        source_id: str,
+        target_id: str,
+        relation: str,
+        weight: float = 1.0,
+        meta: dict[str, MetaValue] | None = None,
+    ) -> Edge:
+        edge = await self.inner.link(source_id, target_id, relation, weight, meta)
+        if not isinstance(edge, Edge):
+            raise BackendError(f"the store answered a link with {_kind(edge)}, not an edge")
+        return edge
+
+    async def health(self) -> list[HealthCheck]:
+        checks = await self.inner.health()
+        if not isinstance(checks, list):
+            checks = [checks]
+        return [
+            c
+            if isinstance(c, HealthCheck)
+            else HealthCheck(
+                name="backend",
+                status=Status.ERROR,
+                detail=f"the store's health answer held {_kind(c)}, not a check",
+            )
+            for c in checks
+        ]
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def find_written(backend: MemoryBackend, memory: NewMemory) -> WriteOutcome | None:
+    """The live memory holding exactly `memory`'s content (same content hash), if any.
+
+    The check before a write is tried again: searching is safe to repeat, a write is not.
+    A search error here propagates (then nothing is known, and nothing is written)."""
+    key = content_key(memory.content)
+    for hit in await backend.search(memory.content, 5):
+        if isinstance(hit, SearchHit) and content_key(hit.memory.content) == key:
+            return WriteOutcome(
+                id=hit.memory.id,
+                action=WriteAction.ADDED,
+                detail=f"added (found by content hash {key[:12]} after a failed try)",
+            )
+    return None
+
+
+# ---------------------------------------------------------------- checking answers
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _clean_memory(memory: Memory) -> Memory:
+    """A memory with finite numbers and an aware timestamp (naive taken as UTC)."""
+    update: dict[str, object] = {}
+    for name in ("importance", "confidence"):
+        value = getattr(memory, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            update[name] = None
+    if memory.created_at is not None and memory.created_at.tzinfo is None:
+        update["created_at"] = to_utc(memory.created_at)
+    return memory.model_copy(update=update) if update else memory
+
+
+def _dropped(what: str, count: int) -> None:
+    if count:
+        _note(f"{what}: ignored {count} malformed record(s) in the store's answer")
+
+
+def _clean_hits(hits: object, top_k: int) -> list[SearchHit]:
+    if not isinstance(hits, list):
+        _note(f"search: the store answered with {_kind(hits)}, not a list; no hits")
+        return []
+    kept: list[SearchHit] = []
+    seen: set[str] = set()
+    bad = 0
+    for hit in hits:
+        if not isinstance(hit, SearchHit) or not hit.memory.id or hit.memory.id in seen:
+            bad += 1
+            continue
+        seen.add(hit.memory.id)
+        memory, rank = _clean_memory(hit.memory), len(kept) + 1
+        if not math.isfinite(hit.score):
+            bad += 1
+            hit = hit.model_copy(update={"score": 0.0})
+        if memory is not hit.memory or rank != hit.rank:  # copy only what needs repair
+            hit = hit.model_copy(update={"memory": memory, "rank": rank})
+        kept.append(hit)
+    _dropped("search", bad)
+    return kept[:top_k]
+
+
+def _clean_neighbors(found: object, seeds: Sequence[str], limit: int) -> list[Neighbor]:
+    if not isinstance(found, list):
+        _note(f"neighbors: the store answered with {_kind(found)}, not a list; none")
+        return []
+    seed_set = set(seeds)
+    kept: list[Neighbor] = []
+    bad = 0
+    for n in found:
+        if (
+            not isinstance(n, Neighbor)
+            or n.hops < 1
+            or n.memory.id in seed_set
+            or not math.isfinite(n.weight)
+        ):
+            bad += 1
+            continue
+        kept.append(n.model_copy(update={"memory": _clean_memory(n.memory)}))
+    _dropped("neighbors", bad)
+    return kept[:limit]
+
+
+def _clean_memories(found: object, ids: Sequence[str]) -> list[Memory]:
+    if not isinstance(found, list):
+        _note(f"get_memories: the store answered with {_kind(found)}, not a list; none")
+        return []
+    asked = set(ids)
+    by_id: dict[str, Memory] = {}
+    bad = 0
+    for m in found:
+        if not isinstance(m, Memory) or m.id not in asked or m.id in by_id:
+            bad += 1
+            continue
+        by_id[m.id] = _clean_memory(m)
+    _dropped("get_memories", bad)
+    return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+
+def _clean_names(names: object, limit: int) -> list[str]:
+    if not isinstance(names, list):
+        _note(f"known_entities: the store answered with {_kind(names)}, not a list; none")
+        return []
+    kept = [n for n in names if isinstance(n, str) and n.strip() and len(n) <= MAX_LABEL_CHARS]
+    _dropped("known_entities", len(names) - len(kept))
+    return list(dict.fromkeys(kept))[:limit]

@@ -1,0 +1,305 @@
+"""Fault injection over every tool: a store that hangs, errors, errors transiently, answers
+junk or dies mid-call (`tests.faults.FaultyBackend` around the real embedded store).
+
+Every tool answers, within its bound (a few rounds of `retrieval.timeout_s`, set short here),
+with partial results and a trace note where it can, and health turns degraded or error with
+the reason. Timing asserts are generous upper bounds, never speed claims.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.demo import load_demo
+from memory_orchestrator.models import (
+    ContextRequest,
+    ExpandRequest,
+    ExplainRequest,
+    NewMemory,
+    SearchRequest,
+    Status,
+    WriteAction,
+    WriteRequest,
+)
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+from tests.faults import JUNK_ID, FaultyBackend, Mode
+
+pytestmark = pytest.mark.integration
+T = TypeVar("T")
+
+TIMEOUT_S = 0.3
+# A tool makes at most four rounds of store calls one after another (entities, retrieval,
+# context neighbours, expansion; or health, probe, outbox), each bounded by the timeout.
+BOUND_S = 4 * TIMEOUT_S + 2.0  # + generous slack for a loaded machine
+ALL_OPS = ("search", "neighbors", "get_memories", "known_entities", "write", "link", "health")
+MODES: tuple[Mode, ...] = ("hang", "error", "transient", "junk", "die")
+TOOLS = ("search", "context", "expand", "write", "explain", "health")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+def fast(settings: Settings) -> Settings:
+    short = settings.model_copy(deep=True)
+    short.retrieval.timeout_s = TIMEOUT_S
+    short.retry.base_delay_s = 0.01
+    short.retry.max_delay_s = 0.02
+    short.outbox.replay_s = TIMEOUT_S * 3
+    return short
+
+
+@pytest.fixture
+def loaded(settings: Settings) -> Path:
+    """The embedded store holding the built-in sample."""
+
+    async def load() -> None:
+        o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
+        try:
+            await load_demo(o)
+        finally:
+            await o.close()
+
+    run(load)
+    return settings.embedded_path()
+
+
+@pytest.fixture
+def make(settings: Settings, loaded: Path) -> Iterator[Callable[..., Orchestrator]]:
+    """An orchestrator over the loaded store with `faults` injected (and a file outbox)."""
+    made: list[Orchestrator] = []
+
+    def build(faults: dict[str, Mode], **options: Any) -> Orchestrator:
+        faulty = FaultyBackend(EmbeddedBackend(loaded), faults, **options)
+        o = Orchestrator(
+            faulty,
+            fast(settings),
+            traces=TraceStore(settings.trace_path()),
+            outbox=Outbox(settings.outbox_path()),
+            clock=lambda: NOW,
+        )
+        made.append(o)
+        return o
+
+    yield build
+    for o in made:
+        run(o.close)
+
+
+def call_tool(o: Orchestrator, tool: str) -> Any:
+    """One call of `tool` as the MCP face makes it; returns the answer."""
+    if tool == "search":
+        return run(lambda: o.search(SearchRequest(query="Vendor X firmware", expand=True)))
+    if tool == "context":
+        return run(lambda: o.context(ContextRequest(query="recent issues with Vendor X")))
+    if tool == "expand":
+        return run(
+            lambda: o.expand(ExpandRequest(seed_ids=["mem_x"], entities=["Vendor X"], hops=2))
+        )
+    if tool == "write":
+        memory = NewMemory(
+            content="Vendor X shipped firmware 2.3 to Acme Corp.", entities=["Vendor X"]
+        )
+        return run(lambda: o.write(WriteRequest(memory=memory)))
+    if tool == "explain":
+        return run(lambda: o.explain(ExplainRequest(query="why did the milestone slip?")))
+    return run(o.health)
+
+
+def notes_of(answer: Any) -> list[str]:
+    trace = answer.trace
+    return list(trace.notes)
+
+
+def ids_of(answer: Any, tool: str) -> list[str]:
+    if tool == "explain":
+        return list(answer.trace.result_ids)
+    return [i.memory_id for i in answer.items]
+
+
+FAILED = ("timed out", "failed", "unavailable", "gave up")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("tool", TOOLS)
+def test_every_tool_answers_in_time_under_every_fault(
+    make: Callable[..., Orchestrator], tool: str, mode: Mode
+) -> None:
+    o = make(dict.fromkeys(ALL_OPS, mode))
+    bound = BOUND_S + (o.settings.outbox.replay_s if tool in {"write", "health"} else 0)
+    started = time.perf_counter()
+    answer = call_tool(o, tool)
+    assert time.perf_counter() - started < bound
+    if tool == "health":
+        assert answer.status in {Status.DEGRADED, Status.ERROR}
+        bad = [c for c in answer.checks if c.status is not Status.OK]
+        assert bad
+        assert all(c.detail for c in bad)
+        return
+    if tool == "write":
+        if mode == "junk":  # the store wrote, then answered junk: found by its content hash
+            assert answer.action is WriteAction.ADDED
+            assert answer.id
+            assert answer.id != JUNK_ID
+        else:  # the store cannot take it now: kept in the outbox, the caller told so
+            assert answer.action is WriteAction.QUEUED
+            assert answer.outbox_seq is not None
+            assert "queued" in answer.reason
+        return
+    notes = notes_of(answer)
+    ids = ids_of(answer, tool)
+    if mode == "junk":
+        assert len(ids) == len(set(ids))
+        assert JUNK_ID not in ids or tool != "expand"
+        assert any("malformed" in n for n in notes), notes
+        if tool != "explain":
+            assert all(math.isfinite(i.score) for i in answer.items)
+    else:
+        assert any(word in n for n in notes for word in FAILED), notes
+    if mode == "transient":
+        assert any("retry" in n for n in notes), notes
+
+
+# ---------------------------------------------------------------- retries and idempotency
+
+
+def count(path: Path, content: str) -> int:
+    """Live memories holding exactly `content`, read from the store file itself."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        row = db.execute(
+            "SELECT count(*) FROM memories WHERE content = ? AND deleted_at IS NULL", (content,)
+        ).fetchone()
+    return int(row[0])
+
+
+def write(o: Orchestrator, content: str, **options: Any) -> Any:
+    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content), **options)))
+
+
+def test_a_transient_error_is_retried_and_the_write_lands_once(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    o = make({"write": "transient", "search": "transient"}, times=1)
+    report = write(o, "The zeppelin hangar lease was renewed for two years.")
+    assert report.action is WriteAction.ADDED
+    assert count(loaded, "The zeppelin hangar lease was renewed for two years.") == 1
+    trace = o.traces.get(report.trace_id)
+    assert trace is not None
+    assert any("retry 1" in n for n in trace.notes), trace.notes
+
+
+def test_a_write_that_died_after_storing_is_not_written_twice(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    """The store wrote, then the answer was lost: the retry finds the memory by its content
+    hash and does not write again (a blind retry would call the store's write twice)."""
+    o = make({"write": "die"}, times=1)
+    content = "The hangar crane was inspected on Monday by Vendor Q."
+    report = write(o, content, on_duplicate="update")
+    assert report.action is WriteAction.ADDED
+    assert report.id is not None
+    assert count(loaded, content) == 1
+    faulty = o.backend.inner  # type: ignore[attr-defined]
+    assert isinstance(faulty, FaultyBackend)
+    assert faulty.calls["write"] == 1  # never sent again
+    trace = o.traces.get(report.trace_id)
+    assert trace is not None
+    assert any("not written again" in n for n in trace.notes), trace.notes
+
+
+def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
+    o = make({"search": "error"})
+    result = run(lambda: o.search(SearchRequest(query="zeppelin")))
+    faulty = o.backend.inner  # type: ignore[attr-defined]
+    assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
+    assert not any("retry" in n for n in result.trace.notes)
+
+
+def test_a_write_the_store_refuses_is_an_error_not_queued(
+    make: Callable[..., Orchestrator],
+) -> None:
+    """A permanent error while the store is healthy: this write itself was refused."""
+    o = make({"write": "error"})
+    with pytest.raises(BackendError, match="injected write failure"):
+        write(o, "A fact the store refuses.")
+    assert o.outbox.depth() == 0
+
+
+# ---------------------------------------------------------------- the outbox
+
+
+def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
+    make: Callable[..., Orchestrator], loaded: Path
+) -> None:
+    down = make({"write": "transient", "search": "transient"})
+    contents = [
+        "The red valve on pump three was replaced by Ines.",
+        "Quarterly budget review moved to the Lisbon office.",
+        "Our cat Miso learned to open the pantry door.",
+    ]
+    reports = [write(down, c) for c in contents]
+    assert [r.action for r in reports] == [WriteAction.QUEUED] * 3
+    assert [r.outbox_seq for r in reports] == sorted(r.outbox_seq for r in reports)
+    assert all(count(loaded, c) == 0 for c in contents)
+    health = run(down.health)
+    outbox = {c.name: c for c in health.checks}["outbox"]
+    assert outbox.status is Status.DEGRADED
+    assert "3 write(s) queued" in outbox.detail
+    assert "injected" in outbox.detail  # why it waits
+    run(down.close)
+
+    back = make({})  # the store is back: the next write replays the queue first, in order
+    last = write(back, "Marta ordered fresh croissants for the Friday retro.")
+    assert last.action is WriteAction.ADDED
+    assert all(count(loaded, c) == 1 for c in contents)
+    ids = [h.memory.id for c in contents for h in run(lambda c=c: back.backend.search(c, 1))]  # type: ignore[misc]
+    rows = back.outbox.entries(delivered=True)
+    assert [r.memory_id for r in rows] == ids
+    assert [r.seq for r in rows] == [r.outbox_seq for r in reports]
+    assert back.outbox.depth() == 0
+    again = run(back.flush_outbox)  # nothing is sent twice
+    assert again.depth == 0
+    assert again.delivered == ()
+    assert all(count(loaded, c) == 1 for c in contents)
+    health = run(back.health)
+    assert {c.name: c for c in health.checks}["outbox"].status is Status.OK
+
+
+def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator]) -> None:
+    o = make({"write": "transient"}, times=3)  # first write fails all 3 tries, then the store works
+    first = write(o, "The first queued memory about the kiln.")
+    assert first.action is WriteAction.QUEUED
+    o.settings.outbox.replay_s = 0.001  # a replay that runs out of time at once
+    behind = write(o, "The second memory about the kiln, written later.")
+    assert behind.action is WriteAction.QUEUED
+    assert "earlier write(s) still queued" in behind.reason
+    o.settings.outbox.replay_s = 5
+    report = run(o.flush_outbox)
+    assert [d.seq for d in report.delivered] == [first.outbox_seq, behind.outbox_seq]
+
+
+def test_junk_answers_to_forget_and_batch_writes_are_checked(
+    make: Callable[..., Orchestrator],
+) -> None:
+    o = make({"forget": "junk", "write_many": "junk"})
+    first = write(o, "The sauna on deck two closes at ten.")
+    assert first.id is not None
+    assert run(lambda: o.backend.forget(first.id or "")) is True  # junk "no", but it is gone
+    assert run(lambda: o.backend.get_memories([first.id or ""])) == []
+    with pytest.raises(BackendError, match="batch write"):
+        run(lambda: o.backend.write_many([NewMemory(content="A batch the store garbles.")]))

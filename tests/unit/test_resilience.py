@@ -1,0 +1,111 @@
+"""Retry policy and the outbox file, on their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.models import NewMemory, OutboxState, WriteAction, WriteRequest
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.resilience import RetryPolicy, content_key, retry
+
+
+def test_backoff_grows_exponentially_is_capped_and_jittered() -> None:
+    policy = RetryPolicy(attempts=10, base_delay_s=0.1, max_delay_s=1.0)
+    highs = [policy.delay(n, rand=lambda: 1.0) for n in range(1, 8)]
+    lows = [policy.delay(n, rand=lambda: 0.0) for n in range(1, 8)]
+    assert highs == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0])
+    assert lows == pytest.approx([h / 2 for h in highs])
+
+
+class Flaky:
+    """Fails `failures` times with `error`, then answers "ok"."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures, self.error, self.calls = failures, error, 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.error
+        return "ok"
+
+
+def go(flaky: Flaky, policy: RetryPolicy, slept: list[float], **options: object) -> str:
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    return anyio.run(lambda: retry(flaky, policy, "op", sleep=sleep, **options))  # type: ignore[arg-type]
+
+
+def test_a_transient_error_is_retried_until_it_succeeds() -> None:
+    slept: list[float] = []
+    flaky = Flaky(2, BackendError("busy", transient=True))
+    assert go(flaky, RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.05), slept) == "ok"
+    assert flaky.calls == 3
+    assert len(slept) == 2
+    assert all(0 < s <= 0.05 for s in slept)
+
+
+def test_retries_are_bounded_by_attempts() -> None:
+    slept: list[float] = []
+    flaky = Flaky(10, BackendError("busy", transient=True))
+    with pytest.raises(BackendError, match="busy"):
+        go(flaky, RetryPolicy(attempts=4, base_delay_s=0.0), slept)
+    assert flaky.calls == 4
+    assert len(slept) == 3
+
+
+@pytest.mark.parametrize("error", [BackendError("refused"), TimeoutError(), ValueError("bug")])
+def test_other_errors_are_never_retried(error: Exception) -> None:
+    slept: list[float] = []
+    flaky = Flaky(1, error)
+    with pytest.raises(type(error)):
+        go(flaky, RetryPolicy(attempts=5, base_delay_s=0.0), slept)
+    assert flaky.calls == 1
+    assert slept == []
+
+
+def test_a_check_before_the_retry_can_answer_instead_of_a_second_try() -> None:
+    slept: list[float] = []
+    flaky = Flaky(1, BackendError("lost answer", transient=True))
+
+    async def already_there() -> str:
+        return "found"
+
+    assert go(flaky, RetryPolicy(base_delay_s=0.0), slept, before_retry=already_there) == "found"
+    assert flaky.calls == 1
+
+
+def test_the_content_hash_ignores_whitespace_and_unicode_form() -> None:
+    assert content_key("Café  opens\tat 8") == content_key("Cafe\u0301 opens at 8")
+    assert content_key("a") != content_key("b")
+
+
+def request(content: str) -> WriteRequest:
+    return WriteRequest(memory=NewMemory(content=content))
+
+
+def test_the_outbox_keeps_order_across_reopening_and_delivers_once(tmp_path: Path) -> None:
+    path = tmp_path / "box" / "outbox.db"
+    box = Outbox(path)
+    assert box.depth() == 0
+    assert not path.exists()  # reading never creates the file
+    seqs = [box.put(request(c), "store down").seq for c in ("one", "two", "three")]
+    box.failed(seqs[0], "still down")
+    box.close()
+    again = Outbox(path)
+    pending = again.pending()
+    assert [p.seq for p in pending] == seqs
+    assert [p.request.memory.content for p in pending] == ["one", "two", "three"]
+    assert pending[0].attempts == 1
+    assert again.last_error() == "still down"
+    done = again.delivered(seqs[0], "mem_1", WriteAction.ADDED)
+    assert done.state is OutboxState.DELIVERED
+    assert [p.seq for p in again.pending()] == seqs[1:]
+    assert again.depth() == 2
+    assert [e.seq for e in again.entries(delivered=True)] == seqs
+    again.close()
