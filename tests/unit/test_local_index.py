@@ -1,0 +1,70 @@
+"""The derived local index: BM25 with a context window over memories in time order."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memory_orchestrator.models import Memory, MemoryType
+from memory_orchestrator.pipeline.local_index import LocalIndex
+from tests.factories import NOW
+
+
+def turn(mem_id: str, content: str, minute: int) -> Memory:
+    return Memory(
+        id=mem_id,
+        content=content,
+        type=MemoryType.EPISODIC,
+        created_at=NOW + timedelta(minutes=minute),
+    )
+
+
+CHAT = [
+    turn("t1", "Mel: we love painting together on weekends", 1),
+    turn("t2", "Mel: here is our latest work, a sunset over the lake", 2),
+    turn("t3", "Car: the support group met on Tuesday", 3),
+    turn("t4", "Car: my grandma gave me this necklace", 4),
+    turn("t5", "Mel: the kids went to the dinosaur exhibit", 5),
+]
+
+
+def ids(index: LocalIndex, query: str, k: int = 5) -> list[str]:
+    return [m.id for m, _ in index.search(query, k)]
+
+
+def test_a_turn_is_found_through_the_words_of_the_turn_next_to_it() -> None:
+    alone = LocalIndex(context_weight=0.0)
+    alone.add(CHAT)
+    assert "t2" not in ids(alone, "painting")  # t2 itself never says "painting"
+    index = LocalIndex(context_weight=0.5)
+    index.add(list(reversed(CHAT)))  # insertion order does not matter: time order does
+    found = ids(index, "painting")
+    assert found[0] == "t1"  # its own words still count most
+    assert "t2" in found  # the next turn, through its neighbour
+    assert "t4" not in found
+
+
+def test_time_order_not_insertion_order_defines_the_neighbours() -> None:
+    index = LocalIndex(context_weight=1.0)
+    index.add([CHAT[0], CHAT[4], CHAT[1]])  # t5 was written before t2 but happened after it
+    assert ids(index, "exhibit") == ["t5", "t2"]  # t2 is t5's neighbour in time, t1 is not
+
+
+def test_changes_replace_and_settings_rebuild() -> None:
+    index = LocalIndex(context_weight=0.0)
+    index.add(CHAT)
+    assert index.add(CHAT) == 0
+    assert index.add([turn("t3", "Car: the choir met on Friday", 3)]) == 1
+    assert ids(index, "support group") == []
+    assert ids(index, "choir") == ["t3"]
+    index.configure(context_weight=1.0, k1=1.2, b=0.75)
+    assert "t2" in ids(index, "choir")
+    assert len(index) == 5
+
+
+def test_bounds_and_empty_queries() -> None:
+    index = LocalIndex(max_memories=2)
+    index.add(CHAT)
+    assert len(index) == 2
+    assert index.search("the of and", 5) == []  # stop words only
+    assert index.search("painting", 0) == []
+    assert LocalIndex().search("painting", 5) == []
