@@ -11,6 +11,7 @@ come from the environment and the config file, see `memory_orchestrator.settings
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from memory_orchestrator.models import (
     WriteRequest,
     describe_errors,
 )
+from memory_orchestrator.observability import Observer
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
@@ -122,11 +124,30 @@ def _orchestrator(ctx: ToolContext) -> Orchestrator:
     return ctx.request_context.lifespan_context.orchestrator
 
 
+_MAX_FAILED_REQUEST_CHARS = 4000
+
+
 class _MemoryServer(MCPServer[AppState]):
-    """`MCPServer` whose argument errors read as one line per field, not a pydantic dump."""
+    """`MCPServer` whose argument errors read as one line per field, not a pydantic dump, and
+    that counts every tool call (metrics) and keeps a trace of every failed one."""
+
+    observer: Observer | None = None
+    state: AppState | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        started = time.perf_counter()
+        try:
+            result = await self._call_tool(name, arguments, context)
+        except Exception as exc:
+            self._observe(name, arguments, started, exc)
+            raise
+        self._observe(name, arguments, started, None)
+        return result
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
@@ -136,16 +157,46 @@ class _MemoryServer(MCPServer[AppState]):
                 raise ToolError(f"Error executing tool {name}: {_describe(cause)}") from cause
             raise
 
+    def _observe(
+        self, name: str, arguments: dict[str, Any], started: float, exc: Exception | None
+    ) -> None:
+        seconds = time.perf_counter() - started
+        store = self.state.orchestrator.backend.name if self.state else None
+        failed_in_store = exc is not None and _store_failure(exc)
+        if self.observer is not None:
+            self.observer.tool_call(
+                name, seconds, ok=exc is None, backend=store if failed_in_store else None
+            )
+        if exc is not None and self.state is not None:
+            request = {k: v for k, v in arguments.items() if k != "ctx"}
+            if len(repr(request)) > _MAX_FAILED_REQUEST_CHARS:
+                request = {"truncated": True, "fields": sorted(request)[:50]}
+            self.state.orchestrator.record_failure(
+                name.removeprefix("memory_"), request, str(exc)[:500], seconds * 1000
+            )
 
-def create_server(settings: Settings) -> MCPServer[AppState]:
-    """Build the MCP server; the orchestrator opens with the server and closes after it."""
+
+def _store_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, BackendError | TimeoutError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def create_server(settings: Settings, observer: Observer | None = None) -> MCPServer[AppState]:
+    """Build the MCP server; the orchestrator opens with the server and closes after it.
+    With an `observer`, every request is logged and every tool call counted."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
-        orchestrator = Orchestrator.from_settings(settings)
+        orchestrator = Orchestrator.from_settings(settings, observer=observer)
+        server.state = AppState(orchestrator)
         try:
-            yield AppState(orchestrator)
+            yield server.state
         finally:
+            server.state = None
             await orchestrator.close()
 
     server = _MemoryServer(
@@ -155,6 +206,7 @@ def create_server(settings: Settings) -> MCPServer[AppState]:
         version=_version(),
         lifespan=lifespan,
     )
+    server.observer = observer
     for tool, hints in _TOOLS:
         server.add_tool(tool, annotations=hints)
     return server
@@ -429,19 +481,23 @@ _TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
 def run(
     settings: Settings,
     transport: Transport = "stdio",
-    host: str = "127.0.0.1",
-    port: int = 8765,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    insecure_no_auth: bool = False,
 ) -> None:
-    """Serve until stopped. Streamable HTTP binds loopback unless `host` says otherwise."""
+    """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
+    refuses to start without tokens unless `insecure_no_auth` (see `http_server`)."""
     if settings.backend not in registry.names():
         raise registry.UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(registry.names())}"
         )
-    server = create_server(settings)
     if transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+        create_server(settings, Observer()).run("stdio")
+        return
+    from memory_orchestrator import http_server
+
+    http_server.serve(settings, host=host, port=port, insecure_no_auth=insecure_no_auth)
 
 
 def main() -> None:

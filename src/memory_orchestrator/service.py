@@ -47,6 +47,7 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
+from memory_orchestrator.observability import Observer
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
@@ -97,18 +98,21 @@ class Orchestrator:
         *,
         traces: TraceStore | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        observer: Observer | None = None,
     ) -> None:
         self.backend = backend
+        self.observer = observer
         self.settings = settings
         self.traces = traces or TraceStore(None, keep=settings.traces.keep)
         self._clock = clock
         self._entities: tuple[float, list[str]] | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Orchestrator:
+    def from_settings(cls, settings: Settings, *, observer: Observer | None = None) -> Orchestrator:
         backend = registry.create(settings.backend, settings)
         path = settings.trace_path() if settings.traces.enabled else None
-        return cls(backend, settings, traces=TraceStore(path, keep=settings.traces.keep))
+        traces = TraceStore(path, keep=settings.traces.keep)
+        return cls(backend, settings, traces=traces, observer=observer)
 
     # ------------------------------------------------------------------ retrieval tools
 
@@ -597,6 +601,7 @@ class Orchestrator:
             return []
         now = time.monotonic()
         if self._entities and now - self._entities[0] < self.settings.cache_ttl_s:
+            trace.cache_hits += 1
             return self._entities[1]
         try:
             with anyio.fail_after(self.settings.retrieval.timeout_s):
@@ -645,6 +650,18 @@ class Orchestrator:
             self.traces.save(trace)
         except Exception as exc:  # losing a trace must not lose the answer
             trace.notes.append(f"trace not stored: {_err(exc)}")
+        if self.observer is not None:
+            self.observer.finished(trace)
+
+    def record_failure(
+        self, tool: str, request: dict[str, Any], error: str, latency_ms: float
+    ) -> Trace:
+        """Keep a trace (and a log line) for a request that failed before it had one."""
+        trace = self._new_trace(tool, request)
+        trace.error = error
+        trace.timings_ms["total"] = round(latency_ms, 3)
+        self._finish(trace)
+        return trace
 
     @staticmethod
     def _summary(trace: Trace) -> TraceSummary:

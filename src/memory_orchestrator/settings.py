@@ -22,6 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memory_orchestrator.auth import HttpSettings
 from memory_orchestrator.models import MemoryType
 from memory_orchestrator.presets import apply_preset
 
@@ -340,6 +341,7 @@ class Settings(BaseSettings):
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -296,15 +296,36 @@ def test_backends_lists_the_registry() -> None:
 
 
 def test_serve_maps_the_transport_and_binds_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, str, int]] = []
+    calls: list[tuple[str, str | None, int | None, bool]] = []
 
-    def fake_run(settings: Settings, transport: str, host: str, port: int) -> None:
-        calls.append((transport, host, port))
+    def fake_run(
+        settings: Settings,
+        transport: str,
+        host: str | None,
+        port: int | None,
+        *,
+        insecure_no_auth: bool,
+    ) -> None:
+        calls.append((transport, host, port, insecure_no_auth))
 
     monkeypatch.setattr("memory_orchestrator.mcp_server.run", fake_run)
     assert invoke("serve").exit_code == 0
     assert invoke("serve", "--transport", "http", "--port", "9999").exit_code == 0
-    assert calls == [("stdio", "127.0.0.1", 8765), ("streamable-http", "127.0.0.1", 9999)]
+    assert invoke("serve", "--transport", "http", "--insecure-no-auth").exit_code == 0
+    assert calls == [
+        ("stdio", None, None, False),
+        ("streamable-http", None, 9999, False),
+        ("streamable-http", None, None, True),
+    ]
+    assert Settings().http.host == "127.0.0.1"  # unset flags fall back to [http]: loopback
+
+
+def test_serve_over_http_without_tokens_refuses_to_start() -> None:
+    assert_fails(
+        invoke("serve", "--transport", "http", "--port", "1"),
+        2,
+        "refusing to serve HTTP without tokens",
+    )
 
 
 def test_serve_with_an_unknown_backend_fails_before_starting() -> None:

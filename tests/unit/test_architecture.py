@@ -88,7 +88,7 @@ def _sources(*, under: str | None = None) -> list[Path]:
 
 
 def _core_sources() -> list[Path]:
-    faces = {ROOT / "mcp_server.py"}
+    faces = {ROOT / "mcp_server.py", ROOT / "http_server.py"}
     return [p for p in _sources() if p not in faces and ROOT / "cli" not in p.parents]
 
 
