@@ -227,3 +227,23 @@ class _DefaultZero(dict[tuple[str, str], float]):
 
     def __missing__(self, key: tuple[str, str]) -> float:
         return 0.0
+
+
+def test_a_failed_tool_call_is_counted_logged_and_traced(server: ServerProcess) -> None:
+    def errors() -> float:
+        text = _metrics(server, TOKENS["full"].secret).text
+        return _samples(text, "orchestrator_requests_total")[("memory_expand", "error")]
+
+    before = errors()
+    outcome = _call(server, TOKENS["full"], "memory_expand", {"hops": 2})  # no seeds: invalid
+    assert isinstance(outcome, CallToolResult)
+    assert outcome.is_error
+    assert errors() == before + 1
+    failed = [
+        line
+        for line in map(json.loads, _json_lines(server.log))
+        if line.get("event") == "request" and line.get("tool") == "expand"
+    ]
+    assert failed
+    assert failed[-1]["status"] == "error"
+    assert failed[-1]["level"] == "error"

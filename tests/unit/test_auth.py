@@ -1,0 +1,150 @@
+"""Bearer tokens: hashing, the access decision, config round-trip, and the HTTP middleware
+driven in process (no socket, no MCP session: refusals happen before the SDK sees a request).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from pydantic import ValidationError
+
+from memory_orchestrator.auth import TokenBook, TokenSpec, bearer, hash_token, new_secret
+from memory_orchestrator.http_server import build_app
+from memory_orchestrator.settings import ConfigError, Settings, load_settings
+
+
+def _token(name: str, **rules: Any) -> tuple[str, TokenSpec]:
+    secret = new_secret()
+    return secret, TokenSpec(name=name, hash=hash_token(secret), **rules)
+
+
+def test_secrets_are_random_and_only_their_hash_is_kept() -> None:
+    first, second = new_secret(), new_secret()
+    assert first != second
+    assert len(first) > 40
+    digest = hash_token(first)
+    assert digest.startswith("sha256:")
+    assert len(digest) == len("sha256:") + 64
+    assert first not in digest
+    assert hash_token(first) == digest
+
+
+def test_only_a_configured_secret_authenticates() -> None:
+    secret, spec = _token("alice")
+    other_secret, other = _token("bob")
+    book = TokenBook([spec, other])
+    assert book.authenticate(secret) == spec
+    assert book.authenticate(other_secret) == other
+    assert book.authenticate("mo_unknown") is None
+    assert book.authenticate(spec.hash) is None  # the stored hash is not a credential
+    assert book.authenticate("") is None
+    assert book.authenticate(None) is None
+
+
+def test_a_read_only_token_may_read_but_never_write() -> None:
+    _, spec = _token("reader", read_only=True)
+    assert TokenBook.check_tool(spec, "memory_search") is None
+    denied = TokenBook.check_tool(spec, "memory_write")
+    assert denied is not None
+    assert denied.status == 403
+    assert "read-only" in denied.reason
+
+
+def test_a_token_may_call_only_the_tools_and_stores_it_names() -> None:
+    _, spec = _token("narrow", tools=["memory_search", "memory_health"], stores=["embedded"])
+    assert TokenBook.check_tool(spec, "memory_search") is None
+    assert TokenBook.check_tool(spec, "memory_context") is not None
+    assert TokenBook.check_tool(spec, "") is not None
+    assert TokenBook.check_store(spec, "embedded") is None
+    assert TokenBook.check_store(spec, "mnemon") is not None
+
+
+def test_token_settings_reject_unknown_tools_bad_hashes_and_names() -> None:
+    with pytest.raises(ValidationError, match="unknown tool"):
+        TokenSpec(name="x", hash=hash_token("s"), tools=["memory_delete"])
+    with pytest.raises(ValidationError, match="hash"):
+        TokenSpec(name="x", hash="plaintext-secret")
+    with pytest.raises(ValidationError, match="name"):
+        TokenSpec(name="has space", hash=hash_token("s"))
+    with pytest.raises(ValidationError, match="stores"):
+        TokenSpec(name="x", hash=hash_token("s"), stores=["../etc"])
+    with pytest.raises(ValueError, match="unique"):
+        TokenBook([_token("same")[1], _token("same")[1]])
+
+
+def test_the_printed_toml_configures_the_same_token(tmp_path: Path) -> None:
+    _, spec = _token("ci-bot", tools=["memory_search"], stores=["embedded"], read_only=True)
+    config = tmp_path / "o.toml"
+    config.write_text(spec.toml(), encoding="utf-8")
+    assert load_settings(config).http.tokens == [spec]
+
+
+def test_bearer_reads_only_the_bearer_scheme() -> None:
+    assert bearer("Bearer abc") == "abc"
+    assert bearer("bearer  abc ") == "abc"
+    assert bearer("Basic abc") is None
+    assert bearer("Bearer ") is None
+    assert bearer(None) is None
+
+
+# ---------------------------------------------------------------- the middleware, in process
+
+
+def _request(
+    app: Any, method: str, path: str, secret: str | None = None, body: Any = None
+) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+
+    async def go() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            return await c.request(method, path, headers=headers, json=body)
+
+    return anyio.run(go)
+
+
+def test_without_tokens_the_http_app_refuses_to_build(settings: Settings) -> None:
+    with pytest.raises(ConfigError, match="refusing to serve HTTP without tokens"):
+        build_app(settings)
+    app = build_app(settings, insecure_no_auth=True)
+    assert _request(app, "GET", "/metrics").status_code == 200
+
+
+def test_every_path_needs_a_known_token(settings: Settings) -> None:
+    secret, spec = _token("ops")
+    app = build_app(
+        settings.model_copy(update={"http": settings.http.model_copy(update={"tokens": [spec]})})
+    )
+    for method, path in (("GET", "/metrics"), ("POST", "/mcp"), ("GET", "/anything")):
+        refused = _request(app, method, path, "mo_wrong")
+        assert refused.status_code == 401, path
+        assert refused.json() == {}
+        assert _request(app, method, path).status_code == 401, path
+    metrics = _request(app, "GET", "/metrics", secret)
+    assert metrics.status_code == 200
+    assert "# TYPE orchestrator_requests_total counter" in metrics.text
+
+
+def test_a_forbidden_tool_call_is_refused_before_the_mcp_server(settings: Settings) -> None:
+    secret, spec = _token("reader", read_only=True)
+    app = build_app(
+        settings.model_copy(update={"http": settings.http.model_copy(update={"tokens": [spec]})})
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "memory_write", "arguments": {"content": "x"}},
+    }
+    refused = _request(app, "POST", "/mcp", secret, call)
+    assert refused.status_code == 403
+    answer = json.loads(refused.text)
+    assert answer["id"] == 7
+    assert "read-only" in answer["error"]["message"]
+    batch = _request(app, "POST", "/mcp", secret, [{"jsonrpc": "2.0", "method": "ping"}, call])
+    assert batch.status_code == 403
