@@ -161,6 +161,9 @@ class _MemoryServer(MCPServer[AppState]):
         self, name: str, arguments: dict[str, Any], started: float, exc: Exception | None
     ) -> None:
         seconds = time.perf_counter() - started
+        # A client can send any tool name: unknown ones share one label, so they cannot grow
+        # the metrics without bound.
+        name = name if name in _TOOL_NAMES else "unknown"
         store = self.state.orchestrator.backend.name if self.state else None
         failed_in_store = exc is not None and _store_failure(exc)
         if self.observer is not None:
@@ -473,6 +476,7 @@ _TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (memory_explain, _READ),
     (memory_health, _READ),
 )
+_TOOL_NAMES = frozenset(tool.__name__ for tool, _ in _TOOLS)
 
 
 # ---------------------------------------------------------------- running

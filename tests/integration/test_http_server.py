@@ -247,3 +247,12 @@ def test_a_failed_tool_call_is_counted_logged_and_traced(server: ServerProcess) 
     assert failed
     assert failed[-1]["status"] == "error"
     assert failed[-1]["level"] == "error"
+
+
+def test_unknown_tool_names_share_one_metrics_label(server: ServerProcess) -> None:
+    outcome = _call(server, TOKENS["full"], "memory_delete_everything", {})
+    assert isinstance(outcome, CallToolResult)
+    assert outcome.is_error
+    text = _metrics(server, TOKENS["full"].secret).text
+    assert _samples(text, "orchestrator_requests_total")[("unknown", "error")] >= 1
+    assert "memory_delete_everything" not in text

@@ -13,8 +13,16 @@ import httpx2
 import pytest
 from pydantic import ValidationError
 
-from memory_orchestrator.auth import TokenBook, TokenSpec, bearer, hash_token, new_secret
+from memory_orchestrator.auth import (
+    TOOL_NAMES,
+    TokenBook,
+    TokenSpec,
+    bearer,
+    hash_token,
+    new_secret,
+)
 from memory_orchestrator.http_server import build_app
+from memory_orchestrator.mcp_server import create_server
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
 
@@ -148,3 +156,9 @@ def test_a_forbidden_tool_call_is_refused_before_the_mcp_server(settings: Settin
     assert "read-only" in answer["error"]["message"]
     batch = _request(app, "POST", "/mcp", secret, [{"jsonrpc": "2.0", "method": "ping"}, call])
     assert batch.status_code == 403
+
+
+def test_the_tool_names_tokens_may_name_are_the_served_tools(settings: Settings) -> None:
+    server = create_server(settings)
+    served = {tool.name for tool in anyio.run(server.list_tools)}
+    assert served == set(TOOL_NAMES)
