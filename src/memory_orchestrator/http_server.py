@@ -54,36 +54,60 @@ INSECURE_WARNING = (
 class BearerAuth:
     """ASGI middleware: who is calling (401), on which store (403), which tool (403)."""
 
-    def __init__(self, app: ASGIApp, book: TokenBook | None, store: str) -> None:
+    def __init__(
+        self, app: ASGIApp, book: TokenBook | None, store: str, observer: Observer | None = None
+    ) -> None:
         self.app = app
         self.book = book  # None = --insecure-no-auth
         self.store = store
+        self.observer = observer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.book is None:
+        if scope["type"] == "lifespan" or self.book is None:
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no websockets here: close rather than pass unchecked
+            await send({"type": "websocket.close", "code": 1008})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         token = self.book.authenticate(bearer(headers.get("authorization")))
         if token is None:
+            self._refused(scope, 401, None, "missing or unknown bearer token")
             await _reply(send, 401, b"{}", {"www-authenticate": 'Bearer realm="memory"'})
             return
         denied = TokenBook.check_store(token, self.store)
         if denied is not None:
-            await _reply(send, 403, _error_body(None, denied))
+            self._refused(scope, denied.status, token.name, denied.reason)
+            await _reply(send, denied.status, _error_body(None, denied))
             return
-        if scope["method"] != "POST" or scope["path"] != MCP_PATH:
-            await self.app(scope, receive, send)
+        if scope["method"] == "POST" and scope["path"] == MCP_PATH:
+            replay = await self._checked_call(scope, receive, send, token)
+            if replay is not None:
+                await self.app(scope, replay, send)
             return
+        await self.app(scope, receive, send)
+
+    async def _checked_call(
+        self, scope: Scope, receive: Receive, send: Send, token: TokenSpec
+    ) -> Receive | None:
+        """Read the JSON-RPC body; refuse it (None) or hand back a `receive` that replays it."""
         body = await _read_body(receive, MAX_BODY_BYTES)
         if body is None:
+            self._refused(scope, 413, token.name, "request body too large")
             await _reply(send, 413, b'{"error": "request body too large"}')
-            return
+            return None
         refusal = _refusal(token, body)
         if refusal is not None:
-            await _reply(send, 403, _error_body(*refusal))
-            return
-        await self.app(scope, _replay(body, receive), send)
+            self._refused(scope, refusal[1].status, token.name, refusal[1].reason)
+            await _reply(send, refusal[1].status, _error_body(*refusal))
+            return None
+        return _replay(body, receive)
+
+    def _refused(self, scope: Scope, status: int, token: str | None, reason: str) -> None:
+        if self.observer is not None:
+            client = scope.get("client")
+            peer = f"{client[0]}:{client[1]}" if client else None
+            self.observer.refused(status, scope.get("path", ""), token, reason, peer)
 
 
 def _refusal(token: TokenSpec, body: bytes) -> tuple[Any, Denied] | None:
@@ -188,7 +212,7 @@ def build_app(
         routes=[*sdk_app.routes, Route(METRICS_PATH, metrics_endpoint, methods=["GET"])],
         lifespan=lifespan,
     )
-    app.add_middleware(BearerAuth, book=book, store=settings.backend)
+    app.add_middleware(BearerAuth, book=book, store=settings.backend, observer=observer)
     return app
 
 

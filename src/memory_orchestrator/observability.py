@@ -57,6 +57,12 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.refusals = Counter(
+            "orchestrator_http_refusals",
+            "HTTP requests refused by the auth check, by status (401, 403, 413)",
+            ["status"],
+            registry=self.registry,
+        )
         self.backend_errors = Counter(
             "orchestrator_backend_errors",
             "Tool calls that failed in the memory store, by backend",
@@ -116,6 +122,15 @@ class Observer:
             self._log.error("request", **fields)
         else:
             self._log.info("request", **fields)
+
+    def refused(
+        self, status: int, path: str, token: str | None, reason: str, peer: str | None
+    ) -> None:
+        """A request the HTTP auth check turned away: a warning line and a count."""
+        self.metrics.refusals.labels(status=str(status)).inc()
+        self._log.warning(
+            "refused", status=status, path=path, token=token, reason=reason, peer=peer
+        )
 
     def tool_call(self, tool: str, seconds: float, *, ok: bool, backend: str | None) -> None:
         """Count one tool call; `backend` names the store when the store made it fail."""

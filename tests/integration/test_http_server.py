@@ -141,6 +141,14 @@ def test_a_read_only_token_cannot_write_and_nothing_is_stored(server: ServerProc
     refusal = _refused(_call(server, TOKENS["reader"], "memory_write", memory))
     assert "read-only and may not call memory_write" in refusal
     assert stored_contents(server.data_dir)[memory["content"]] == 0
+    refusals = [
+        line
+        for line in map(json.loads, _json_lines(server.log))
+        if line.get("event") == "refused" and line.get("token") == "reader"
+    ]
+    assert refusals
+    assert refusals[-1]["status"] == 403
+    assert refusals[-1]["level"] == "warning"
     _answered(_call(server, TOKENS["reader"], "memory_search", {"query": "firmware"}))
 
 

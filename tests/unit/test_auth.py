@@ -4,6 +4,7 @@ driven in process (no socket, no MCP session: refusals happen before the SDK see
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,9 @@ from memory_orchestrator.auth import (
     hash_token,
     new_secret,
 )
-from memory_orchestrator.http_server import build_app
+from memory_orchestrator.http_server import BearerAuth, build_app
 from memory_orchestrator.mcp_server import create_server
+from memory_orchestrator.observability import Observer
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
 
@@ -123,11 +125,16 @@ def test_without_tokens_the_http_app_refuses_to_build(settings: Settings) -> Non
     assert _request(app, "GET", "/metrics").status_code == 200
 
 
+def _with_tokens(settings: Settings, *specs: TokenSpec) -> Settings:
+    return settings.model_copy(
+        update={"http": settings.http.model_copy(update={"tokens": list(specs)})}
+    )
+
+
 def test_every_path_needs_a_known_token(settings: Settings) -> None:
     secret, spec = _token("ops")
-    app = build_app(
-        settings.model_copy(update={"http": settings.http.model_copy(update={"tokens": [spec]})})
-    )
+    log = io.StringIO()
+    app = build_app(_with_tokens(settings, spec), observer=Observer(log))
     for method, path in (("GET", "/metrics"), ("POST", "/mcp"), ("GET", "/anything")):
         refused = _request(app, method, path, "mo_wrong")
         assert refused.status_code == 401, path
@@ -136,13 +143,37 @@ def test_every_path_needs_a_known_token(settings: Settings) -> None:
     metrics = _request(app, "GET", "/metrics", secret)
     assert metrics.status_code == 200
     assert "# TYPE orchestrator_requests_total counter" in metrics.text
+    assert 'orchestrator_http_refusals_total{status="401"} 6.0' in metrics.text
+    lines = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert len(lines) == 6
+    assert {line["event"] for line in lines} == {"refused"}
+    assert {line["status"] for line in lines} == {401}
+    assert "mo_wrong" not in log.getvalue()  # a presented secret is never logged
+
+
+def test_websocket_connections_are_closed_unchecked_never_passed_on() -> None:
+    called: list[str] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        called.append(scope["type"])
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    _, spec = _token("ops")
+    middleware = BearerAuth(app, TokenBook([spec]), "embedded")
+    anyio.run(middleware, {"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
+    assert called == []
+    assert sent == [{"type": "websocket.close", "code": 1008}]
 
 
 def test_a_forbidden_tool_call_is_refused_before_the_mcp_server(settings: Settings) -> None:
     secret, spec = _token("reader", read_only=True)
-    app = build_app(
-        settings.model_copy(update={"http": settings.http.model_copy(update={"tokens": [spec]})})
-    )
+    app = build_app(_with_tokens(settings, spec))
     call = {
         "jsonrpc": "2.0",
         "id": 7,
