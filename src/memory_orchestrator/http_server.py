@@ -6,7 +6,8 @@ uvicorn on loopback by default. Every HTTP request passes `BearerAuth` first:
 - no or unknown token: 401, an empty JSON body and `WWW-Authenticate: Bearer` (nothing else);
 - a token not allowed the served store: 403;
 - a `tools/call` of a tool the token may not call (or `memory_write` with a read-only token):
-  403 with a JSON-RPC error naming the tool, which MCP clients raise as an `MCPError`.
+  403 with a JSON-RPC error naming the tool, which MCP clients raise as an `MCPError`;
+- `tools/list` answers list only the tools the token may call.
 
 `/metrics` (Prometheus text) sits behind the same check: any valid token may read it. Without
 tokens the server refuses to start unless `insecure_no_auth` is given, which opens everything.
@@ -81,27 +82,31 @@ class BearerAuth:
             await _reply(send, denied.status, _error_body(None, denied))
             return
         if scope["method"] == "POST" and scope["path"] == MCP_PATH:
-            replay = await self._checked_call(scope, receive, send, token)
-            if replay is not None:
-                await self.app(scope, replay, send)
+            checked = await self._checked_call(scope, receive, send, token)
+            if checked is not None:
+                await self.app(scope, *checked)
             return
         await self.app(scope, receive, send)
 
     async def _checked_call(
         self, scope: Scope, receive: Receive, send: Send, token: TokenSpec
-    ) -> Receive | None:
-        """Read the JSON-RPC body; refuse it (None) or hand back a `receive` that replays it."""
+    ) -> tuple[Receive, Send] | None:
+        """Read the JSON-RPC body and refuse it (None), or hand back a `receive` that replays
+        it and a `send` that shows a `tools/list` answer only the tools the token may call."""
         body = await _read_body(receive, MAX_BODY_BYTES)
         if body is None:
             self._refused(scope, 413, token.name, "request body too large")
             await _reply(send, 413, b'{"error": "request body too large"}')
             return None
-        refusal = _refusal(token, body)
+        messages = _messages(body)
+        refusal = _refusal(token, messages)
         if refusal is not None:
             self._refused(scope, refusal[1].status, token.name, refusal[1].reason)
             await _reply(send, refusal[1].status, _error_body(*refusal))
             return None
-        return _replay(body, receive)
+        if any(m.get("method") == "tools/list" for m in messages):
+            send = _listing_for(token, send)
+        return _replay(body, receive), send
 
     def _refused(self, scope: Scope, status: int, token: str | None, reason: str) -> None:
         if self.observer is not None:
@@ -110,15 +115,20 @@ class BearerAuth:
             self.observer.refused(status, scope.get("path", ""), token, reason, peer)
 
 
-def _refusal(token: TokenSpec, body: bytes) -> tuple[Any, Denied] | None:
-    """The first `tools/call` in the body the token may not make (JSON-RPC id, why)."""
+def _messages(body: bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages in a body; malformed JSON gives none (the SDK answers it)."""
     try:
         document = json.loads(body)
     except ValueError:
-        return None  # the SDK answers malformed JSON itself
-    messages = document if isinstance(document, list) else [document]
+        return []
+    found = document if isinstance(document, list) else [document]
+    return [message for message in found if isinstance(message, dict)]
+
+
+def _refusal(token: TokenSpec, messages: list[dict[str, Any]]) -> tuple[Any, Denied] | None:
+    """The first `tools/call` the token may not make (JSON-RPC id, why)."""
     for message in messages:
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
+        if message.get("method") != "tools/call":
             continue
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
@@ -126,6 +136,54 @@ def _refusal(token: TokenSpec, body: bytes) -> tuple[Any, Denied] | None:
         if denied is not None:
             return message.get("id"), denied
     return None
+
+
+def _listing_for(token: TokenSpec, send: Send) -> Send:
+    """A `send` that drops the tools `token` may not call from a JSON `tools/list` answer."""
+    start: Message | None = None
+    chunks: list[bytes] = []
+
+    async def filtered(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start" and _is_json(message):
+            start = message
+            return
+        if start is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        body = _visible_tools(b"".join(chunks), token)
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", b"%d" % len(body)))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return filtered
+
+
+def _is_json(start: Message) -> bool:
+    for key, value in start.get("headers", []):
+        if key.lower() == b"content-type":
+            return bool(value.lower().startswith(b"application/json"))
+    return False
+
+
+def _visible_tools(body: bytes, token: TokenSpec) -> bytes:
+    try:
+        answer = json.loads(body)
+        tools = answer["result"]["tools"]
+    except (ValueError, KeyError, TypeError):
+        return body
+    if not isinstance(tools, list):
+        return body
+    answer["result"]["tools"] = [
+        tool
+        for tool in tools
+        if isinstance(tool, dict) and TokenBook.check_tool(token, str(tool.get("name"))) is None
+    ]
+    return json.dumps(answer, separators=(",", ":")).encode()
 
 
 def _error_body(request_id: Any, denied: Denied) -> bytes:

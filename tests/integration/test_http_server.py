@@ -158,6 +158,17 @@ def test_a_token_may_call_only_its_tools(server: ServerProcess) -> None:
     _answered(_call(server, TOKENS["searcher"], "memory_search", {"query": "budget"}))
 
 
+def test_a_token_sees_only_the_tools_it_may_call(server: ServerProcess) -> None:
+    async def names(token: Token) -> set[str]:
+        async with mcp_session(server.mcp_url, token.secret) as session:
+            return {tool.name for tool in (await session.list_tools()).tools}
+
+    everything = anyio.run(names, TOKENS["full"])
+    assert len(everything) == 6
+    assert anyio.run(names, TOKENS["reader"]) == everything - {"memory_write"}
+    assert anyio.run(names, TOKENS["searcher"]) == {"memory_search"}
+
+
 # ---------------------------------------------------------------- load, writes, metrics
 
 
