@@ -15,6 +15,7 @@ tokens the server refuses to start unless `insecure_no_auth` is given, which ope
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -32,7 +33,7 @@ from memory_orchestrator.mcp_server import create_server
 from memory_orchestrator.observability import Metrics, Observer
 from memory_orchestrator.settings import ConfigError, Settings
 
-__all__ = ["MCP_PATH", "METRICS_PATH", "BearerAuth", "build_app", "serve"]
+__all__ = ["MCP_PATH", "METRICS_PATH", "BearerAuth", "build_app", "is_loopback", "serve"]
 
 MCP_PATH = "/mcp"
 METRICS_PATH = "/metrics"
@@ -50,6 +51,21 @@ INSECURE_WARNING = (
     "can reach {where} can read and write every memory. Configure [[http.tokens]] instead "
     "(`orchestrator token new`)."
 )
+
+EXPOSED_WARNING = (
+    "WARNING: binding {host}, not loopback: other machines can reach this server, and bearer "
+    "tokens cross the network in clear text unless a TLS proxy sits in front."
+)
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and `localhost`; False for anything else (0.0.0.0 too)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class BearerAuth:
@@ -292,6 +308,8 @@ def serve(
     bind = host or settings.http.host
     app = build_app(settings, insecure_no_auth=insecure_no_auth, host=bind)
     where = f"http://{bind}:{port or settings.http.port}{MCP_PATH}"
+    if not is_loopback(bind):
+        print(EXPOSED_WARNING.format(host=bind), file=sys.stderr, flush=True)
     if insecure_no_auth:
         print(INSECURE_WARNING.format(where=where), file=sys.stderr, flush=True)
     else:

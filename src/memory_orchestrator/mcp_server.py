@@ -208,6 +208,9 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
+        # Our own JSON line per request replaces the SDK's INFO lines (sessions opened and
+        # closed, tool failures), which would interleave multi-line text with it on stderr.
+        log_level="WARNING",
     )
     server.observer = observer
     for tool, hints in _TOOLS:

@@ -22,7 +22,7 @@ from memory_orchestrator.auth import (
     hash_token,
     new_secret,
 )
-from memory_orchestrator.http_server import BearerAuth, build_app
+from memory_orchestrator.http_server import BearerAuth, build_app, is_loopback
 from memory_orchestrator.mcp_server import create_server
 from memory_orchestrator.observability import Observer
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
@@ -193,3 +193,8 @@ def test_the_tool_names_tokens_may_name_are_the_served_tools(settings: Settings)
     server = create_server(settings)
     served = {tool.name for tool in anyio.run(server.list_tools)}
     assert served == set(TOOL_NAMES)
+
+
+def test_only_loopback_addresses_count_as_loopback() -> None:
+    assert all(map(is_loopback, ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost")))
+    assert not any(map(is_loopback, ("0.0.0.0", "::", "192.168.1.5", "example.org", "")))
