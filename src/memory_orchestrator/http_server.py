@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
-from memory_orchestrator.mcp_server import create_server
+from memory_orchestrator.mcp_server import CALLER_KEY, create_server
 from memory_orchestrator.observability import Metrics, Observer
 from memory_orchestrator.settings import ConfigError, Settings
 
@@ -97,6 +97,7 @@ class BearerAuth:
             self._refused(scope, denied.status, token.name, denied.reason)
             await _reply(send, denied.status, _error_body(None, denied))
             return
+        scope.setdefault("state", {})[CALLER_KEY] = token.name
         if scope["method"] == "POST" and scope["path"] == MCP_PATH:
             checked = await self._checked_call(scope, receive, send, token)
             if checked is not None:

@@ -51,7 +51,7 @@ from memory_orchestrator.models import (
     WriteRequest,
     describe_errors,
 )
-from memory_orchestrator.observability import Observer
+from memory_orchestrator.observability import Observer, calling
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
@@ -138,12 +138,13 @@ class _MemoryServer(MCPServer[AppState]):
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         started = time.perf_counter()
-        try:
-            result = await self._call_tool(name, arguments, context)
-        except Exception as exc:
-            self._observe(name, arguments, started, exc)
-            raise
-        self._observe(name, arguments, started, None)
+        with calling(_caller_of(context)):
+            try:
+                result = await self._call_tool(name, arguments, context)
+            except Exception as exc:
+                self._observe(name, arguments, started, exc)
+                raise
+            self._observe(name, arguments, started, None)
         return result
 
     async def _call_tool(
@@ -177,6 +178,21 @@ class _MemoryServer(MCPServer[AppState]):
             self.state.orchestrator.record_failure(
                 name.removeprefix("memory_"), request, str(exc)[:500], seconds * 1000
             )
+
+
+CALLER_KEY = "memory_orchestrator.token"  # the HTTP auth check leaves the token's name here
+
+
+def _caller_of(context: Context[AppState, Any] | None) -> str | None:
+    """The token name the HTTP auth check put in the request's ASGI state (None on stdio)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called outside a request
+        return None
+    scope = getattr(request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    name = state.get(CALLER_KEY) if isinstance(state, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _store_failure(exc: BaseException) -> bool:

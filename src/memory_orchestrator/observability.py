@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
@@ -28,11 +30,27 @@ __all__ = [
     "Observer",
     "StatsReport",
     "ToolStats",
+    "calling",
     "compute_stats",
     "parse_since",
     "percentile",
     "request_fields",
 ]
+
+# Who is calling (the HTTP token's name), set by the MCP face around a tool call; the service
+# reports the finished request inside that call, so the log line can name the caller.
+_caller: ContextVar[str | None] = ContextVar("caller", default=None)
+
+
+@contextmanager
+def calling(name: str | None) -> Iterator[None]:
+    """Log requests finished inside this block as made by `name`."""
+    token = _caller.set(name)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -118,6 +136,7 @@ class Observer:
     def finished(self, trace: Trace) -> None:
         """One JSON log line for a finished (or failed) request."""
         fields = request_fields(trace)
+        fields["caller"] = _caller.get()
         if trace.error:
             self._log.error("request", **fields)
         else:

@@ -223,6 +223,8 @@ def test_every_request_is_logged_as_one_json_line(server: ServerProcess) -> None
     last = requests[-1]
     for key in ("trace_id", "tool", "latency_ms", "candidates", "dedup_ratio", "cache_hits"):
         assert key in last, key
+    assert last["tool"] == "search"
+    assert last["caller"] == "full"  # the token's name, never its secret
 
 
 def _json_lines(path: Path) -> list[str]:

@@ -13,6 +13,7 @@ from memory_orchestrator.models import CandidateTrace, Dropped, DropReason, Trac
 from memory_orchestrator.observability import (
     Metrics,
     Observer,
+    calling,
     compute_stats,
     parse_since,
     percentile,
@@ -149,3 +150,14 @@ def test_the_trace_store_returns_traces_since_a_time(tmp_path: object) -> None:
         _trace(at=T0, n=2).trace_id
     ]
     assert len(store.since(None)) == 2
+
+
+def test_a_request_finished_inside_a_call_names_its_caller() -> None:
+    stream = io.StringIO()
+    observer = Observer(stream)
+    with calling("dashboard"):
+        observer.finished(_trace(n=1))
+    observer.finished(_trace(n=2))
+    inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert inside["caller"] == "dashboard"
+    assert outside["caller"] is None
