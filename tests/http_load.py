@@ -82,7 +82,7 @@ def _free_port() -> int:
         return port
 
 
-def _orchestrator() -> list[str]:
+def orchestrator_command() -> list[str]:
     script = Path(sys.executable).parent / "orchestrator"
     if script.is_file():
         return [str(script)]
@@ -102,7 +102,7 @@ def http_server(
     port = _free_port()
     log = data_dir / "server.log"
     command = [
-        *_orchestrator(),
+        *orchestrator_command(),
         "--config",
         str(config),
         "serve",

@@ -24,11 +24,11 @@ from memory_orchestrator.observability import StatsReport
 from tests.http_load import (
     ServerProcess,
     Token,
-    _orchestrator,
     http_server,
     lost_and_duplicated,
     make_token,
     mcp_session,
+    orchestrator_command,
     run_load,
     stored_contents,
     unique_memory,
@@ -200,7 +200,7 @@ def test_concurrent_clients_lose_and_duplicate_no_writes(server: ServerProcess) 
 def test_stats_read_the_traces_the_server_stored(server: ServerProcess) -> None:
     config = server.data_dir / "orchestrator.toml"
     done = subprocess.run(
-        [*_orchestrator(), "--config", str(config), "stats", "--format", "json"],
+        [*orchestrator_command(), "--config", str(config), "stats", "--format", "json"],
         capture_output=True,
         check=True,
         timeout=30,

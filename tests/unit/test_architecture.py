@@ -129,6 +129,12 @@ def test_the_mcp_server_never_imports_the_cli() -> None:
     assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
 
 
+def test_the_http_face_never_imports_the_cli() -> None:
+    imports = _imports(ROOT / "http_server.py")
+    assert imports, "the HTTP face should exist"
+    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+
+
 def test_the_cli_imports_the_mcp_server_only_lazily_inside_serve() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"
