@@ -69,6 +69,10 @@ format: setup ## Apply ruff fixes and formatting
 bench: setup ## Run the context benchmark (bench/bench_context.py)
 	$(BIN)/python bench/bench_context.py
 
+.PHONY: bench-http
+bench-http: setup ## Load on the HTTP server: 16 MCP clients, mixed tools, writes counted after
+	$(BIN)/python bench/bench_http_load.py --clients 16 --requests 200
+
 clean: ## Remove .venv, .tools, demo data and caches
 	rm -rf $(VENV) $(TOOLS) demo-data .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +

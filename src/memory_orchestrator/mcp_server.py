@@ -11,6 +11,7 @@ come from the environment and the config file, see `memory_orchestrator.settings
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from memory_orchestrator.models import (
     WriteRequest,
     describe_errors,
 )
+from memory_orchestrator.observability import Observer, calling
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
 
@@ -122,11 +124,31 @@ def _orchestrator(ctx: ToolContext) -> Orchestrator:
     return ctx.request_context.lifespan_context.orchestrator
 
 
+_MAX_FAILED_REQUEST_CHARS = 4000
+
+
 class _MemoryServer(MCPServer[AppState]):
-    """`MCPServer` whose argument errors read as one line per field, not a pydantic dump."""
+    """`MCPServer` whose argument errors read as one line per field, not a pydantic dump, and
+    that counts every tool call (metrics) and keeps a trace of every failed one."""
+
+    observer: Observer | None = None
+    state: AppState | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        started = time.perf_counter()
+        with calling(_caller_of(context)):
+            try:
+                result = await self._call_tool(name, arguments, context)
+            except Exception as exc:
+                self._observe(name, arguments, started, exc)
+                raise
+            self._observe(name, arguments, started, None)
+        return result
+
+    async def _call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
@@ -136,16 +158,64 @@ class _MemoryServer(MCPServer[AppState]):
                 raise ToolError(f"Error executing tool {name}: {_describe(cause)}") from cause
             raise
 
+    def _observe(
+        self, name: str, arguments: dict[str, Any], started: float, exc: Exception | None
+    ) -> None:
+        seconds = time.perf_counter() - started
+        # A client can send any tool name: unknown ones share one label, so they cannot grow
+        # the metrics without bound.
+        name = name if name in _TOOL_NAMES else "unknown"
+        store = self.state.orchestrator.backend.name if self.state else None
+        failed_in_store = exc is not None and _store_failure(exc)
+        if self.observer is not None:
+            self.observer.tool_call(
+                name, seconds, ok=exc is None, backend=store if failed_in_store else None
+            )
+        if exc is not None and self.state is not None:
+            request = {k: v for k, v in arguments.items() if k != "ctx"}
+            if len(repr(request)) > _MAX_FAILED_REQUEST_CHARS:
+                request = {"truncated": True, "fields": sorted(request)[:50]}
+            self.state.orchestrator.record_failure(
+                name.removeprefix("memory_"), request, str(exc)[:500], seconds * 1000
+            )
 
-def create_server(settings: Settings) -> MCPServer[AppState]:
-    """Build the MCP server; the orchestrator opens with the server and closes after it."""
+
+CALLER_KEY = "memory_orchestrator.token"  # the HTTP auth check leaves the token's name here
+
+
+def _caller_of(context: Context[AppState, Any] | None) -> str | None:
+    """The token name the HTTP auth check put in the request's ASGI state (None on stdio)."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called outside a request
+        return None
+    scope = getattr(request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    name = state.get(CALLER_KEY) if isinstance(state, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _store_failure(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, BackendError | TimeoutError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def create_server(settings: Settings, observer: Observer | None = None) -> MCPServer[AppState]:
+    """Build the MCP server; the orchestrator opens with the server and closes after it.
+    With an `observer`, every request is logged and every tool call counted."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
-        orchestrator = Orchestrator.from_settings(settings)
+        orchestrator = Orchestrator.from_settings(settings, observer=observer)
+        server.state = AppState(orchestrator)
         try:
-            yield AppState(orchestrator)
+            yield server.state
         finally:
+            server.state = None
             await orchestrator.close()
 
     server = _MemoryServer(
@@ -154,7 +224,11 @@ def create_server(settings: Settings) -> MCPServer[AppState]:
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
+        # Our own JSON line per request replaces the SDK's INFO lines (sessions opened and
+        # closed, tool failures), which would interleave multi-line text with it on stderr.
+        log_level="WARNING",
     )
+    server.observer = observer
     for tool, hints in _TOOLS:
         server.add_tool(tool, annotations=hints)
     return server
@@ -421,6 +495,7 @@ _TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (memory_explain, _READ),
     (memory_health, _READ),
 )
+_TOOL_NAMES = frozenset(tool.__name__ for tool, _ in _TOOLS)
 
 
 # ---------------------------------------------------------------- running
@@ -429,19 +504,23 @@ _TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
 def run(
     settings: Settings,
     transport: Transport = "stdio",
-    host: str = "127.0.0.1",
-    port: int = 8765,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    insecure_no_auth: bool = False,
 ) -> None:
-    """Serve until stopped. Streamable HTTP binds loopback unless `host` says otherwise."""
+    """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
+    refuses to start without tokens unless `insecure_no_auth` (see `http_server`)."""
     if settings.backend not in registry.names():
         raise registry.UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(registry.names())}"
         )
-    server = create_server(settings)
     if transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+        create_server(settings, Observer()).run("stdio")
+        return
+    from memory_orchestrator import http_server
+
+    http_server.serve(settings, host=host, port=port, insecure_no_auth=insecure_no_auth)
 
 
 def main() -> None:

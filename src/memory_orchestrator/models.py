@@ -341,6 +341,8 @@ class Trace(BaseModel):
     notes: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     backend_calls: int = 0
+    cache_hits: int = 0
+    error: str | None = None
 
 
 class ContextItem(Frozen):

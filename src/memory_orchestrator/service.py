@@ -56,6 +56,7 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
+from memory_orchestrator.observability import Observer
 from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
@@ -124,6 +125,7 @@ class Orchestrator:
         traces: TraceStore | None = None,
         outbox: Outbox | None = None,
         clock: Callable[[], datetime] = _utcnow,
+        observer: Observer | None = None,
     ) -> None:
         rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
@@ -131,6 +133,7 @@ class Orchestrator:
         self.backend: MemoryBackend = GuardedBackend(
             backend, RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s)
         )
+        self.observer = observer
         self.settings = settings
         self.traces = traces or TraceStore(None, keep=settings.traces.keep)
         self.outbox = outbox or Outbox(None)
@@ -143,7 +146,7 @@ class Orchestrator:
         self._replaying = False
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Orchestrator:
+    def from_settings(cls, settings: Settings, *, observer: Observer | None = None) -> Orchestrator:
         backend = registry.create(settings.backend, settings)
         path = settings.trace_path() if settings.traces.enabled else None
         return cls(
@@ -151,6 +154,7 @@ class Orchestrator:
             settings,
             traces=TraceStore(path, keep=settings.traces.keep),
             outbox=Outbox(settings.outbox_path()),
+            observer=observer,
         )
 
     # ------------------------------------------------------------------ retrieval tools
@@ -918,6 +922,7 @@ class Orchestrator:
             return []
         now = time.monotonic()
         if self._entities and now - self._entities[0] < self.settings.cache_ttl_s:
+            trace.cache_hits += 1
             return self._entities[1]
         try:
             with anyio.fail_after(self.settings.retrieval.timeout_s):
@@ -968,6 +973,18 @@ class Orchestrator:
             self.traces.save(trace)
         except Exception as exc:  # losing a trace must not lose the answer
             trace.notes.append(f"trace not stored: {_err(exc)}")
+        if self.observer is not None:
+            self.observer.finished(trace)
+
+    def record_failure(
+        self, tool: str, request: dict[str, Any], error: str, latency_ms: float
+    ) -> Trace:
+        """Keep a trace (and a log line) for a request that failed before it had one."""
+        trace = self._new_trace(tool, request)
+        trace.error = error
+        trace.timings_ms["total"] = round(latency_ms, 3)
+        self._finish(trace)
+        return trace
 
     @staticmethod
     def _summary(trace: Trace) -> TraceSummary:

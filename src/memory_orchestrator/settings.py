@@ -22,6 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memory_orchestrator.auth import HttpSettings
 from memory_orchestrator.models import MemoryType
 from memory_orchestrator.presets import apply_preset
 
@@ -405,6 +406,7 @@ class Settings(BaseSettings):
     write: WriteSettings = Field(default_factory=WriteSettings)
     semantic: SemanticSettings = Field(default_factory=SemanticSettings)
     local_index: LocalIndexSettings = Field(default_factory=LocalIndexSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import OrderedDict
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_orchestrator.models import Trace
@@ -70,6 +71,20 @@ class TraceStore:
                 ).fetchall()
                 bodies = [r[0] for r in rows]
         return [Trace.model_validate_json(b) for b in bodies]
+
+    def since(self, start: datetime | None = None) -> list[Trace]:
+        """Every kept trace created at or after `start` (all when None), oldest first."""
+        with self._lock:
+            if self._db is None:
+                bodies = list(self._memory.values())
+            else:
+                rows = self._db.execute("SELECT body FROM traces ORDER BY seq").fetchall()
+                bodies = [r[0] for r in rows]
+        traces = [Trace.model_validate_json(b) for b in bodies]
+        if start is None:
+            return traces
+        floor = start if start.tzinfo else start.replace(tzinfo=UTC)
+        return [t for t in traces if t.created_at >= floor]
 
     def close(self) -> None:
         with self._lock:

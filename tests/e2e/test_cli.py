@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from memory_orchestrator.auth import hash_token
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.cli import app
@@ -296,15 +297,36 @@ def test_backends_lists_the_registry() -> None:
 
 
 def test_serve_maps_the_transport_and_binds_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, str, int]] = []
+    calls: list[tuple[str, str | None, int | None, bool]] = []
 
-    def fake_run(settings: Settings, transport: str, host: str, port: int) -> None:
-        calls.append((transport, host, port))
+    def fake_run(
+        settings: Settings,
+        transport: str,
+        host: str | None,
+        port: int | None,
+        *,
+        insecure_no_auth: bool,
+    ) -> None:
+        calls.append((transport, host, port, insecure_no_auth))
 
     monkeypatch.setattr("memory_orchestrator.mcp_server.run", fake_run)
     assert invoke("serve").exit_code == 0
     assert invoke("serve", "--transport", "http", "--port", "9999").exit_code == 0
-    assert calls == [("stdio", "127.0.0.1", 8765), ("streamable-http", "127.0.0.1", 9999)]
+    assert invoke("serve", "--transport", "http", "--insecure-no-auth").exit_code == 0
+    assert calls == [
+        ("stdio", None, None, False),
+        ("streamable-http", None, 9999, False),
+        ("streamable-http", None, None, True),
+    ]
+    assert Settings().http.host == "127.0.0.1"  # unset flags fall back to [http]: loopback
+
+
+def test_serve_over_http_without_tokens_refuses_to_start() -> None:
+    assert_fails(
+        invoke("serve", "--transport", "http", "--port", "1"),
+        2,
+        "refusing to serve HTTP without tokens",
+    )
 
 
 def test_serve_with_an_unknown_backend_fails_before_starting() -> None:
@@ -437,3 +459,39 @@ def test_the_installed_script_runs_without_loading_the_mcp_stack(tmp_path: Path)
         check=True,
     )
     assert loaded.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- stats and tokens
+
+
+def test_stats_summarise_the_requests_in_the_trace_store(store: Path) -> None:
+    for _ in range(3):
+        assert run(store, "search", "Vendor X").exit_code == 0
+    report = as_json(store, "stats", "--since", "1h")
+    tools = {row["tool"]: row for row in report["tools"]}
+    assert tools["search"]["count"] == 3
+    assert tools["search"]["errors"] == 0
+    assert tools["search"]["p50_ms"] <= tools["search"]["p99_ms"]
+    assert report["total"]["count"] >= 3
+    table = run(store, "stats", "--format", "table")
+    assert table.exit_code == 0, table.output
+    assert "search" in table.stdout
+    assert "p95 ms" in table.stdout
+
+
+def test_stats_reject_a_bad_since_and_a_missing_trace_store(store: Path, tmp_path: Path) -> None:
+    assert_fails(run(store, "stats", "--since", "last tuesday"), 2, "invalid --since")
+    assert_fails(run(tmp_path / "empty", "stats"), 1, "no trace store")
+
+
+def test_token_new_prints_the_secret_once_and_keeps_only_its_hash() -> None:
+    result = invoke("--json", "token", "new", "--name", "ci", "--read-only")
+    assert result.exit_code == 0, result.output
+    token = json.loads(result.stdout)
+    assert token["hash"] == hash_token(token["secret"])
+    assert token["secret"] not in token["toml"]
+    assert 'name = "ci"' in token["toml"]
+    assert "read_only = true" in token["toml"]
+    human = invoke("token", "new", "--name", "ci")
+    assert human.stdout.count("mo_") == 1
+    assert "[[http.tokens]]" in human.stdout

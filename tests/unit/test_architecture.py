@@ -88,7 +88,7 @@ def _sources(*, under: str | None = None) -> list[Path]:
 
 
 def _core_sources() -> list[Path]:
-    faces = {ROOT / "mcp_server.py"}
+    faces = {ROOT / "mcp_server.py", ROOT / "http_server.py"}
     return [p for p in _sources() if p not in faces and ROOT / "cli" not in p.parents]
 
 
@@ -126,6 +126,12 @@ def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> Non
 
 def test_the_mcp_server_never_imports_the_cli() -> None:
     imports = _imports(ROOT / "mcp_server.py")
+    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+
+
+def test_the_http_face_never_imports_the_cli() -> None:
+    imports = _imports(ROOT / "http_server.py")
+    assert imports, "the HTTP face should exist"
     assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
 
 

@@ -27,6 +27,7 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
         "kg_memory",
         "mnemonic",
         "fused",
+        "http",
     ):
         assert getattr(example, section) == getattr(default, section), section
     assert example.ranking.weights == default.ranking.weights

@@ -20,6 +20,7 @@ import anyio
 import typer
 from pydantic import BaseModel, ValidationError
 
+from memory_orchestrator import auth, observability
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.cli import eval_cmd, render
@@ -38,6 +39,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.outbox import Outbox, OutboxError
 from memory_orchestrator.service import Orchestrator, TraceNotFound
 from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.traces import TraceStore
 
 __all__ = ["app", "main"]
 
@@ -61,6 +63,8 @@ outbox_app = typer.Typer(
     help="Writes the store could not take yet (the durable outbox).", no_args_is_help=True
 )
 app.add_typer(outbox_app, name="outbox")
+token_app = typer.Typer(help="Bearer tokens for the HTTP transport.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
 
 
 class OnDuplicate(StrEnum):
@@ -78,6 +82,11 @@ class GroupBy(StrEnum):
 class Transport(StrEnum):
     STDIO = "stdio"
     HTTP = "http"
+
+
+class StatsFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
 
 
 @dataclass(frozen=True)
@@ -352,17 +361,88 @@ def serve(
     transport: Annotated[Transport, typer.Option("--transport", help="stdio or http.")] = (
         Transport.STDIO
     ),
-    host: Annotated[str, typer.Option("--host", help="HTTP bind address.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8765,
+    host: Annotated[
+        str | None, typer.Option("--host", help="HTTP bind address; default [http] host.")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="HTTP port; default [http] port.")] = (
+        None
+    ),
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth", help="HTTP without tokens: anyone who can connect gets in."
+        ),
+    ] = False,
 ) -> None:
-    """Serve the memory tools over MCP (stdio, or streamable HTTP on loopback)."""
+    """Serve the memory tools over MCP: stdio, or streamable HTTP (loopback, bearer tokens)."""
     from memory_orchestrator import mcp_server
 
     settings = _guarded(_state(ctx).settings)
     mode: Literal["stdio", "streamable-http"] = (
         "stdio" if transport is Transport.STDIO else "streamable-http"
     )
-    _guarded(lambda: mcp_server.run(settings, mode, host=host, port=port))
+    _guarded(
+        lambda: mcp_server.run(
+            settings, mode, host=host, port=port, insecure_no_auth=insecure_no_auth
+        )
+    )
+
+
+@token_app.command("new")
+def token_new(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", help="Who holds the token.")],
+    tools: Annotated[
+        list[str] | None,
+        typer.Option("--tools", help="A tool it may call (repeat); default all."),
+    ] = None,
+    stores: Annotated[
+        list[str] | None,
+        typer.Option("--stores", help="A store it may reach (repeat); default any."),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="May never call memory_write.")
+    ] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Make a bearer token: prints the secret once and the config entry holding its hash."""
+    secret = auth.new_secret()
+    spec = _validate(
+        auth.TokenSpec,
+        name=name,
+        hash=auth.hash_token(secret),
+        tools=tools or None,
+        stores=stores or None,
+        read_only=read_only,
+    )
+    document = {"name": spec.name, "secret": secret, "hash": spec.hash, "toml": spec.toml()}
+    _show(ctx, json, document, lambda _: render.new_token(spec.name, secret, spec.toml()))
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    since: Annotated[
+        str | None, typer.Option("--since", help="30m, 2h, 7d or an ISO date/time.")
+    ] = None,
+    output: Annotated[StatsFormat, typer.Option("--format", help="table or json.")] = (
+        StatsFormat.TABLE
+    ),
+) -> None:
+    """Request statistics from the trace store: count, latency percentiles, errors per tool."""
+    settings = _guarded(_state(ctx).settings)
+    start = _guarded(lambda: observability.parse_since(since)) if since else None
+    path = settings.trace_path()
+    if not settings.traces.enabled or not path.is_file():
+        _fail(f"no trace store at {path} (traces.enabled = {settings.traces.enabled})", FAILURE)
+    store = TraceStore(path, keep=settings.traces.keep)
+    try:
+        report = observability.compute_stats(
+            store.since(start), since=start.isoformat() if start else None
+        )
+    finally:
+        store.close()
+    _show(ctx, output is StatsFormat.JSON, report, render.stats_report)
 
 
 @config_app.command("show")
@@ -497,6 +577,8 @@ def _guarded(action: Callable[[], T]) -> T:
     except ValidationError as exc:
         _fail(render.describe(exc), USAGE_ERROR)
     except (ConfigError, registry.UnknownBackend) as exc:
+        _fail(str(exc), USAGE_ERROR)
+    except ValueError as exc:  # parse errors of options the models do not cover (--since)
         _fail(str(exc), USAGE_ERROR)
     except (TraceNotFound, OutboxError) as exc:
         _fail(str(exc), FAILURE)

@@ -33,6 +33,7 @@ from memory_orchestrator.models import (
     WriteReport,
     describe_errors,
 )
+from memory_orchestrator.observability import StatsReport
 
 _STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
 _ACTION_STYLE = {
@@ -189,6 +190,41 @@ def replay_report(report: ReplayReport) -> None:
     ):
         if ids:
             console.print(Text(f"{label}: {', '.join(ids)}"))
+
+
+def new_token(name: str, secret: str, toml: str) -> None:
+    console = _out()
+    console.print(
+        Text(f"# secret for {name!r}, shown once; clients send it as 'Authorization: Bearer …'")
+    )
+    console.print(Text(secret), soft_wrap=True)
+    console.print(Text("\n# add to orchestrator.toml (only the hash is kept):"))
+    console.print(Text(toml.rstrip("\n")), soft_wrap=True)
+
+
+def stats_report(report: StatsReport) -> None:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    title = f"requests since {report.since}" if report.since else "requests (all kept traces)"
+    table = Table(title=title)
+    for column in ("tool", "count", "errors", "error rate", "p50 ms", "p95 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "tool" else "right")
+    table.add_column("avg candidates", justify="right")
+    table.add_column("dedup ratio", justify="right")
+    for row in (*report.tools, report.total):
+        table.add_row(
+            row.tool,
+            str(row.count),
+            str(row.errors),
+            f"{row.error_rate:.1%}",
+            ms(row.p50_ms),
+            ms(row.p95_ms),
+            ms(row.p99_ms),
+            f"{row.avg_candidates:.1f}",
+            f"{row.dedup_ratio:.1%}",
+        )
+    _out().print(table)
 
 
 def backends(names: Iterable[str], selected: str) -> None:

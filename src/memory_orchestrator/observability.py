@@ -1,0 +1,247 @@
+"""Structured request logs, Prometheus metrics and trace statistics.
+
+- `Observer.finished(trace)` writes one JSON line per request (structlog, to stderr by default:
+  the stdio MCP transport owns stdout). The service calls it when a request's trace is done.
+- `Metrics` keeps its own `CollectorRegistry` (never the process-global one), so two servers
+  in one process, or a test, never share counters. The MCP face records every tool call.
+- `compute_stats(traces)` summarises stored traces for `orchestrator stats`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import generate_latest
+from pydantic import BaseModel, ConfigDict
+
+from memory_orchestrator.models import DropReason, Trace
+
+__all__ = [
+    "Metrics",
+    "Observer",
+    "StatsReport",
+    "ToolStats",
+    "calling",
+    "compute_stats",
+    "parse_since",
+    "percentile",
+    "request_fields",
+]
+
+# Who is calling (the HTTP token's name), set by the MCP face around a tool call; the service
+# reports the finished request inside that call, so the log line can name the caller.
+_caller: ContextVar[str | None] = ContextVar("caller", default=None)
+
+
+@contextmanager
+def calling(name: str | None) -> Iterator[None]:
+    """Log requests finished inside this block as made by `name`."""
+    token = _caller.set(name)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """Request count by tool and status, latency by tool, backend errors by backend."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "orchestrator_requests",
+            "MCP tool calls by tool and status (ok, error)",
+            ["tool", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "orchestrator_request_latency_seconds",
+            "MCP tool call latency by tool",
+            ["tool"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.refusals = Counter(
+            "orchestrator_http_refusals",
+            "HTTP requests refused by the auth check, by status (401, 403, 413)",
+            ["status"],
+            registry=self.registry,
+        )
+        self.backend_errors = Counter(
+            "orchestrator_backend_errors",
+            "Tool calls that failed in the memory store, by backend",
+            ["backend"],
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of this registry."""
+        return generate_latest(self.registry)
+
+
+def request_fields(trace: Trace) -> dict[str, Any]:
+    """The figures one request log line carries, read from its trace."""
+    candidates = len(trace.candidates)
+    duplicates = sum(1 for d in trace.dropped if d.reason is DropReason.DUPLICATE)
+    expanded = sum(1 for c in trace.candidates if c.hops > 0)
+    return {
+        "trace_id": trace.trace_id,
+        "tool": trace.tool,
+        "backend": trace.backend,
+        "status": "error" if trace.error else "ok",
+        "latency_ms": trace.timings_ms.get("total"),
+        "candidates": candidates,
+        "results": len(trace.result_ids),
+        "dropped": len(trace.dropped),
+        "dedup_ratio": round(duplicates / candidates, 4) if candidates else 0.0,
+        "expansion_rate": round(expanded / candidates, 4) if candidates else 0.0,
+        "expansions": sum(1 for e in trace.expansions if e.accepted),
+        "cache_hits": trace.cache_hits,
+        "backend_calls": trace.backend_calls,
+        "notes": len(trace.notes),
+        "error": trace.error,
+    }
+
+
+class Observer:
+    """Where the service reports finished requests and the MCP face reports tool calls."""
+
+    def __init__(self, stream: TextIO | None = None, *, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics or Metrics()
+        # A private logger (wrap_logger), not structlog.configure(): the host process keeps
+        # its own logging setup.
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(stream or sys.stderr),
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(sort_keys=False),
+            ],
+        )
+
+    def finished(self, trace: Trace) -> None:
+        """One JSON log line for a finished (or failed) request."""
+        fields = request_fields(trace)
+        fields["caller"] = _caller.get()
+        if trace.error:
+            self._log.error("request", **fields)
+        else:
+            self._log.info("request", **fields)
+
+    def refused(
+        self, status: int, path: str, token: str | None, reason: str, peer: str | None
+    ) -> None:
+        """A request the HTTP auth check turned away: a warning line and a count."""
+        self.metrics.refusals.labels(status=str(status)).inc()
+        self._log.warning(
+            "refused", status=status, path=path, token=token, reason=reason, peer=peer
+        )
+
+    def tool_call(self, tool: str, seconds: float, *, ok: bool, backend: str | None) -> None:
+        """Count one tool call; `backend` names the store when the store made it fail."""
+        self.metrics.requests.labels(tool=tool, status="ok" if ok else "error").inc()
+        self.metrics.latency.labels(tool=tool).observe(seconds)
+        if backend is not None:
+            self.metrics.backend_errors.labels(backend=backend).inc()
+
+
+# ---------------------------------------------------------------- stats over stored traces
+
+
+class ToolStats(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    count: int
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    avg_candidates: float
+    dedup_ratio: float
+
+
+class StatsReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    since: str | None
+    total: ToolStats
+    tools: tuple[ToolStats, ...]
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """Nearest-rank percentile (0 < p <= 100) of `values`; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _tool_stats(tool: str, traces: Sequence[Trace]) -> ToolStats:
+    latencies = [t.timings_ms["total"] for t in traces if "total" in t.timings_ms]
+    errors = sum(1 for t in traces if t.error)
+    fields = [request_fields(t) for t in traces if not t.error]
+    count = len(traces)
+    return ToolStats(
+        tool=tool,
+        count=count,
+        errors=errors,
+        error_rate=round(errors / count, 4) if count else 0.0,
+        p50_ms=percentile(latencies, 50),
+        p95_ms=percentile(latencies, 95),
+        p99_ms=percentile(latencies, 99),
+        avg_candidates=round(sum(f["candidates"] for f in fields) / len(fields), 2)
+        if fields
+        else 0.0,
+        dedup_ratio=round(sum(f["dedup_ratio"] for f in fields) / len(fields), 4)
+        if fields
+        else 0.0,
+    )
+
+
+def compute_stats(traces: Iterable[Trace], *, since: str | None = None) -> StatsReport:
+    """Count, latency percentiles, error rate, candidates and dedup ratio, per tool and overall."""
+    everything = list(traces)
+    by_tool: dict[str, list[Trace]] = {}
+    for trace in everything:
+        by_tool.setdefault(trace.tool, []).append(trace)
+    return StatsReport(
+        since=since,
+        total=_tool_stats("all", everything),
+        tools=tuple(_tool_stats(tool, by_tool[tool]) for tool in sorted(by_tool)),
+    )
+
+
+_AGO = re.compile(r"^(\d{1,6})([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`30m`, `2h`, `7d` (ago) or an ISO date/time (UTC when it has no zone).
+
+    Raises ValueError with a readable message for anything else."""
+    found = _AGO.match(text.strip())
+    if found:
+        amount, unit = int(found.group(1)), _UNITS[found.group(2)]
+        return (now or datetime.now(UTC)) - timedelta(**{unit: amount})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"invalid --since {text!r}: use 30m, 2h, 7d or an ISO date/time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
