@@ -19,7 +19,9 @@ from pydantic import (
     model_validator,
 )
 
-MAX_QUERY_CHARS = 2_000
+# Schema caps: a request above them is rejected before anything runs. A query below the cap
+# but above `[limits] max_query_chars` (settings) is cut at a word boundary with a note.
+MAX_QUERY_CHARS = 20_000
 MAX_CONTENT_CHARS = 8_000
 MAX_TOP_K = 100
 MAX_IDS = 200
@@ -28,6 +30,10 @@ MAX_LABEL_CHARS = 200
 
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 MetaValue = str | int | float | bool | None
+
+
+class InvalidRequest(ValueError):
+    """A request that passed the schema but breaks a configured limit; nothing was done."""
 
 
 class Frozen(BaseModel):

@@ -33,7 +33,9 @@ from memory_orchestrator.models import (
     GroupBy,
     HealthCheck,
     HealthReport,
+    InvalidRequest,
     Memory,
+    NewMemory,
     QueryPlan,
     ReplayReport,
     ScoredItem,
@@ -62,6 +64,7 @@ from memory_orchestrator.pipeline.reranker import (
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.pipeline.writer import WritePolicy, write_memory
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.text import cut_at_word
 from memory_orchestrator.traces import TraceStore
 
 _SUMMARY_DROPS = 25
@@ -195,9 +198,15 @@ class Orchestrator:
     async def expand(self, request: ExpandRequest) -> SearchResult:
         started = time.perf_counter()
         exp = self.settings.expansion
+        most = self.settings.limits.max_seed_ids
+        if len(request.seed_ids) > most:
+            raise InvalidRequest(
+                f"seed_ids: {len(request.seed_ids)} ids; the limit is {most} (limits.max_seed_ids)"
+            )
         trace = self._new_trace("expand", request.model_dump(mode="json"))
         now = self._clock()
         query = request.query or " ".join(request.entities) or "related memories"
+        query = self._cut(query, "query", trace)
         plan = plan_query(
             query,
             now=now,
@@ -223,6 +232,7 @@ class Orchestrator:
                 [SubQuery(" ".join(request.entities), filters=filters)],
                 per_query=exp.seeds,
                 timeout_s=self.settings.retrieval.timeout_s,
+                max_chars=self.settings.limits.max_query_chars,
             )
             trace.backend_calls += got.calls
             trace.notes.extend(got.notes)
@@ -263,6 +273,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ write, explain, health
 
     async def write(self, request: WriteRequest) -> WriteReport:
+        """Raises InvalidRequest, before anything is written, when a limit is broken."""
+        self._check_write(request.memory)
         started = time.perf_counter()
         trace = self._new_trace("write", request.model_dump(mode="json"))
         policy = WritePolicy(
@@ -271,6 +283,7 @@ class Orchestrator:
             link_related=self.settings.write.link_related if request.link_related else 0,
             timeout_s=self.settings.retrieval.timeout_s,
             dry_run=request.dry_run,
+            max_query_chars=self.settings.limits.max_query_chars,
         )
         written = await write_memory(self.backend, request.memory, policy)
         trace.backend_calls = written.calls
@@ -381,6 +394,8 @@ class Orchestrator:
     ) -> _Run:
         started = time.perf_counter()
         trace = self._new_trace(tool, request)
+        query = self._cut(query, "query", trace)
+        task = self._cut(task, "task", trace) if task else task
         now = as_of or self._clock()
         exp, ret = self.settings.expansion, self.settings.retrieval
         plan = plan_query(
@@ -401,6 +416,7 @@ class Orchestrator:
             per_query=max(ret.candidate_k, limit),
             timeout_s=ret.timeout_s,
             rrf_k=ret.rrf_k,
+            max_chars=self.settings.limits.max_query_chars,
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
@@ -532,6 +548,44 @@ class Orchestrator:
         ctx = replace(ctx, around=around, context_of=context_of)
         return [*candidates, *added], ctx
 
+    def _cut(self, text: str, what: str, trace: Trace) -> str:
+        """`text` cut at a word boundary to `limits.max_query_chars`, with a trace note."""
+        limit = self.settings.limits.max_query_chars
+        cut = cut_at_word(text, limit)
+        if cut != text:
+            trace.notes.append(
+                f"{what} cut from {len(text)} to {len(cut)} characters at a word boundary"
+                f" (limits.max_query_chars = {limit})"
+            )
+        return cut
+
+    def _check_write(self, memory: NewMemory) -> None:
+        """Reject a memory over the configured limits: one message naming every problem."""
+        lim = self.settings.limits
+        problems: list[str] = []
+        if len(memory.content) > lim.max_write_chars:
+            problems.append(
+                f"content: {len(memory.content)} characters; the limit is"
+                f" {lim.max_write_chars} (limits.max_write_chars)"
+            )
+        for name, values in (("entities", memory.entities), ("tags", memory.tags)):
+            if len(values) > lim.max_labels:
+                problems.append(
+                    f"{name}: {len(values)} values; the limit is {lim.max_labels}"
+                    " (limits.max_labels)"
+                )
+            if any(len(v) > lim.max_label_chars for v in values):
+                problems.append(
+                    f"{name}: a value over {lim.max_label_chars} characters"
+                    " (limits.max_label_chars)"
+                )
+        if memory.source is not None and len(memory.source) > lim.max_label_chars:
+            problems.append(
+                f"source: over {lim.max_label_chars} characters (limits.max_label_chars)"
+            )
+        if problems:
+            raise InvalidRequest("; ".join(problems) + "; nothing written")
+
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         subs = [
             SubQuery(text, weight=1.0 if index == 0 else _SUBQUERY_WEIGHT, filters=filters)
@@ -552,8 +606,9 @@ class Orchestrator:
         trace = self._new_trace("search", request.model_dump(mode="json"))
         trace.notes.append("passthrough: the store's own results, unchanged")
         trace.backend_calls = 1
+        query = self._cut(request.query, "query", trace)
         with anyio.fail_after(self.settings.retrieval.timeout_s):
-            hits = await self.backend.search(request.query, request.top_k, request.filters)
+            hits = await self.backend.search(query, request.top_k, request.filters)
         items = tuple(
             ContextItem(
                 memory_id=h.memory.id,

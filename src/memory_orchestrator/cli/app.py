@@ -28,6 +28,7 @@ from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
+    InvalidRequest,
     MemoryType,
     NewMemory,
     SearchRequest,
@@ -456,6 +457,8 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(render.describe(exc), USAGE_ERROR)
     except (ConfigError, registry.UnknownBackend) as exc:
         _fail(str(exc), USAGE_ERROR)
+    except InvalidRequest as exc:
+        _fail(f"invalid input: {exc}", USAGE_ERROR)
     except TraceNotFound as exc:
         _fail(str(exc), FAILURE)
     except BackendError as exc:
