@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -72,7 +73,7 @@ class NewMemory(Frozen):
     type: MemoryType = MemoryType.SEMANTIC
     entities: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     tags: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    created_at: datetime | None = None
+    created_at: Moment = None
     source: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -447,7 +448,7 @@ class SearchRequest(Request):
     filters: SearchFilters | None = None
     top_k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     expand: bool = False
-    as_of: datetime | None = None
+    as_of: Moment = None
     passthrough: bool | None = None
 
 
@@ -462,7 +463,7 @@ class ContextRequest(Request):
     response_budget: ResponseBudget | None = None
     filters: SearchFilters | None = None
     expand: bool | None = None  # None: the planner decides
-    as_of: datetime | None = None
+    as_of: Moment = None
     group_by: GroupBy | None = None
 
 
@@ -513,10 +514,23 @@ class ReplayReport(Frozen):
 
 
 def to_utc(moment: datetime) -> datetime:
-    """Timezone-aware UTC; a naive datetime is taken to be UTC already."""
+    """Timezone-aware UTC; a naive datetime is taken to be UTC already. Raises ValueError
+    (not OverflowError) for a moment that UTC cannot hold (year 1 or 9999 with an offset)."""
     from datetime import UTC
 
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{moment.isoformat()} is out of range once converted to UTC") from None
+
+
+def _utc_or_none(value: datetime | None) -> datetime | None:
+    return None if value is None else to_utc(value)
+
+
+Moment = Annotated[datetime | None, AfterValidator(_utc_or_none)]
 
 
 def describe_errors(error: ValidationError) -> str:
