@@ -51,7 +51,9 @@ from tests.property.support import (
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
 _SHARED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
-SHARED = settings(PROPS, max_examples=80, suppress_health_check=_SHARED)  # one store across the examples
+SHARED = settings(
+    PROPS, max_examples=80, suppress_health_check=_SHARED
+)  # one store across the examples
 SHARED_FEW = settings(FEW, suppress_health_check=_SHARED)
 LIMIT = 120  # a small [limits] max_query_chars, so that many generated queries exceed it
 
