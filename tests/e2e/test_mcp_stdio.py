@@ -164,7 +164,7 @@ def test_tool_schemas_state_required_fields_and_limits(client: Client) -> None:
     schemas = {tool.name: tool.input_schema for tool in client.tools()}
     search = schemas["memory_search"]
     assert search["required"] == ["query"]
-    assert search["properties"]["query"]["maxLength"] == 2000
+    assert search["properties"]["query"]["maxLength"] == 20_000
     assert search["properties"]["top_k"]["minimum"] == 1
     assert {"filters", "expand", "as_of", "passthrough", "task"} <= set(search["properties"])
     context = schemas["memory_context"]
@@ -278,7 +278,7 @@ BAD_CALLS = [
     pytest.param(
         "memory_search",
         {"query": "x" * 100_000},
-        "query: String should have at most 2000",
+        "query: String should have at most 20000",
         id="search-100k-query",
     ),
     pytest.param(
@@ -345,6 +345,16 @@ def test_bad_input_is_a_clear_tool_error(
     assert "Traceback" not in message
     assert "errors.pydantic.dev" not in message
     assert len(message) < 1000
+
+
+def test_an_oversized_query_is_cut_at_a_word_boundary_with_a_note(
+    client: Client, written: list[str]
+) -> None:
+    query = "zebracorn notes " * 200  # 3200 characters; the default limit is 2000
+    result = client.ok("memory_search", {"query": query, "top_k": 5})
+    notes = result["trace"]["notes"]
+    assert any("query cut from 3200 to 1999 characters at a word boundary" in n for n in notes)
+    assert result["query"] == query
 
 
 BAD_WRITES = [

@@ -59,7 +59,7 @@ TEXT = st.one_of(
     ),
 )
 BIG_INTS = st.one_of(st.integers(-10, 10), st.integers(-(2**70), 2**70))
-TIMEZONES = st.one_of(
+TIMEZONES: st.SearchStrategy[Any] = st.one_of(
     st.none(),
     st.just(UTC),
     st.integers(-23 * 60 - 59, 23 * 60 + 59).map(lambda m: timezone(timedelta(minutes=m))),
@@ -88,7 +88,7 @@ def mostly(
 
 
 def ints(low: int, high: int) -> st.SearchStrategy[int]:
-    return mostly(st.integers(low, high), BIG_INTS)  # type: ignore[no-any-return]
+    return mostly(st.integers(low, high), BIG_INTS)
 
 
 LABEL = mostly(

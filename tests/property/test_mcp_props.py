@@ -99,7 +99,8 @@ def _call(
     session: tuple[BlockingPortal, Client], tool: str, args: dict[str, Any]
 ) -> CallToolResult:
     portal, client = session
-    return portal.call(client.call_tool, tool, args)
+    result: CallToolResult = portal.call(client.call_tool, tool, args)
+    return result
 
 
 def _text(result: CallToolResult) -> str:
