@@ -86,6 +86,16 @@ class NewMemory(Frozen):
             raise ValueError("content must not be blank")
         return value
 
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        for key, value in values.items():
+            if len(key) > MAX_LABEL_CHARS:
+                raise ValueError(f"metadata keys are at most {MAX_LABEL_CHARS} characters")
+            if isinstance(value, str) and len(value) > MAX_CONTENT_CHARS:
+                raise ValueError(f"metadata values are at most {MAX_CONTENT_CHARS} characters")
+        return values
+
     @field_validator("entities", "tags")
     @classmethod
     def _no_commas(cls, values: list[str]) -> list[str]:
@@ -128,7 +138,7 @@ class SearchFilters(Frozen):
 
     entity_ids: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     time_range: TimeRange | None = None
-    memory_types: list[MemoryType] = Field(default_factory=list)
+    memory_types: list[MemoryType] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 class SearchHit(Frozen):
@@ -472,7 +482,7 @@ class ExpandRequest(Frozen):
     entities: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     query: OptionalText = None
     hops: int = Field(default=1, ge=1, le=4)
-    edge_types: list[Label] | None = None
+    edge_types: list[Label] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     limit: int = Field(default=20, ge=1, le=MAX_TOP_K)
 
     @model_validator(mode="after")
