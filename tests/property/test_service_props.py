@@ -103,6 +103,14 @@ def _bounded(backend: RecordingBackend) -> None:
     assert longest <= LIMIT, f"a store received a {longest}-character query"
 
 
+def _planned_within_limit(orch: Orchestrator, trace_id: str) -> None:
+    """The planner, too, only ever saw the cut query and task: its work is bounded."""
+    trace = orch.traces.get(trace_id)
+    assert trace is not None
+    if trace.plan is not None:
+        assert len(trace.plan.raw_query) <= LIMIT
+
+
 LONG = st.one_of(
     TEXT, st.integers(LIMIT - 5, MAX_QUERY_CHARS + 50).map(lambda n: ("word " * n)[:n])
 )
@@ -167,6 +175,7 @@ def test_memory_context_is_valid_and_bounded(
     if package.time_span and package.time_span.start and package.time_span.end:
         assert package.time_span.start <= package.time_span.end
     _bounded(backend)
+    _planned_within_limit(orch, package.trace_id)
     if len(query) > LIMIT:
         assert any("query cut from" in n for n in package.trace.notes)
 
@@ -197,6 +206,7 @@ def test_memory_search_is_valid_and_bounded(
     assert len(result.items) <= request.top_k
     assert len({i.memory_id for i in result.items}) == len(result.items)
     _bounded(backend)
+    _planned_within_limit(orch, result.trace_id)
     if len(query) > LIMIT:
         assert any("query cut from" in n for n in result.trace.notes)
 
