@@ -331,6 +331,12 @@ BAD_CALLS = [
         "query: String should have at most",
         id="explain-100k-query",
     ),
+    pytest.param(
+        "memory_search",
+        {"query": "vendor", "as_of": "0001-01-01T00:00:00+05:00"},
+        "as_of: 0001-01-01T00:00:00+05:00 is out of range once converted to UTC",
+        id="search-as-of-before-utc-year-1",
+    ),
 ]
 
 
@@ -367,6 +373,16 @@ BAD_WRITES = [
     pytest.param({"content": "zebracorn two", "confidence": "high"}, "confidence", id="wrong-type"),
     pytest.param({"content": "zebracorn three", "type": "rumour"}, "type", id="unknown-type"),
     pytest.param({"content": "zebracorn four", "entities": ["a,b"]}, "no commas", id="comma"),
+    pytest.param(
+        {"content": "zebracorn six", "created_at": "9999-12-31T23:00:00-05:00"},
+        "out of range once converted to UTC",
+        id="created-at-beyond-utc",
+    ),
+    pytest.param(
+        {"content": "zebracorn seven", "metadata": {"k": "v" * 9000}},
+        "metadata values are at most 8000",
+        id="metadata-value",
+    ),
     pytest.param(
         {"content": "zebracorn five", "on_duplicate": "merge"}, "on_duplicate", id="on-duplicate"
     ),
