@@ -40,6 +40,7 @@ from memory_orchestrator.models import (
     Explanation,
     GroupBy,
     HealthReport,
+    InvalidRequest,
     MemoryType,
     MetaValue,
     NewMemory,
@@ -238,6 +239,8 @@ async def _call(call: Awaitable[ResultT]) -> ResultT:
     """Await a service call, turning the failures a caller can act on into tool errors."""
     try:
         return await call
+    except InvalidRequest as exc:
+        raise ToolError(f"invalid arguments: {exc}") from exc
     except TraceNotFound as exc:
         raise ToolError(f"unknown trace id: {exc}; use a trace_id returned by a tool") from exc
     except BackendError as exc:

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -19,7 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-MAX_QUERY_CHARS = 2_000
+# Schema caps: a request above them is rejected before anything runs. A query below the cap
+# but above `[limits] max_query_chars` (settings) is cut at a word boundary with a note.
+MAX_QUERY_CHARS = 20_000
 MAX_CONTENT_CHARS = 8_000
 MAX_TOP_K = 100
 MAX_IDS = 200
@@ -28,6 +31,10 @@ MAX_LABEL_CHARS = 200
 
 Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 MetaValue = str | int | float | bool | None
+
+
+class InvalidRequest(ValueError):
+    """A request that passed the schema but breaks a configured limit; nothing was done."""
 
 
 class Frozen(BaseModel):
@@ -66,7 +73,7 @@ class NewMemory(Frozen):
     type: MemoryType = MemoryType.SEMANTIC
     entities: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     tags: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    created_at: datetime | None = None
+    created_at: Moment = None
     source: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -78,6 +85,16 @@ class NewMemory(Frozen):
         if not value.strip():
             raise ValueError("content must not be blank")
         return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        for key, value in values.items():
+            if len(key) > MAX_LABEL_CHARS:
+                raise ValueError(f"metadata keys are at most {MAX_LABEL_CHARS} characters")
+            if isinstance(value, str) and len(value) > MAX_CONTENT_CHARS:
+                raise ValueError(f"metadata values are at most {MAX_CONTENT_CHARS} characters")
+        return values
 
     @field_validator("entities", "tags")
     @classmethod
@@ -121,7 +138,7 @@ class SearchFilters(Frozen):
 
     entity_ids: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     time_range: TimeRange | None = None
-    memory_types: list[MemoryType] = Field(default_factory=list)
+    memory_types: list[MemoryType] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 class SearchHit(Frozen):
@@ -475,7 +492,7 @@ class SearchRequest(Request):
     filters: SearchFilters | None = None
     top_k: int = Field(default=10, ge=1, le=MAX_TOP_K)
     expand: bool = False
-    as_of: datetime | None = None
+    as_of: Moment = None
     passthrough: bool | None = None
 
 
@@ -490,7 +507,7 @@ class ContextRequest(Request):
     response_budget: ResponseBudget | None = None
     filters: SearchFilters | None = None
     expand: bool | None = None  # None: the planner decides
-    as_of: datetime | None = None
+    as_of: Moment = None
     group_by: GroupBy | None = None
 
 
@@ -499,7 +516,7 @@ class ExpandRequest(Frozen):
     entities: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     query: OptionalText = None
     hops: int = Field(default=1, ge=1, le=4)
-    edge_types: list[Label] | None = None
+    edge_types: list[Label] | None = Field(default=None, max_length=MAX_LIST_ITEMS)
     limit: int = Field(default=20, ge=1, le=MAX_TOP_K)
 
     @model_validator(mode="after")
@@ -541,10 +558,23 @@ class ReplayReport(Frozen):
 
 
 def to_utc(moment: datetime) -> datetime:
-    """Timezone-aware UTC; a naive datetime is taken to be UTC already."""
+    """Timezone-aware UTC; a naive datetime is taken to be UTC already. Raises ValueError
+    (not OverflowError) for a moment that UTC cannot hold (year 1 or 9999 with an offset)."""
     if moment.tzinfo is UTC:  # the common case on the ranking hot path: nothing to do
         return moment
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{moment.isoformat()} is out of range once converted to UTC") from None
+
+
+def _utc_or_none(value: datetime | None) -> datetime | None:
+    return None if value is None else to_utc(value)
+
+
+Moment = Annotated[datetime | None, AfterValidator(_utc_or_none)]
 
 
 def describe_errors(error: ValidationError) -> str:

@@ -38,7 +38,9 @@ from memory_orchestrator.models import (
     GroupBy,
     HealthCheck,
     HealthReport,
+    InvalidRequest,
     Memory,
+    NewMemory,
     OutboxReport,
     QueryPlan,
     QueuedWrite,
@@ -89,6 +91,7 @@ from memory_orchestrator.resilience import (
     take_notes,
 )
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.text import cut_at_word
 from memory_orchestrator.traces import TraceStore
 
 _SUMMARY_DROPS = 25
@@ -242,9 +245,15 @@ class Orchestrator:
     async def expand(self, request: ExpandRequest) -> SearchResult:
         started = time.perf_counter()
         exp = self.settings.expansion
+        most = self.settings.limits.max_seed_ids
+        if len(request.seed_ids) > most:
+            raise InvalidRequest(
+                f"seed_ids: {len(request.seed_ids)} ids; the limit is {most} (limits.max_seed_ids)"
+            )
         trace = self._new_trace("expand", request.model_dump(mode="json"))
         now = self._clock()
         query = request.query or " ".join(request.entities) or "related memories"
+        query = self._cut(query, "query", trace)
         plan = plan_query(
             query,
             now=now,
@@ -276,6 +285,7 @@ class Orchestrator:
                 [SubQuery(" ".join(request.entities), filters=filters)],
                 per_query=exp.seeds,
                 timeout_s=self.settings.retrieval.timeout_s,
+                max_chars=self.settings.limits.max_query_chars,
             )
             trace.backend_calls += got.calls
             trace.notes.extend(got.notes)
@@ -316,6 +326,8 @@ class Orchestrator:
     # ------------------------------------------------------------------ write, explain, health
 
     async def write(self, request: WriteRequest) -> WriteReport:
+        """Raises InvalidRequest, before anything is written, when a limit is broken."""
+        self._check_write(request.memory)
         started = time.perf_counter()
         trace = self._new_trace("write", request.model_dump(mode="json"))
         policy = WritePolicy(
@@ -324,6 +336,7 @@ class Orchestrator:
             link_related=self.settings.write.link_related if request.link_related else 0,
             timeout_s=self.settings.retrieval.timeout_s,
             dry_run=request.dry_run,
+            max_query_chars=self.settings.limits.max_query_chars,
         )
         if self.settings.outbox.enabled and not request.dry_run:
             waiting = await self._replay_outbox()
@@ -586,6 +599,8 @@ class Orchestrator:
     ) -> _Run:
         started = time.perf_counter()
         trace = self._new_trace(tool, request)
+        query = self._cut(query, "query", trace)
+        task = self._cut(task, "task", trace) if task else task
         now = as_of or self._clock()
         exp, ret = self.settings.expansion, self.settings.retrieval
         plan = plan_query(
@@ -608,6 +623,7 @@ class Orchestrator:
             timeout_s=ret.timeout_s,
             rrf_k=ret.rrf_k,
             prefetched=await self._prefetched(local, index, query, filters, trace),
+            max_chars=self.settings.limits.max_query_chars,
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
@@ -641,21 +657,7 @@ class Orchestrator:
             ctx = _with_semantic(ctx, index, query, candidates)
             trace.timings_ms["expand"] = _ms(started)
         ranked = rerank(candidates, ctx, reasons=False)
-        floor = self.settings.ranking.relevance_floor
-        kept = [i for i in ranked if i.breakdown.relevance >= floor]
-        cut = [i for i in ranked if i.breakdown.relevance < floor]
-        trace.dropped.extend(
-            Dropped(
-                id=i.id,
-                reason=DropReason.BELOW_FLOOR,
-                stage="reranker",
-                score=i.score,
-                detail=f"relevance {i.breakdown.relevance:.3f} < floor {floor:.3f}",
-            )
-            for i in cut
-        )
-        if cut:
-            trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
+        kept = self._above_floor(ranked, trace)
         dd = self.settings.dedup
         deduped = dedupe(
             kept,
@@ -680,6 +682,25 @@ class Orchestrator:
         if tool != "context":
             self._finish(trace)
         return _Run(trace=trace, plan=plan, items=items, candidate_count=len(candidates))
+
+    def _above_floor(self, ranked: list[ScoredItem], trace: Trace) -> list[ScoredItem]:
+        """The items at or above the relevance floor; the trace says what the floor cut."""
+        floor = self.settings.ranking.relevance_floor
+        kept = [i for i in ranked if i.breakdown.relevance >= floor]
+        cut = [i for i in ranked if i.breakdown.relevance < floor]
+        trace.dropped.extend(
+            Dropped(
+                id=i.id,
+                reason=DropReason.BELOW_FLOOR,
+                stage="reranker",
+                score=i.score,
+                detail=f"relevance {i.breakdown.relevance:.3f} < floor {floor:.3f}",
+            )
+            for i in cut
+        )
+        if cut:
+            trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
+        return kept
 
     async def _with_context(
         self,
@@ -857,6 +878,44 @@ class Orchestrator:
             detail=f"{index.embedder.name}, {len(index)} memories indexed",
         )
 
+    def _cut(self, text: str, what: str, trace: Trace) -> str:
+        """`text` cut at a word boundary to `limits.max_query_chars`, with a trace note."""
+        limit = self.settings.limits.max_query_chars
+        cut = cut_at_word(text, limit)
+        if cut != text:
+            trace.notes.append(
+                f"{what} cut from {len(text)} to {len(cut)} characters at a word boundary"
+                f" (limits.max_query_chars = {limit})"
+            )
+        return cut
+
+    def _check_write(self, memory: NewMemory) -> None:
+        """Reject a memory over the configured limits: one message naming every problem."""
+        lim = self.settings.limits
+        problems: list[str] = []
+        if len(memory.content) > lim.max_write_chars:
+            problems.append(
+                f"content: {len(memory.content)} characters; the limit is"
+                f" {lim.max_write_chars} (limits.max_write_chars)"
+            )
+        for name, values in (("entities", memory.entities), ("tags", memory.tags)):
+            if len(values) > lim.max_labels:
+                problems.append(
+                    f"{name}: {len(values)} values; the limit is {lim.max_labels}"
+                    " (limits.max_labels)"
+                )
+            if any(len(v) > lim.max_label_chars for v in values):
+                problems.append(
+                    f"{name}: a value over {lim.max_label_chars} characters"
+                    " (limits.max_label_chars)"
+                )
+        if memory.source is not None and len(memory.source) > lim.max_label_chars:
+            problems.append(
+                f"source: over {lim.max_label_chars} characters (limits.max_label_chars)"
+            )
+        if problems:
+            raise InvalidRequest("; ".join(problems) + "; nothing written")
+
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         subs = [
             SubQuery(text, weight=1.0 if index == 0 else _SUBQUERY_WEIGHT, filters=filters)
@@ -877,8 +936,9 @@ class Orchestrator:
         trace = self._new_trace("search", request.model_dump(mode="json"))
         trace.notes.append("passthrough: the store's own results, unchanged")
         trace.backend_calls = 1
+        query = self._cut(request.query, "query", trace)
         with anyio.fail_after(self.settings.retrieval.timeout_s):
-            hits = await self.backend.search(request.query, request.top_k, request.filters)
+            hits = await self.backend.search(query, request.top_k, request.filters)
         items = tuple(
             ContextItem(
                 memory_id=h.memory.id,

@@ -10,11 +10,19 @@ Only the entry points (CLI, MCP server, eval) build settings; the core receives 
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,7 +31,14 @@ from pydantic_settings import (
 )
 
 from memory_orchestrator.auth import HttpSettings
-from memory_orchestrator.models import MemoryType
+from memory_orchestrator.models import (
+    MAX_CONTENT_CHARS,
+    MAX_IDS,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_QUERY_CHARS,
+    MemoryType,
+)
 from memory_orchestrator.presets import apply_preset
 
 _config_file: ContextVar[Path | None] = ContextVar("config_file", default=None)
@@ -34,6 +49,98 @@ def default_data_dir() -> Path:
     return Path(base) / "memory-orchestrator"
 
 
+# ---------------------------------------------------------------- checked values
+# Paths and names from config are checked when settings load, so a bad value stops the
+# program with one clear line instead of failing later inside a store or a subprocess.
+
+MNEMON_STORE_NAME = r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$"
+_STORE_NAME = re.compile(MNEMON_STORE_NAME)
+MAX_STORE_NAME_CHARS = 200  # mnemon-mcp's scope limit; far above any real store name
+
+
+def check_store_name(value: str | None) -> str | None:
+    """A store name (Mnemon `--store`, mnemon-mcp scope, a fused store label): letters,
+    digits, '_' and '-', starting with a letter or digit; never a path."""
+    if value is None:
+        return None
+    if len(value) > MAX_STORE_NAME_CHARS or not _STORE_NAME.match(value):
+        raise ValueError(
+            f"invalid store name {value[:60]!r}: use at most {MAX_STORE_NAME_CHARS} letters,"
+            " digits, '_' and '-', starting with a letter or digit"
+        )
+    return value
+
+
+def _plain(value: Path | str) -> str:
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError("path contains a NUL character")
+    if not text.strip():
+        raise ValueError("path is empty")
+    return text
+
+
+def _resolved(value: Path) -> Path:
+    try:
+        return value.expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ValueError(f"cannot resolve path {str(value)!r}: {exc}") from exc
+
+
+def _check_parents(path: Path) -> None:
+    """The nearest existing ancestor must be a directory, or the path can never be made."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{parent} is not a directory, so {path} cannot be created")
+            return
+
+
+def _file_path(value: Path | None) -> Path | None:
+    """A file the program reads or creates: no NUL, resolved, not a directory, and its
+    nearest existing parent a directory."""
+    if value is None:
+        return None
+    _plain(value)
+    path = _resolved(value)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; expected a file path")
+    _check_parents(path)
+    return path
+
+
+def _dir_path(value: Path | None) -> Path | None:
+    """A directory the program reads or creates: no NUL, resolved, not an existing file."""
+    if value is None:
+        return None
+    _plain(value)
+    path = _resolved(value)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a directory")
+    _check_parents(path)
+    return path
+
+
+def _executable(value: Path | str | None) -> Path | str | None:
+    """An executable: a bare name is looked up on PATH when used; anything with a directory
+    part is resolved now and must not be a directory."""
+    if value is None:
+        return None
+    text = _plain(value)
+    if "/" not in text:
+        return value
+    path = _resolved(Path(text))
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not an executable")
+    _check_parents(path)
+    return path if isinstance(value, Path) else str(path)
+
+
+FilePath = Annotated[Path | None, AfterValidator(_file_path)]
+DirPath = Annotated[Path | None, AfterValidator(_dir_path)]
+StoreName = Annotated[str | None, AfterValidator(check_store_name)]
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -41,29 +148,23 @@ class Section(BaseModel):
 class EmbeddedSettings(Section):
     """The zero-setup SQLite store."""
 
-    path: Path | None = Field(
-        default=None, description="SQLite file; default <data_dir>/memories.db"
-    )
+    path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/memories.db")
     temporal_links: bool = Field(
         default=True, description="link each new memory to the one before it in time"
     )
 
 
-MNEMON_STORE_NAME = r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$"
-
-
 class MnemonSettings(Section):
     """The Mnemon store, reached through its `mnemon` CLI (see `backends/mnemon.py`)."""
 
-    binary: Path | None = Field(
+    binary: Annotated[Path | None, AfterValidator(_executable)] = Field(
         default=None, description="mnemon executable; default .tools/bin/mnemon, then PATH"
     )
-    data_dir: Path | None = Field(
+    data_dir: DirPath = Field(
         default=None, description="Mnemon's --data-dir; default $MNEMON_DATA_DIR, else ~/.mnemon"
     )
-    store: str | None = Field(
+    store: StoreName = Field(
         default=None,
-        pattern=MNEMON_STORE_NAME,
         description="store name; default $MNEMON_STORE, else <data_dir>/active, else default",
     )
     readonly: bool = Field(
@@ -102,11 +203,13 @@ class MnemonSettings(Section):
 class NpmServerSettings(Section):
     """A store behind an npm MCP server spawned over stdio (`make npm-servers` installs it)."""
 
-    script: Path | None = Field(
+    script: FilePath = Field(
         default=None,
         description="the package's dist/index.js; default .tools/npm/node_modules/<pkg>/...",
     )
-    node: str | None = Field(default=None, description="node executable; default node on PATH")
+    node: Annotated[str | None, AfterValidator(_executable)] = Field(
+        default=None, description="node executable; default node on PATH"
+    )
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per tool call")
     native_search: bool = Field(
         default=False,
@@ -118,17 +221,19 @@ class NpmServerSettings(Section):
 class MnemonMcpSettings(NpmServerSettings):
     """The mnemon-mcp store (npm `mnemon-mcp@1.3.0`, see `backends/mnemon_mcp.py`)."""
 
-    path: Path | None = Field(
+    path: FilePath = Field(
         default=None,
         description="the SQLite file (MNEMON_DB_PATH); default <data_dir>/mnemon-mcp.db",
     )
-    scope: str | None = Field(default=None, description="scope written and searched; None = all")
+    scope: StoreName = Field(
+        default=None, description="scope written and searched (a store name); None = all"
+    )
 
 
 class KgMemorySettings(NpmServerSettings):
     """The MCP knowledge-graph memory server (see `backends/kg_memory.py`)."""
 
-    path: Path | None = Field(
+    path: FilePath = Field(
         default=None,
         description="the JSONL file (MEMORY_FILE_PATH); default <data_dir>/kg-memory.jsonl",
     )
@@ -137,7 +242,7 @@ class KgMemorySettings(NpmServerSettings):
 class MnemonicSettings(Section):
     """Mnemonic's markdown files with YAML frontmatter (see `backends/mnemonic.py`)."""
 
-    path: Path | None = Field(
+    path: DirPath = Field(
         default=None, description="the memory directory; default <data_dir>/mnemonic"
     )
     git_commit: bool = Field(default=False, description="commit every write in the root (git)")
@@ -149,9 +254,8 @@ class MnemonicSettings(Section):
 class FusedStore(Section):
     backend: str = Field(description="a backend name (not `fused`)")
     weight: float = Field(default=1.0, gt=0, le=100, description="its share in the RRF fusion")
-    label: str | None = Field(
+    label: StoreName = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
         description="how items and ids name the store; default the backend name",
     )
 
@@ -160,7 +264,7 @@ class FusedSettings(Section):
     """Several stores at once (`backend = "fused"`, see `backends/fused.py`)."""
 
     stores: list[FusedStore] = Field(default_factory=list, description="the member stores")
-    primary: str | None = Field(
+    primary: StoreName = Field(
         default=None, description="label of the store writes go to; default the first"
     )
     timeout_s: float = Field(
@@ -303,7 +407,7 @@ class PackagingSettings(Section):
 
 class TraceSettings(Section):
     enabled: bool = True
-    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
+    path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
     verbosity: Literal["minimal", "normal", "full"] = "normal"
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
 
@@ -370,6 +474,40 @@ class WriteSettings(Section):
     )
 
 
+class LimitsSettings(Section):
+    """Bounds on what one request may carry. Above the schema caps in `models` a request is
+    rejected outright; these limits are at or below them."""
+
+    max_query_chars: int = Field(
+        default=2000,
+        ge=32,
+        le=MAX_QUERY_CHARS,
+        description="longer queries and tasks are cut at a word boundary (with a note); no "
+        "store ever receives a longer query",
+    )
+    max_write_chars: int = Field(
+        default=MAX_CONTENT_CHARS,
+        ge=1,
+        le=MAX_CONTENT_CHARS,
+        description="longer memory content is rejected, nothing written",
+    )
+    max_labels: int = Field(
+        default=MAX_LIST_ITEMS,
+        ge=0,
+        le=MAX_LIST_ITEMS,
+        description="most entities, and most tags, on one write; more is rejected",
+    )
+    max_label_chars: int = Field(
+        default=MAX_LABEL_CHARS,
+        ge=1,
+        le=MAX_LABEL_CHARS,
+        description="longest entity name, tag or source on a write; longer is rejected",
+    )
+    max_seed_ids: int = Field(
+        default=MAX_IDS, ge=1, le=MAX_IDS, description="most seed ids on one expand request"
+    )
+
+
 class Settings(BaseSettings):
     """All settings of the orchestrator (see module docstring for precedence)."""
 
@@ -381,7 +519,7 @@ class Settings(BaseSettings):
     )
 
     backend: str = Field(default="embedded", description="store to use (see `backends`)")
-    data_dir: Path = Field(default_factory=default_data_dir)
+    data_dir: Annotated[Path, AfterValidator(_dir_path)] = Field(default_factory=default_data_dir)
     passthrough: bool = Field(
         default=False, description="search returns the store's raw results unchanged"
     )
@@ -407,6 +545,7 @@ class Settings(BaseSettings):
     semantic: SemanticSettings = Field(default_factory=SemanticSettings)
     local_index: LocalIndexSettings = Field(default_factory=LocalIndexSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
 
     @model_validator(mode="before")
     @classmethod

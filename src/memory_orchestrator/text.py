@@ -14,6 +14,7 @@ import Stemmer
 
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'"})
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*", re.UNICODE)
+_LAST_GAP = re.compile(r"\s\S*\Z")
 _stemmer = Stemmer.Stemmer("english")
 
 # Function words and question words. Content words ("work", "family", "time") stay.
@@ -43,6 +44,19 @@ def normalize(text: str) -> str:
     """NFKC, unify quotes, collapse whitespace."""
     text = unicodedata.normalize("NFKC", text).translate(_QUOTES)
     return " ".join(text.split())
+
+
+def cut_at_word(text: str, max_chars: int) -> str:
+    """`text` when it fits in `max_chars`, else its longest prefix that fits and ends at a word
+    boundary (trailing space removed); a first word longer than the limit is cut inside."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    if not text[max_chars].isspace():
+        match = _LAST_GAP.search(head)
+        if match is not None:
+            head = head[: match.start()]
+    return head.rstrip() or text[:max_chars]
 
 
 def words(text: str) -> list[str]:

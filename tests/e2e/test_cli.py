@@ -384,7 +384,7 @@ def test_config_show_prints_toml_for_people(tmp_path: Path) -> None:
 
 ERRORS: Sequence[Any] = [
     pytest.param(("search", ""), 2, ("query",), id="empty-query"),
-    pytest.param(("search", "x" * 3000), 2, ("query", "at most 2000"), id="long-query"),
+    pytest.param(("search", "x" * 30_000), 2, ("query", "at most 20000"), id="long-query"),
     pytest.param(("search", "vendor", "--top-k", "0"), 2, ("top_k",), id="zero-top-k"),
     pytest.param(
         ("search", "vendor", "--since", "2026-05-01", "--until", "2026-01-01"),
@@ -415,6 +415,41 @@ def test_expected_errors_are_one_line_with_an_exit_code(
     assert_fails(result, code, *phrases)
     json_mode = invoke("--data-dir", str(tmp_path / "data"), "--json", *args)
     assert_fails(json_mode, code, *phrases)
+
+
+BAD_CONFIG = [
+    pytest.param("ORCHESTRATOR_MNEMON__STORE", "../x", "invalid store name", id="store-name"),
+    pytest.param("ORCHESTRATOR_MNEMON_MCP__SCOPE", "a b", "invalid store name", id="scope"),
+    pytest.param("ORCHESTRATOR_EMBEDDED__PATH", "{file}/m.db", "is not a directory", id="parent"),
+    pytest.param("ORCHESTRATOR_TRACES__PATH", "{dir}", "is a directory", id="file-is-dir"),
+    pytest.param("ORCHESTRATOR_DATA_DIR", "{file}", "is not a directory", id="data-dir"),
+    pytest.param("ORCHESTRATOR_MNEMON__BINARY", "{dir}", "not an executable", id="binary"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "phrase"), BAD_CONFIG)
+def test_bad_paths_and_store_names_in_config_stop_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, phrase: str
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    monkeypatch.setenv(name, value.format(file=afile, dir=tmp_path))
+    assert_fails(invoke("health"), 2, phrase)
+
+
+def test_a_write_over_the_configured_limit_is_refused_and_nothing_written(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_LIMITS__MAX_WRITE_CHARS", "50")
+    content = "zebracorn sightings are logged in the wiki " * 2
+    assert_fails(
+        run(store, "write", content),
+        2,
+        "the limit is 50 (limits.max_write_chars)",
+        "nothing written",
+    )
+    monkeypatch.delenv("ORCHESTRATOR_LIMITS__MAX_WRITE_CHARS")
+    assert as_json(store, "search", "zebracorn sightings", "--passthrough")["items"] == []
 
 
 def test_bad_settings_from_the_environment_are_a_usage_error(

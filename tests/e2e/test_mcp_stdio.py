@@ -164,7 +164,7 @@ def test_tool_schemas_state_required_fields_and_limits(client: Client) -> None:
     schemas = {tool.name: tool.input_schema for tool in client.tools()}
     search = schemas["memory_search"]
     assert search["required"] == ["query"]
-    assert search["properties"]["query"]["maxLength"] == 2000
+    assert search["properties"]["query"]["maxLength"] == 20_000
     assert search["properties"]["top_k"]["minimum"] == 1
     assert {"filters", "expand", "as_of", "passthrough", "task"} <= set(search["properties"])
     context = schemas["memory_context"]
@@ -278,7 +278,7 @@ BAD_CALLS = [
     pytest.param(
         "memory_search",
         {"query": "x" * 100_000},
-        "query: String should have at most 2000",
+        "query: String should have at most 20000",
         id="search-100k-query",
     ),
     pytest.param(
@@ -331,6 +331,12 @@ BAD_CALLS = [
         "query: String should have at most",
         id="explain-100k-query",
     ),
+    pytest.param(
+        "memory_search",
+        {"query": "vendor", "as_of": "0001-01-01T00:00:00+05:00"},
+        "as_of: 0001-01-01T00:00:00+05:00 is out of range once converted to UTC",
+        id="search-as-of-before-utc-year-1",
+    ),
 ]
 
 
@@ -347,6 +353,16 @@ def test_bad_input_is_a_clear_tool_error(
     assert len(message) < 1000
 
 
+def test_an_oversized_query_is_cut_at_a_word_boundary_with_a_note(
+    client: Client, written: list[str]
+) -> None:
+    query = "zebracorn notes " * 200  # 3200 characters; the default limit is 2000
+    result = client.ok("memory_search", {"query": query, "top_k": 5})
+    notes = result["trace"]["notes"]
+    assert any("query cut from 3200 to 1999 characters at a word boundary" in n for n in notes)
+    assert result["query"] == query
+
+
 BAD_WRITES = [
     pytest.param({}, "content: Field required", id="missing-content"),
     pytest.param(
@@ -357,6 +373,16 @@ BAD_WRITES = [
     pytest.param({"content": "zebracorn two", "confidence": "high"}, "confidence", id="wrong-type"),
     pytest.param({"content": "zebracorn three", "type": "rumour"}, "type", id="unknown-type"),
     pytest.param({"content": "zebracorn four", "entities": ["a,b"]}, "no commas", id="comma"),
+    pytest.param(
+        {"content": "zebracorn six", "created_at": "9999-12-31T23:00:00-05:00"},
+        "out of range once converted to UTC",
+        id="created-at-beyond-utc",
+    ),
+    pytest.param(
+        {"content": "zebracorn seven", "metadata": {"k": "v" * 9000}},
+        "metadata values are at most 8000",
+        id="metadata-value",
+    ),
     pytest.param(
         {"content": "zebracorn five", "on_duplicate": "merge"}, "on_duplicate", id="on-duplicate"
     ),

@@ -28,6 +28,7 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
         "mnemonic",
         "fused",
         "http",
+        "limits",
     ):
         assert getattr(example, section) == getattr(default, section), section
     assert example.ranking.weights == default.ranking.weights
@@ -63,3 +64,85 @@ def test_unknown_keys_and_bad_values_are_rejected(tmp_path: Path) -> None:
         load_settings(typo)
     with pytest.raises(ConfigError):
         load_settings(tmp_path / "missing.toml")
+
+
+# ---------------------------------------------------------------- paths and store names
+
+
+def test_config_paths_are_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    loaded = Settings(
+        data_dir=Path("rel/data"),
+        embedded={"path": "~/m.db"},
+        traces={"path": "x/../t.db"},
+        mnemon={"binary": "./bin/mnemon", "data_dir": "mn"},
+    )
+    assert loaded.data_dir == tmp_path / "rel" / "data"
+    assert loaded.embedded.path == tmp_path / "home" / "m.db"
+    assert loaded.traces.path == tmp_path / "t.db"
+    assert loaded.mnemon.binary == tmp_path / "bin" / "mnemon"
+    assert loaded.mnemon.data_dir == tmp_path / "mn"
+    # A bare executable name is kept for the PATH lookup at use.
+    assert Settings(mnemon={"binary": "mnemon"}, kg_memory={"node": "node"}).mnemon.binary == Path(
+        "mnemon"
+    )
+
+
+BAD_PATHS = [
+    pytest.param({"data_dir": "a\x00b"}, "data_dir", "NUL", id="nul"),
+    pytest.param({"embedded": {"path": "{file}/m.db"}}, "embedded.path", "is not a directory", id="parent-file"),
+    pytest.param({"embedded": {"path": "{file}/deeper/still/m.db"}}, "embedded.path", "is not a directory", id="ancestor-file"),
+    pytest.param({"traces": {"path": "{dir}"}}, "traces.path", "is a directory", id="file-is-dir"),
+    pytest.param({"data_dir": "{file}"}, "data_dir", "not a directory", id="dir-is-file"),
+    pytest.param({"mnemonic": {"path": "{file}"}}, "mnemonic.path", "not a directory", id="mnemonic"),
+    pytest.param({"mnemon": {"binary": "{dir}"}}, "mnemon.binary", "not an executable", id="binary-dir"),
+    pytest.param({"mnemon": {"binary": "  "}}, "mnemon.binary", "empty", id="binary-blank"),
+    pytest.param({"kg_memory": {"node": "{file}/node"}}, "kg_memory.node", "is not a directory", id="node"),
+    pytest.param({"mnemon_mcp": {"script": "{dir}"}}, "mnemon_mcp.script", "is a directory", id="script"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("values", "field", "phrase"), BAD_PATHS)
+def test_bad_config_paths_are_clear_errors_at_load(
+    tmp_path: Path, values: dict[str, object], field: str, phrase: str
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+
+    def fill(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        return value.format(file=afile, dir=tmp_path) if isinstance(value, str) else value
+
+    with pytest.raises(ValidationError) as caught:
+        Settings(**fill(values))  # type: ignore[arg-type]
+    (error,) = caught.value.errors()
+    assert ".".join(str(p) for p in error["loc"]) == field
+    assert phrase in error["msg"]
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "a/b", "", "-lead", "has space", "ü", "a\x00", "x" * 201, ".hidden"]
+)
+def test_store_names_are_checked_at_load(name: str) -> None:
+    for values in (
+        {"mnemon": {"store": name}},
+        {"mnemon_mcp": {"scope": name}},
+        {"fused": {"stores": [{"backend": "embedded", "label": name}]}},
+        {"fused": {"primary": name}},
+    ):
+        with pytest.raises(ValidationError, match="invalid store name"):
+            Settings(**values)
+
+
+def test_good_store_names_pass() -> None:
+    loaded = Settings(mnemon={"store": "work-2"}, mnemon_mcp={"scope": "project_x"})
+    assert (loaded.mnemon.store, loaded.mnemon_mcp.scope) == ("work-2", "project_x")
+
+
+def test_limits_stay_within_the_schema_caps() -> None:
+    with pytest.raises(ValidationError, match="max_query_chars"):
+        Settings(limits={"max_query_chars": 10**6})
+    with pytest.raises(ValidationError, match="max_write_chars"):
+        Settings(limits={"max_write_chars": 0})

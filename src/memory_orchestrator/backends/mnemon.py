@@ -476,12 +476,7 @@ class MnemonBackend:
 
         Retries "database is locked" with exponential backoff; raises BackendError."""
         self._check_store()
-        argv = [str(self.binary()), "--data-dir", str(self.data_dir), "--store", self.store]
-        if self.settings.readonly:
-            argv.append("--readonly")
-        if self.settings.embed_model:
-            argv += ["--embed-model", self.settings.embed_model]
-        argv += [command, *flags, "--", *positional]
+        argv = self.argv(command, flags, positional)
         limit = timeout or self.settings.timeout_s
         attempt = 0
         while True:
@@ -501,6 +496,25 @@ class MnemonBackend:
                 delay = self.settings.retry_backoff_s * (2**attempt)
                 await anyio.sleep(delay * (1 + random.random() / 2))
                 attempt += 1
+
+    def argv(
+        self,
+        command: str,
+        flags: Sequence[str] = (),
+        positional: Sequence[str] = (),
+        *,
+        binary: str | None = None,
+    ) -> list[str]:
+        """`mnemon <global flags> <command> <flags> -- <positional>`, a list for exec (never a
+        shell). Free text (queries, content, ids) is only ever positional, after `--`, so no
+        text can be read as a flag. Raises BackendError when no binary is found."""
+        argv = [binary or str(self.binary()), "--data-dir", str(self.data_dir)]
+        argv += ["--store", self.store]
+        if self.settings.readonly:
+            argv.append("--readonly")
+        if self.settings.embed_model:
+            argv += ["--embed-model", self.settings.embed_model]
+        return [*argv, command, *flags, "--", *positional]
 
     async def _once(self, argv: list[str], command: str, timeout: float) -> str:
         code, out, err = await self._spawn(argv, command, timeout)

@@ -29,6 +29,7 @@ from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
+    InvalidRequest,
     MemoryType,
     NewMemory,
     OutboxReport,
@@ -578,6 +579,8 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(render.describe(exc), USAGE_ERROR)
     except (ConfigError, registry.UnknownBackend) as exc:
         _fail(str(exc), USAGE_ERROR)
+    except InvalidRequest as exc:
+        _fail(f"invalid input: {exc}", USAGE_ERROR)
     except ValueError as exc:  # parse errors of options the models do not cover (--since)
         _fail(str(exc), USAGE_ERROR)
     except (TraceNotFound, OutboxError) as exc:

@@ -15,6 +15,7 @@ from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, SourceRank
 from memory_orchestrator.pipeline.filters import matches, missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
+from memory_orchestrator.text import cut_at_word
 
 
 @dataclass(frozen=True)
@@ -40,16 +41,23 @@ async def retrieve(
     timeout_s: float,
     rrf_k: int = 60,
     prefetched: Sequence[tuple[SubQuery, list[SearchHit]]] = (),
+    max_chars: int | None = None,
 ) -> Retrieval:
     """Search every subquery at once; fuse (with any `prefetched` ranked lists, e.g. the
-    semantic index's); apply filters the store could not apply."""
+    derived local indexes'); apply filters the store could not apply.
+
+    With `max_chars`, no store receives a longer query: a longer subquery is cut at a word
+    boundary (a note says so)."""
     results: list[list[SearchHit] | None] = [None] * len(subqueries)
     notes: list[str] = []
 
     async def one(index: int, sub: SubQuery) -> None:
+        text = sub.text if max_chars is None else cut_at_word(sub.text, max_chars)
+        if text != sub.text:
+            notes.append(f"a subquery was cut to {len(text)} characters (max {max_chars})")
         try:
             with anyio.fail_after(timeout_s):
-                results[index] = await backend.search(sub.text, per_query, sub.filters)
+                results[index] = await backend.search(text, per_query, sub.filters)
         except TimeoutError:
             notes.append(f"search {sub.text!r} timed out after {timeout_s:g}s; partial results")
         except Exception as exc:  # a store error must not fail the request

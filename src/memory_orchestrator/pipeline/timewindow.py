@@ -337,7 +337,10 @@ def _window(prep: str | None, period: Period, now: datetime) -> TimeRange:
 
 def find_time_window(text: str, now: datetime) -> TimeMatch | None:
     """The first, most specific time phrase in `text` as a window relative to `now`."""
-    now = to_utc(now)
+    try:
+        now = to_utc(now)
+    except ValueError:  # a `now` UTC cannot hold: no window rather than an error
+        return None
     for pattern, handler in _RULES:
         for match in pattern.finditer(text):
             try:

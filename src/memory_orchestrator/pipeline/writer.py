@@ -14,6 +14,7 @@ import anyio
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Edge, NewMemory, SearchFilters, WriteAction
 from memory_orchestrator.pipeline.deduper import similarity
+from memory_orchestrator.text import cut_at_word
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,10 @@ class WritePolicy:
     link_related: int
     timeout_s: float
     dry_run: bool = False
+    max_query_chars: int | None = None  # the duplicate and related lookups send no longer query
+
+    def query(self, text: str) -> str:
+        return text if self.max_query_chars is None else cut_at_word(text, self.max_query_chars)
 
 
 @dataclass
@@ -42,7 +47,7 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
     """Validate against what the store holds, then write. Backend errors propagate."""
     calls = 1
     with anyio.fail_after(policy.timeout_s):
-        near = await backend.search(memory.content, 5)
+        near = await backend.search(policy.query(memory.content), 5)
     best_id, best_sim = None, 0.0
     for hit in near:
         sim = similarity(memory.content, hit.memory.content)
@@ -115,7 +120,7 @@ async def _link(
 async def _link_shared_entities(
     backend: MemoryBackend, new_id: str, memory: NewMemory, policy: WritePolicy, written: Written
 ) -> None:
-    query = " ".join(memory.entities)
+    query = policy.query(" ".join(memory.entities))
     filters = (
         SearchFilters(entity_ids=list(memory.entities))
         if backend.capabilities.entity_filter
