@@ -635,6 +635,8 @@ class Orchestrator:
             candidates, ctx = await self._with_context(candidates, ctx, filters, trace)
             ctx = _with_semantic(ctx, index, query, candidates)
             trace.timings_ms["context"] = _ms(started)
+        if local is not None and self.settings.local_index.lend_context:
+            ctx = _with_local_context(ctx, local, candidates)
         if plan.strategy is not Strategy.DIRECT and plan.hop_budget > 0 and candidates:
             seeds = by_relevance(candidates, ctx)[: exp.seeds]
             grown = await expand(
@@ -1070,6 +1072,18 @@ def _with_semantic(
     if not missing:
         return ctx
     return replace(ctx, semantic={**ctx.semantic, **index.similarities(query, missing)})
+
+
+def _with_local_context(
+    ctx: RankContext, local: LocalIndex, candidates: Sequence[Candidate]
+) -> RankContext:
+    """`ctx` with every candidate's neighbours in time from the local index (those the store
+    did not already give), so that each one's term match can read its context."""
+    missing = [c.memory.id for c in candidates if c.memory.id not in ctx.around]
+    found = local.around(missing)
+    if not found:
+        return ctx
+    return replace(ctx, around={**ctx.around, **found})
 
 
 def _ms(started: float) -> float:

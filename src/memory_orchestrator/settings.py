@@ -437,6 +437,11 @@ class LocalIndexSettings(Section):
     )
     k1: float = Field(default=1.2, ge=0, le=3)
     b: float = Field(default=0.75, ge=0, le=1)
+    lend_context: bool = Field(
+        default=False,
+        description="every candidate's term match also reads its neighbours in time (at "
+        "ranking.context_window), not only the context seeds'",
+    )
     sync_interval_s: float = Field(
         default=5.0, ge=0, le=86_400, description="how often the store is asked for new memories"
     )

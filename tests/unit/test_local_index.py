@@ -68,3 +68,12 @@ def test_bounds_and_empty_queries() -> None:
     assert index.search("the of and", 5) == []  # stop words only
     assert index.search("painting", 0) == []
     assert LocalIndex().search("painting", 5) == []
+
+
+def test_around_gives_the_neighbours_in_time_of_known_memories() -> None:
+    index = LocalIndex()
+    index.add(list(reversed(CHAT)))
+    around = index.around(["t1", "t3", "nope"])
+    assert [m.id for m in around["t1"]] == ["t2"]
+    assert [m.id for m in around["t3"]] == ["t2", "t4"]
+    assert "nope" not in around

@@ -51,6 +51,8 @@ class LocalIndex:
         self._postings: dict[str, list[tuple[str, float]]] = {}
         self._length: dict[str, float] = {}
         self._average = 0.0
+        self._order: list[str] = []
+        self._position: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._memories)
@@ -97,8 +99,23 @@ class LocalIndex:
             for term, weight in tf.items():
                 postings.setdefault(term, []).append((memory.id, weight))
         self._postings, self._length = postings, length
+        self._order = [m.id for m in order]
+        self._position = {memory_id: i for i, memory_id in enumerate(self._order)}
         self._average = sum(length.values()) / len(length) if length else 0.0
         self._dirty = False
+
+    def around(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
+        """The memories just before and after each of `ids` in time (those it knows)."""
+        if self._dirty:
+            self._build()
+        out: dict[str, list[Memory]] = {}
+        for memory_id in ids:
+            i = self._position.get(memory_id)
+            if i is None:
+                continue
+            near = [self._order[j] for j in (i - 1, i + 1) if 0 <= j < len(self._order)]
+            out[memory_id] = [self._memories[n] for n in near]
+        return out
 
     def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
         """The `k` best memories for `query`, best first, with their BM25 score."""

@@ -1,0 +1,74 @@
+"""The derived local index in the whole pipeline, over the real embedded store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import MemoryType, NewMemory, SearchRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+
+pytestmark = pytest.mark.integration
+
+CHAT = [
+    "Mel: we love painting together on weekends",
+    "Mel: here is our latest work, a sunset over the lake",
+    "Car: the support group met on Tuesday",
+    "Car: my grandma gave me this necklace",
+]
+
+
+def search(
+    settings: Settings, query: str, **local: object
+) -> tuple[list[str], list[str], dict[str, float]]:
+    settings = settings.model_copy(deep=True)
+    settings.ranking.context_seeds = 0  # the store's own neighbour step off: only the index
+    for key, value in local.items():
+        setattr(settings.local_index, key, value)
+
+    async def main() -> tuple[list[str], list[str], dict[str, float]]:
+        o = Orchestrator(
+            EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None)
+        )
+        if not await o.backend.search("lake", 1):  # an empty store: write the chat once
+            await o.backend.write_many(
+                [
+                    NewMemory(
+                        content=c, type=MemoryType.EPISODIC, created_at=NOW + timedelta(minutes=i)
+                    )
+                    for i, c in enumerate(CHAT)
+                ]
+            )
+        result = await o.search(SearchRequest(query=query, as_of=NOW))
+        trace = o.traces.get(result.trace_id)
+        await o.close()
+        assert trace is not None
+        reasons = [r for item in result.items for r in item.reasons]
+        lexical = {i.summary: i.breakdown.lexical for i in result.items if i.breakdown}
+        return [i.summary for i in result.items], [*reasons, *trace.notes], lexical
+
+    return anyio.run(main)
+
+
+def test_the_turn_after_a_match_is_found_through_the_local_index(settings: Settings) -> None:
+    plain, _, _ = search(settings, "painting", enabled=False)
+    assert CHAT[1] not in plain  # it never says "painting": the store cannot find it
+    found, why, _ = search(settings, "painting", enabled=True, context_weight=1.0)
+    assert found[0] == CHAT[0]
+    assert CHAT[1] in found
+    assert any(r.startswith("local index rank") for r in why)
+    assert "local index: 4 memories added" in why
+
+
+def test_lent_context_lets_a_turn_read_its_neighbours_words(settings: Settings) -> None:
+    settings.ranking.context_window = 0.5
+    _, _, plain = search(settings, "painting", enabled=True, context_weight=1.0)
+    _, _, lent = search(settings, "painting", enabled=True, context_weight=1.0, lend_context=True)
+    assert plain[CHAT[1]] == 0.0  # its own words: no "painting"
+    assert lent[CHAT[1]] > 0.0  # the turn before it says "painting"
