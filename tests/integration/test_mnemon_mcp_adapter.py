@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.backends.base import BackendError, EnumerableBackend, MemoryBackend
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE, MnemonMcpBackend, query_terms
 from memory_orchestrator.models import (
     MemoryType,
@@ -204,6 +204,28 @@ def test_forget_hides_a_memory(backend: MnemonMcpBackend) -> None:
         assert await backend.search("marmoset password", 5) == []
         assert await backend.get_memories([outcome.id]) == []
         assert await backend.forget("no-such-id") is False
+
+    run(main)
+
+
+def test_list_memories_pages_through_the_store_and_resumes_after_new_writes(
+    backend: MnemonMcpBackend,
+) -> None:
+    async def main() -> None:
+        assert isinstance(backend, EnumerableBackend)
+        listed, cursor = [], None
+        while True:
+            page, cursor = await backend.list_memories(cursor, 3)
+            listed += page
+            if len(page) < 3:
+                break
+        ids = [m.id for m in listed]
+        assert len(ids) == len(set(ids))
+        everything = {m.id for m in await backend.get_memories(ids)}
+        assert everything == set(ids)  # all live, none repeated
+        outcome = await backend.write(NewMemory(content="The ocelot listing marker is amber"))
+        later, _ = await backend.list_memories(cursor, 3)
+        assert [m.id for m in later] == [outcome.id]
 
     run(main)
 

@@ -91,6 +91,16 @@ def query_terms(query: str) -> str:
     return " ".join(dict.fromkeys(s for s in clean if s))
 
 
+def _written(row: dict[str, Any]) -> tuple[str, str]:
+    """When a row was written (the server's ISO `created_at`), then its id: a total order in
+    which memories written later come later."""
+    return (str(row.get("created_at") or ""), str(row["id"]))
+
+
+def _given(row: dict[str, Any], stamp: str, given: set[str]) -> bool:
+    return _written(row)[0] == stamp and str(row["id"]) in given
+
+
 def _to_memory(row: dict[str, Any]) -> Memory:
     layer = str(row.get("layer"))
     kind = MemoryType(layer) if layer in MemoryType._value2member_map_ else MemoryType.SEMANTIC
@@ -252,6 +262,27 @@ class MnemonMcpBackend:
             ]
             self._export_at = time.monotonic()
         return self._export
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Live memories in the order they were written (`EnumerableBackend`), from the
+        export. The server stamps writes to the second, so the cursor is the last stamp
+        handed out with the ids already handed out under it."""
+        rows = sorted(await self._all(), key=_written)
+        stamp, given = "", set[str]()
+        if cursor:
+            saved = json.loads(cursor)
+            stamp, given = str(saved[0]), {str(i) for i in saved[1]}
+        fresh = [r for r in rows if _written(r) > (stamp, "") and not _given(r, stamp, given)]
+        fresh = fresh[: max(1, limit)]
+        if not fresh:
+            return [], cursor
+        last = _written(fresh[-1])[0]
+        under = {str(r["id"]) for r in fresh if _written(r)[0] == last}
+        if last == stamp:
+            under |= given
+        return [_to_memory(r) for r in fresh], json.dumps([last, sorted(under)])
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
