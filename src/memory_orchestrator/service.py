@@ -95,6 +95,7 @@ from memory_orchestrator.text import cut_at_word
 from memory_orchestrator.traces import TraceStore
 
 _SUMMARY_DROPS = 25
+_HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
 _SUBQUERY_WEIGHT = 0.7
 _ORDER = {Status.OK: 0, Status.DEGRADED: 1, Status.ERROR: 2}
 
@@ -846,7 +847,11 @@ class Orchestrator:
         lists: list[tuple[str, float, list[tuple[Memory, float]]]] = []
         li, sem = self.settings.local_index, self.settings.semantic
         if local is not None:
-            lists.append((LOCAL_SOURCE, li.weight, local.search(query, li.candidates)))
+            meaning = None
+            if semantic is not None and li.semantic_share > 0:
+                meaning = semantic.nearest(query, _HYBRID_DEPTH)
+            found = local.search(query, li.candidates, meaning=meaning, share=li.semantic_share)
+            lists.append((LOCAL_SOURCE, li.weight, found))
         if semantic is not None and sem.candidates > 0:
             lists.append((SEMANTIC_SOURCE, sem.weight, semantic.search(query, sem.candidates)))
         wanted = list(dict.fromkeys(m.id for _, _, found in lists for m, _ in found))

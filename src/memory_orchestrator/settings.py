@@ -437,6 +437,13 @@ class LocalIndexSettings(Section):
     )
     k1: float = Field(default=1.2, ge=0, le=3)
     b: float = Field(default=0.75, ge=0, le=1)
+    semantic_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="with [semantic] on: weight of meaning in the index's min-max scaled "
+        "hybrid of BM25 and semantic similarity",
+    )
     lend_context: bool = Field(
         default=False,
         description="every candidate's term match also reads its neighbours in time (at "

@@ -77,3 +77,14 @@ def test_around_gives_the_neighbours_in_time_of_known_memories() -> None:
     assert [m.id for m in around["t1"]] == ["t2"]
     assert [m.id for m in around["t3"]] == ["t2", "t4"]
     assert "nope" not in around
+
+
+def test_a_hybrid_with_meaning_can_bring_in_a_memory_sharing_no_word() -> None:
+    index = LocalIndex(context_weight=0.0)
+    index.add(CHAT)
+    assert "t4" not in ids(index, "painting")
+    meaning = {"t4": 0.9, "t1": 0.1}  # e.g. cosines from the semantic index
+    mixed = [m.id for m, _ in index.search("painting", 5, meaning=meaning, share=0.5)]
+    assert mixed[:2] in (["t1", "t4"], ["t4", "t1"])
+    only_words = [m.id for m, _ in index.search("painting", 5, meaning=meaning, share=0.0)]
+    assert only_words == ["t1"]

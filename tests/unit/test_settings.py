@@ -29,6 +29,8 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
         "fused",
         "http",
         "limits",
+        "local_index",
+        "semantic",
     ):
         assert getattr(example, section) == getattr(default, section), section
     assert example.ranking.weights == default.ranking.weights

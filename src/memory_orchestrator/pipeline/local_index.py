@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from memory_orchestrator.models import Memory, to_utc
@@ -117,8 +117,12 @@ class LocalIndex:
             out[memory_id] = [self._memories[n] for n in near]
         return out
 
-    def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
-        """The `k` best memories for `query`, best first, with their BM25 score."""
+    def search(
+        self, query: str, k: int, *, meaning: Mapping[str, float] | None = None, share: float = 0.0
+    ) -> list[tuple[Memory, float]]:
+        """The `k` best memories for `query`, best first, with their score: BM25, or with
+        `meaning` (a semantic similarity per memory id) a weighted hybrid of the two, each
+        min-max scaled over the memories it scores (`share` is the semantic weight)."""
         if self._dirty:
             self._build()
         wanted = list(dict.fromkeys(terms(query)))
@@ -135,5 +139,25 @@ class LocalIndex:
             for memory_id, tf in posting:
                 norm = k1 * (1 - b + b * self._length[memory_id] / average)
                 scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (k1 + 1) / (tf + norm)
+        if meaning and share > 0:
+            scores = _hybrid(scores, meaning, share)
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
-        return [(self._memories[i], round(score, 6)) for i, score in best]
+        return [(self._memories[i], round(score, 6)) for i, score in best if i in self._memories]
+
+
+def _scaled(values: Mapping[str, float]) -> dict[str, float]:
+    if not values:
+        return {}
+    low, high = min(values.values()), max(values.values())
+    span = high - low
+    return {i: (v - low) / span if span > 0 else 1.0 for i, v in values.items()}
+
+
+def _hybrid(
+    lexical: Mapping[str, float], meaning: Mapping[str, float], share: float
+) -> dict[str, float]:
+    words, sense = _scaled(lexical), _scaled(meaning)
+    return {
+        i: (1 - share) * words.get(i, 0.0) + share * sense.get(i, 0.0)
+        for i in words.keys() | sense.keys()
+    }

@@ -212,6 +212,10 @@ class SemanticIndex:
         order = sorted(top.tolist(), key=lambda r: (-float(sims[r]), self._ids[r]))
         return [(self._memories[self._ids[r]], _clip(float(sims[r]))) for r in order]
 
+    def nearest(self, query: str, k: int) -> dict[str, float]:
+        """Memory id -> cosine for the `k` indexed memories nearest to `query`."""
+        return {m.id: score for m, score in self.search(query, k)}
+
     def similarities(self, query: str, memories: Sequence[Memory]) -> dict[str, float]:
         """Cosine of `query` with each memory (in [0, 1]); memories not yet indexed are
         embedded and indexed now."""
