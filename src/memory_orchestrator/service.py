@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import anyio
@@ -623,7 +624,7 @@ class Orchestrator:
             per_query=max(ret.candidate_k, limit),
             timeout_s=ret.timeout_s,
             rrf_k=ret.rrf_k,
-            prefetched=await self._prefetched(local, index, query, filters, trace),
+            prefetch=partial(self._prefetched, local, index, query, filters, trace),
             max_chars=self.settings.limits.max_query_chars,
         )
         trace.backend_calls += got.calls

@@ -6,7 +6,7 @@ which call was lost and why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -25,6 +25,9 @@ class SubQuery:
     filters: SearchFilters | None = None
 
 
+Prefetch = Callable[[], Awaitable[list[tuple[SubQuery, list[SearchHit]]]]]
+
+
 @dataclass
 class Retrieval:
     candidates: list[Candidate]
@@ -40,11 +43,12 @@ async def retrieve(
     per_query: int,
     timeout_s: float,
     rrf_k: int = 60,
-    prefetched: Sequence[tuple[SubQuery, list[SearchHit]]] = (),
+    prefetch: Prefetch | None = None,
     max_chars: int | None = None,
 ) -> Retrieval:
-    """Search every subquery at once; fuse (with any `prefetched` ranked lists, e.g. the
-    derived local indexes'); apply filters the store could not apply.
+    """Search every subquery at once, and run `prefetch` (ranked lists from elsewhere, e.g.
+    the derived local indexes') alongside; fuse them all; apply filters the store could not
+    apply. `prefetch` must not raise (it reports its own failures).
 
     With `max_chars`, no store receives a longer query: a longer subquery is cut at a word
     boundary (a note says so)."""
@@ -65,7 +69,14 @@ async def retrieve(
                 f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
             )
 
+    prefetched: list[tuple[SubQuery, list[SearchHit]]] = []
+
+    async def other() -> None:
+        if prefetch is not None:
+            prefetched.extend(await prefetch())
+
     async with anyio.create_task_group() as group:
+        group.start_soon(other)
         for index, sub in enumerate(subqueries):
             group.start_soon(one, index, sub)
 
@@ -73,13 +84,20 @@ async def retrieve(
         for name in missing_filter_support(sub.filters, backend.capabilities):
             notes.append(f"store cannot filter by {name}; filtered after retrieval")
 
+    lists = [*zip(subqueries, results, strict=True), *prefetched]
+    candidates = _fuse([(sub, hits) for sub, hits in lists if hits is not None], rrf_k)
+    failed = sum(1 for hits in results if hits is None)
+    return Retrieval(
+        candidates=candidates, notes=sorted(set(notes)), calls=len(subqueries), failed=failed
+    )
+
+
+def _fuse(lists: Sequence[tuple[SubQuery, list[SearchHit]]], rrf_k: int) -> list[Candidate]:
+    """One candidate per memory, with every list's rank for it, ordered by weighted RRF."""
     found: dict[str, tuple[Memory, list[SourceRank]]] = {}
     rankings: list[list[str]] = []
     weights: list[float] = []
-    lists = [*zip(subqueries, results, strict=True), *prefetched]
     for sub, hits in lists:
-        if hits is None:
-            continue
         kept = [hit for hit in hits if matches(hit.memory, sub.filters)]
         rankings.append([hit.memory.id for hit in kept])
         weights.append(sub.weight)
@@ -92,7 +110,4 @@ async def retrieve(
         for i, (memory, sources) in found.items()
     ]
     candidates.sort(key=lambda c: (-c.fused_score, c.memory.id))
-    failed = sum(1 for hits in results if hits is None)
-    return Retrieval(
-        candidates=candidates, notes=sorted(set(notes)), calls=len(subqueries), failed=failed
-    )
+    return candidates
