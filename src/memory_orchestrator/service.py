@@ -804,7 +804,7 @@ class Orchestrator:
             return None
         if self._local is None:
             self._local = LocalIndex(max_memories=li.max_memories)
-        self._local.configure(context_weight=li.context_weight, k1=li.k1, b=li.b)
+        self._local.configure(context_weight=li.context_weight, k1=li.k1, b=li.b, radius=li.radius)
         return self._local
 
     async def _pull(

@@ -435,6 +435,9 @@ class LocalIndexSettings(Section):
     context_weight: float = Field(
         default=0.5, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
     )
+    radius: int = Field(
+        default=1, ge=1, le=5, description="neighbours on each side that lend their terms"
+    )
     k1: float = Field(default=1.2, ge=0, le=3)
     b: float = Field(default=0.75, ge=0, le=1)
     semantic_share: float = Field(

@@ -37,11 +37,13 @@ class LocalIndex:
         self,
         *,
         context_weight: float = 0.5,
+        radius: int = 1,
         k1: float = 1.2,
         b: float = 0.75,
         max_memories: int = 200_000,
     ) -> None:
         self.context_weight = context_weight
+        self.radius = radius
         self.k1, self.b = k1, b
         self.max_memories = max_memories
         self._memories: dict[str, Memory] = {}
@@ -73,13 +75,15 @@ class LocalIndex:
         self._dirty = self._dirty or changed > 0
         return changed
 
-    def configure(self, *, context_weight: float, k1: float, b: float) -> None:
-        if (context_weight, k1, b) != (self.context_weight, self.k1, self.b):
-            self.context_weight, self.k1, self.b = context_weight, k1, b
+    def configure(self, *, context_weight: float, k1: float, b: float, radius: int = 1) -> None:
+        wanted = (context_weight, k1, b, radius)
+        if wanted != (self.context_weight, self.k1, self.b, self.radius):
+            self.context_weight, self.k1, self.b, self.radius = wanted
             self._dirty = True
 
     def _build(self) -> None:
-        """Each memory's terms plus its neighbours' at `context_weight`, as postings."""
+        """Each memory's terms plus its neighbours' (up to `radius` away, at `context_weight`
+        divided by the distance), as postings."""
         order = sorted(
             self._memories.values(),
             key=lambda m: (to_utc(m.created_at) if m.created_at else _NO_TIME, self._seq[m.id]),
@@ -89,10 +93,12 @@ class LocalIndex:
         w = self.context_weight
         for i, memory in enumerate(order):
             tf: dict[str, float] = {}
-            for j in (i - 1, i + 1):
-                if w > 0 and 0 <= j < len(order):
-                    for term, count in self._terms[order[j].id].items():
-                        tf[term] = tf.get(term, 0.0) + w * count
+            for distance in range(1, self.radius + 1) if w > 0 else ():
+                weight = w / distance  # farther neighbours lend less
+                for j in (i - distance, i + distance):
+                    if 0 <= j < len(order):
+                        for term, count in self._terms[order[j].id].items():
+                            tf[term] = tf.get(term, 0.0) + weight * count
             for term, count in self._terms[memory.id].items():
                 tf[term] = tf.get(term, 0.0) + count
             length[memory.id] = sum(tf.values())
