@@ -88,3 +88,14 @@ def test_a_hybrid_with_meaning_can_bring_in_a_memory_sharing_no_word() -> None:
     assert mixed[:2] in (["t1", "t4"], ["t4", "t1"])
     only_words = [m.id for m, _ in index.search("painting", 5, meaning=meaning, share=0.0)]
     assert only_words == ["t1"]
+
+
+def test_a_wider_radius_reaches_the_second_neighbour_at_a_lower_weight() -> None:
+    near = LocalIndex(context_weight=1.0, radius=1)
+    near.add(CHAT)
+    assert "t3" not in ids(near, "painting")  # two turns after the one that says it
+    wide = LocalIndex(context_weight=1.0, radius=2)
+    wide.add(CHAT)
+    scores = {m.id: s for m, s in wide.search("painting", 5)}
+    assert "t3" in scores
+    assert scores["t1"] > scores["t2"] > scores["t3"]
