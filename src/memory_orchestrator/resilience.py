@@ -21,7 +21,6 @@ Every retry leaves a note; the service copies the notes of a request into its tr
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -48,7 +47,7 @@ from memory_orchestrator.models import (
     WriteOutcome,
     to_utc,
 )
-from memory_orchestrator.text import normalize
+from memory_orchestrator.text import content_hash
 
 T = TypeVar("T")
 
@@ -75,8 +74,8 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def content_key(content: str) -> str:
-    """The content hash writes are recognised by (whitespace and unicode normalized)."""
-    return hashlib.sha256(normalize(content).encode()).hexdigest()
+    """The content hash writes are recognised by (see `text.content_hash`)."""
+    return content_hash(content)
 
 
 def begin_notes() -> None:

@@ -148,6 +148,9 @@ class Orchestrator:
         self._semantic_error: str | None = None
         self._local: LocalIndex | None = None
         self._feed = Feed()
+        # The store's own listing feeds the derived local indexes: a bulk read, outside the
+        # per-call retries; None when the store cannot list its memories.
+        self._lister = backend if isinstance(backend, EnumerableBackend) else None
         self._replaying = False
 
     @classmethod
@@ -820,10 +823,8 @@ class Orchestrator:
                 semantic.add(page) if semantic is not None else 0,
             )
 
-        store = self.backend  # listing is a bulk read, outside the per-call retries
-        store = store.inner if isinstance(store, GuardedBackend) else store
         pulled = await self._feed.pull(
-            store if isinstance(store, EnumerableBackend) else None,
+            self._lister,
             add,
             interval_s=self.settings.local_index.sync_interval_s,
             timeout_s=self.settings.retrieval.timeout_s,

@@ -6,6 +6,7 @@ way (the trap that makes some stores miss "family" or "July").
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from functools import lru_cache
@@ -57,6 +58,12 @@ def cut_at_word(text: str, max_chars: int) -> str:
         if match is not None:
             head = head[: match.start()]
     return head.rstrip() or text[:max_chars]
+
+
+def content_hash(text: str) -> str:
+    """The hash a memory's content is recognised by (unicode and whitespace normalized):
+    duplicate checks in the stores and the check before a write is retried."""
+    return hashlib.sha256(normalize(text).encode()).hexdigest()
 
 
 def words(text: str) -> list[str]:

@@ -7,6 +7,7 @@ from datetime import datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memory_orchestrator.models import QueryPlan
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.text import normalize
 from tests.property.support import BIG_INTS, MOMENTS, PROPS, TEXT
@@ -33,16 +34,19 @@ def test_any_input_gives_a_valid_bounded_plan(
     max_subqueries: int,
     expand: bool | None,
 ) -> None:
-    plan = plan_query(
-        query,
-        task=task,
-        now=now,
-        known_entities=known,
-        hop_budget=hop_budget,
-        max_hops=max_hops,
-        max_subqueries=max_subqueries,
-        expand=expand,
-    )
+    def make() -> QueryPlan:
+        return plan_query(
+            query,
+            task=task,
+            now=now,
+            known_entities=known,
+            hop_budget=hop_budget,
+            max_hops=max_hops,
+            max_subqueries=max_subqueries,
+            expand=expand,
+        )
+
+    plan = make()
     assert plan.raw_query == query
     assert len(plan.subqueries) <= max(1, max_subqueries)
     assert plan.subqueries or not normalize(query)  # only an empty query asks nothing
@@ -60,14 +64,5 @@ def test_any_input_gives_a_valid_bounded_plan(
         window = plan.time_window
         assert window.start is None or window.end is None or window.start <= window.end
         assert plan.time_phrase
-    again = plan_query(
-        query,
-        task=task,
-        now=now,
-        known_entities=known,
-        hop_budget=hop_budget,
-        max_hops=max_hops,
-        max_subqueries=max_subqueries,
-        expand=expand,
-    )
+    again = make()
     assert again == plan

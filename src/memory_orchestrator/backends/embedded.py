@@ -17,7 +17,6 @@ caller can time out. sqlite errors become `BackendError` (transient when locked 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -478,7 +477,7 @@ class EmbeddedBackend:
         outcomes: list[WriteOutcome] = []
         added: list[tuple[int, int, str]] = []  # created_at, rowid, id
         for new in batch:
-            digest = hashlib.sha256(text.normalize(new.content).encode()).hexdigest()
+            digest = text.content_hash(new.content)
             dup = conn.execute(_DUPLICATE, (digest,)).fetchone()
             if dup is not None:
                 detail = f"exact duplicate of {dup[0]}"

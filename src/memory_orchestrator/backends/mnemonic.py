@@ -24,7 +24,6 @@ root is not one); git runs with list arguments, never a shell.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import subprocess
@@ -105,7 +104,7 @@ def _slug(value: str) -> str:
 
 
 def _digest(content: str) -> str:
-    return hashlib.sha256(text.normalize(content).encode()).hexdigest()
+    return text.content_hash(content)
 
 
 def split_frontmatter(raw: str) -> tuple[dict[str, Any], str] | None:

@@ -38,6 +38,7 @@ _DAY = 86_400.0
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
 _ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
+_DERIVED_LISTS = {SEMANTIC_SOURCE: "semantic index", LOCAL_SOURCE: "local index"}
 _CLOSE_IN_MEANING = 0.5  # cosine from which "close in meaning" is worth saying
 _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -515,8 +516,9 @@ def _reasons(
     reasons = _match_reasons(c, plan, lexical, semantic)
     if c.sources:
         best = min(c.sources, key=lambda s: s.rank)
-        if best.query in (SEMANTIC_SOURCE, LOCAL_SOURCE):
-            reasons.append(f"{best.query.strip('()')} rank {best.rank}")
+        derived = _DERIVED_LISTS.get(best.query)
+        if derived is not None:
+            reasons.append(f"{derived} rank {best.rank}")
         else:
             reasons.append(f"store rank {best.rank} for {best.query!r}")
         if len({s.query for s in c.sources}) > 1:

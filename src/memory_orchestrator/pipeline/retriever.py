@@ -71,12 +71,12 @@ async def retrieve(
 
     prefetched: list[tuple[SubQuery, list[SearchHit]]] = []
 
-    async def other() -> None:
-        if prefetch is not None:
-            prefetched.extend(await prefetch())
+    async def other(fetch: Prefetch) -> None:
+        prefetched.extend(await fetch())
 
     async with anyio.create_task_group() as group:
-        group.start_soon(other)
+        if prefetch is not None:
+            group.start_soon(other, prefetch)
         for index, sub in enumerate(subqueries):
             group.start_soon(one, index, sub)
 
