@@ -806,8 +806,14 @@ class Orchestrator:
         if not li.enabled:
             return None
         if self._local is None:
-            self._local = LocalIndex(max_memories=li.max_memories)
-        self._local.configure(context_weight=li.context_weight, k1=li.k1, b=li.b, radius=li.radius)
+            self._local = LocalIndex(max_memories=li.max_memories, date_terms=li.date_terms)
+        self._local.configure(
+            context_weight=li.context_weight,
+            k1=li.k1,
+            b=li.b,
+            radius=li.radius,
+            date_terms=li.date_terms,
+        )
         return self._local
 
     async def _pull(

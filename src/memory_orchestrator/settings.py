@@ -389,6 +389,13 @@ class RankingSettings(Section):
         le=1,
         description="share of relevance from semantic similarity (only with [semantic] on)",
     )
+    local_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="with [local_index] on: share of relevance from the local index's own "
+        "score (its BM25 with context, scaled to its best hit) rather than from ranks alone",
+    )
 
 
 class DedupSettings(Section):
@@ -446,6 +453,11 @@ class LocalIndexSettings(Section):
         le=1,
         description="with [semantic] on: weight of meaning in the index's min-max scaled "
         "hybrid of BM25 and semantic similarity",
+    )
+    date_terms: bool = Field(
+        default=True,
+        description='index each memory\'s date as words ("8 May 2023"), so a question that '
+        "names a date or month matches what was said then",
     )
     lend_context: bool = Field(
         default=False,

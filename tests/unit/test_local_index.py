@@ -99,3 +99,27 @@ def test_a_wider_radius_reaches_the_second_neighbour_at_a_lower_weight() -> None
     scores = {m.id: s for m, s in wide.search("painting", 5)}
     assert "t3" in scores
     assert scores["t1"] > scores["t2"] > scores["t3"]
+
+
+def test_date_terms_let_a_question_that_names_the_date_find_what_was_said_then() -> None:
+    from datetime import UTC, datetime
+
+    from memory_orchestrator.pipeline.local_index import date_words
+
+    assert date_words(datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) == "8 May 2023"
+    may = Memory(
+        id="may", content="Mel: we went camping", created_at=datetime(2023, 5, 8, tzinfo=UTC)
+    )
+    july = Memory(
+        id="jul", content="Mel: we went camping", created_at=datetime(2023, 7, 2, tzinfo=UTC)
+    )
+    plain = LocalIndex(context_weight=0.0)
+    plain.add([may, july])
+    scores = {m.id: score for m, score in plain.search("camping in July 2023", 2)}
+    assert scores["may"] == scores["jul"]  # without dates, the two are the same words
+    dated = LocalIndex(context_weight=0.0, date_terms=True)
+    dated.add([may, july])
+    assert ids(dated, "camping in July 2023")[0] == "jul"
+    assert ids(dated, "what happened on 8 May?")[0] == "may"
+    plain.configure(context_weight=0.0, k1=1.2, b=0.75, date_terms=True)  # re-analyses
+    assert ids(plain, "camping in July 2023")[0] == "jul"

@@ -185,3 +185,27 @@ def test_time_expressions_are_found_in_memory_text() -> None:
     assert has_time_expression("It was on 8 May 2023")
     assert has_time_expression("two days ago I painted")
     assert not has_time_expression("I painted a lake")
+
+
+def test_local_share_blends_in_the_local_index_score_scaled_to_its_best_hit() -> None:
+    from memory_orchestrator.models import SourceRank
+    from memory_orchestrator.pipeline.local_index import LOCAL_SOURCE
+
+    def found(mem_id: str, local: float | None) -> object:
+        c = candidate(memory(mem_id, "Mel painted a sunset by the lake"))
+        if local is None:
+            return c
+        extra = SourceRank(query=LOCAL_SOURCE, rank=1, score=local)
+        return c.model_copy(update={"sources": (*c.sources, extra)})
+
+    cands = [found("a", 8.0), found("b", 2.0), found("c", None)]
+    off = rerank(cands, ctx("sunset lake"))  # type: ignore[arg-type]
+    assert len({i.breakdown.relevance for i in off}) == 1  # same words, same store rank
+    settings = RankingSettings(local_share=0.5)
+    on = rerank(cands, RankContext(plan=plan("sunset lake"), now=NOW, settings=settings))  # type: ignore[arg-type]
+    relevance = {i.id: i.breakdown.relevance for i in on}
+    base = off[0].breakdown.relevance
+    assert relevance["a"] == pytest.approx(0.5 * base + 0.5 * 1.0, abs=1e-6)
+    assert relevance["b"] == pytest.approx(0.5 * base + 0.5 * 0.25, abs=1e-6)
+    assert relevance["c"] == pytest.approx(0.5 * base, abs=1e-6)  # the index did not find it
+    assert [i.id for i in on] == ["a", "b", "c"]

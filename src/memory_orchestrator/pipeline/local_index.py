@@ -24,10 +24,13 @@ from datetime import UTC, datetime
 from memory_orchestrator.models import Memory, to_utc
 from memory_orchestrator.text import terms
 
-__all__ = ["LOCAL_SOURCE", "LocalIndex"]
+__all__ = ["LOCAL_SOURCE", "LocalIndex", "date_words"]
 
 LOCAL_SOURCE = "(local index)"  # the query label of the local index's candidate list
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
 
 
 class LocalIndex:
@@ -41,8 +44,10 @@ class LocalIndex:
         k1: float = 1.2,
         b: float = 0.75,
         max_memories: int = 200_000,
+        date_terms: bool = False,
     ) -> None:
         self.context_weight = context_weight
+        self.date_terms = date_terms
         self.radius = radius
         self.k1, self.b = k1, b
         self.max_memories = max_memories
@@ -70,15 +75,33 @@ class LocalIndex:
                 continue
             self._seq.setdefault(memory.id, len(self._seq))
             self._memories[memory.id] = memory
-            self._terms[memory.id] = Counter(terms(f"{memory.content} {' '.join(memory.entities)}"))
+            self._terms[memory.id] = self._analyse(memory)
             changed += 1
         self._dirty = self._dirty or changed > 0
         return changed
 
-    def configure(self, *, context_weight: float, k1: float, b: float, radius: int = 1) -> None:
+    def _analyse(self, memory: Memory) -> Counter[str]:
+        text = f"{memory.content} {' '.join(memory.entities)}"
+        if self.date_terms and memory.created_at is not None:
+            text += f" {date_words(memory.created_at)}"
+        return Counter(terms(text))
+
+    def configure(
+        self,
+        *,
+        context_weight: float,
+        k1: float,
+        b: float,
+        radius: int = 1,
+        date_terms: bool | None = None,
+    ) -> None:
         wanted = (context_weight, k1, b, radius)
         if wanted != (self.context_weight, self.k1, self.b, self.radius):
             self.context_weight, self.k1, self.b, self.radius = wanted
+            self._dirty = True
+        if date_terms is not None and date_terms != self.date_terms:
+            self.date_terms = date_terms
+            self._terms = {i: self._analyse(m) for i, m in self._memories.items()}
             self._dirty = True
 
     def _build(self) -> None:
@@ -149,6 +172,13 @@ class LocalIndex:
             scores = _hybrid(scores, meaning, share)
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
         return [(self._memories[i], round(score, 6)) for i, score in best if i in self._memories]
+
+
+def date_words(when: datetime) -> str:
+    """A memory's date as the words a question names it by: "8 May 2023" (English month names,
+    day without a leading zero), so "What did she do in May 2023?" matches what was said then
+    even though the words are not in the text."""
+    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
 
 
 def _scaled(values: Mapping[str, float]) -> dict[str, float]:

@@ -238,10 +238,11 @@ def _relevance(
         for c in candidates
         if c.hops == 0
     }
+    if settings.local_share > 0:  # the local index's score keeps how far apart its hits are
+        _blend(relevance, _local_scores(candidates), settings.local_share)
     semantic, semantic_share = ctx.semantic, settings.semantic_share
     if semantic and semantic_share > 0:  # meaning, not words: the optional semantic stage
-        for i, value in relevance.items():
-            relevance[i] = (1 - semantic_share) * value + semantic_share * semantic.get(i, 0.0)
+        _blend(relevance, semantic, semantic_share)
     base = dict(relevance)
     for c in candidates:
         seed = ctx.context_of.get(c.memory.id)
@@ -298,6 +299,19 @@ def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[s
             i: (1 - score_share) * v + score_share * scores.get(i, 0.0) for i, v in store.items()
         }
     return store
+
+
+def _blend(relevance: dict[str, float], other: Mapping[str, float], share: float) -> None:
+    """Mix `share` of `other` (0 where it has no value) into `relevance`, in place."""
+    for i, value in relevance.items():
+        relevance[i] = (1 - share) * value + share * other.get(i, 0.0)
+
+
+def _local_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """The local index's score of each candidate it found, scaled to its best hit."""
+    found = {c.memory.id: s.score for c in candidates for s in c.sources if s.query == LOCAL_SOURCE}
+    best = max(found.values(), default=0.0)
+    return {i: v / best for i, v in found.items()} if best > 0 else {}
 
 
 def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
