@@ -25,23 +25,34 @@ __all__ = ["PRESETS", "apply_preset"]
 #   3. local_index.lend_context, ranking.context_window, local_index.b, local_index.k1,
 #      ranking.neighbor_share (1 round): 0.646 -> 0.649;
 #   4. local_index.radius (1, 2, 3): 0.649 -> 0.653; then, with radius 2, local_index.weight,
-#      local_index.context_weight, local_index.candidates (1 round): 0.653 -> 0.654.
+#      local_index.context_weight, local_index.candidates (1 round): 0.653 -> 0.654;
+#   5. with local_index.date_terms (new, on by default): 0.663; then --grid
+#      ranking.local_share=0,.3,.5,.7 --grid ranking.lexical_share=.5,.3,.7: 0.663 -> 0.672; then
+#      from there, lexical_share, local_share, context_window, when_time_boost,
+#      weights.cross_reference, local_index.weight/context_weight/k1/b, retrieval.rrf_k,
+#      neighbor_share (1 round): 0.672 -> 0.677; a last round over cross_reference (.4, .5),
+#      neighbor_share (.7), local_share (.5), weights.recency (0), context_seeds (10) kept
+#      nothing (0.677);
+#   6. fewer candidates: --grid retrieval.candidate_k=60,40,30,20 --grid
+#      local_index.candidates=40,30,20 --grid retrieval.max_subqueries=4,2,1: 0.677 -> 0.680 (20,
+#      30); from there candidate_k 15/10, local_index.candidates 25, context_seeds 3 kept nothing.
 _LOCOMO: dict[str, dict[str, Any]] = {
-    "retrieval": {"candidate_k": 60, "rrf_k": 10},
+    "retrieval": {"candidate_k": 20, "rrf_k": 10},
     "ranking": {
         "common_entity_share": 1.0,
         "context_seeds": 5,
         "context_window": 0.6,
-        "lexical_share": 0.5,
-        "neighbor_share": 0.9,
+        "lexical_share": 0.7,
+        "local_share": 0.4,
+        "neighbor_share": 0.8,
         "neighbor_slots": 0,
         "store_score_share": 0.0,
         "when_time_boost": 0.2,
-        "weights": {"cross_reference": 0.2, "graph": 0.05, "recency": 0.05},
+        "weights": {"cross_reference": 0.3, "graph": 0.05, "recency": 0.05},
     },
     "local_index": {
         "enabled": True,
-        "candidates": 40,
+        "candidates": 30,
         "weight": 4.0,
         "context_weight": 1.0,
         "radius": 2,

@@ -278,7 +278,7 @@ class FusedSettings(Section):
 class RetrievalSettings(Section):
     top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
     candidate_k: int = Field(
-        default=40, ge=1, le=500, description="candidates fetched per subquery"
+        default=20, ge=1, le=500, description="candidates fetched per subquery (at least top_k)"
     )
     max_subqueries: int = Field(default=4, ge=1, le=12)
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
