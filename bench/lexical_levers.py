@@ -14,7 +14,9 @@ BM25 without context), `speaker` (added when the turn's speaker is named in the 
 min-max scaled wordllama similarity; needs the `semantic` extra), `session` (share of the best
 score in the turn's session), `neighbours` (insert the neighbours of the best N after them),
 `diversity` (penalty per already chosen turn within 2 turns), `coverage` (share of the
-idf-weighted query terms the turn itself holds).
+idf-weighted query terms the turn itself holds), `feedback` (pseudo-relevance feedback:
+`{"share": .2, "docs": 5, "terms": 8, "min": 2}`, the terms the best hits share run as a second
+query and blended in).
 """
 
 from __future__ import annotations
@@ -105,13 +107,13 @@ class Study:
             top = hits[0][1]
             scores = {m.id: s / top for m, s in hits}
             if own is not None:
-                own_hits = own.search(q.text, cfg.get("depth", 60))
-                for m, s in own_hits:
-                    scores[m.id] = scores.get(m.id, 0.0) + cfg["own"] * s / own_hits[0][1]
+                self._blend(own.search(q.text, cfg.get("depth", 60)), cfg["own"], scores)
             if semantic is not None:
                 sims = semantic.similarities(q.text, [text[i] for i in scores])
                 for i, v in _scaled(sims).items():
                     scores[i] += cfg["semantic"] * v
+            if cfg.get("feedback"):
+                self._feedback(index, held, q.text, scores)
             if cfg.get("coverage"):
                 self._coverage(held, q.text, scores)
             self._boosts(scores, text, plan.entities, plan.question_type)
@@ -145,6 +147,41 @@ class Study:
                 scores[i] += cfg["speaker"]
             if cfg.get("when") and question is QuestionType.WHEN and has_time_expression(m.content):
                 scores[i] += cfg["when"]
+
+    def _feedback(
+        self,
+        index: LocalIndex,
+        held: dict[str, frozenset[str]],
+        query: str,
+        scores: dict[str, float],
+    ) -> None:
+        """Pseudo-relevance feedback: the terms the best hits share, as a second query."""
+        fb = self.cfg["feedback"]
+        wanted = set(terms(query))
+        n = len(held)
+        best = sorted(scores, key=lambda i: (-scores[i], i))[: fb.get("docs", 5)]
+        counts: dict[str, int] = defaultdict(int)
+        for i in best:
+            for t in held[i] - wanted:
+                counts[t] += 1
+        df = {t: sum(1 for h in held.values() if t in h) for t in counts}
+        weight = {
+            t: c * math.log(1 + n / (1 + df[t])) for t, c in counts.items() if c >= fb.get("min", 2)
+        }
+        extra = sorted(weight, key=lambda t: (-weight[t], t))[: fb.get("terms", 8)]
+        if not extra:
+            return
+        hits = index.search(query + " " + " ".join(extra), self.cfg.get("depth", 60))
+        self._blend(hits, fb["share"], scores)
+
+    @staticmethod
+    def _blend(hits: list[tuple[Memory, float]], share: float, scores: dict[str, float]) -> None:
+        """Add `share` of each hit's score, scaled to the best hit's."""
+        if not hits:
+            return
+        top = hits[0][1]
+        for m, score in hits:
+            scores[m.id] = scores.get(m.id, 0.0) + share * score / top
 
     def _coverage(
         self, held: dict[str, frozenset[str]], query: str, scores: dict[str, float]
