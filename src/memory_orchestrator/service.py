@@ -806,7 +806,7 @@ class Orchestrator:
         if not li.enabled:
             return None
         if self._local is None:
-            self._local = LocalIndex(max_memories=li.max_memories, date_terms=li.date_terms)
+            self._local = LocalIndex(max_memories=li.max_memories)
         self._local.configure(
             context_weight=li.context_weight,
             k1=li.k1,

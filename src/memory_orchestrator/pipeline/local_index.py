@@ -15,6 +15,7 @@ the source of truth: hits are read back from the store before use. Off by defaul
 
 from __future__ import annotations
 
+import calendar
 import heapq
 import math
 from collections import Counter
@@ -28,9 +29,6 @@ __all__ = ["LOCAL_SOURCE", "LocalIndex", "date_words"]
 
 LOCAL_SOURCE = "(local index)"  # the query label of the local index's candidate list
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
-_MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
 
 
 class LocalIndex:
@@ -175,10 +173,11 @@ class LocalIndex:
 
 
 def date_words(when: datetime) -> str:
-    """A memory's date as the words a question names it by: "8 May 2023" (English month names,
-    day without a leading zero), so "What did she do in May 2023?" matches what was said then
-    even though the words are not in the text."""
-    return f"{when.day} {_MONTHS[when.month - 1]} {when.year}"
+    """A memory's date as the words a question names it by: "8 May 2023" (day without a
+    leading zero; English month names, as Python keeps them unless a program changes its
+    locale), so "What did she do in May 2023?" matches what was said then even though the
+    words are not in the text."""
+    return f"{when.day} {calendar.month_name[when.month]} {when.year}"
 
 
 def _scaled(values: Mapping[str, float]) -> dict[str, float]:
