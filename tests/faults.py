@@ -14,6 +14,7 @@ Named as what it is. It wraps a real backend and only misbehaves where told to:
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal, TypeVar, cast
@@ -33,6 +34,7 @@ from memory_orchestrator.models import (
     SearchHit,
     WriteOutcome,
 )
+from memory_orchestrator.traces import TraceStore
 
 Mode = Literal["hang", "error", "transient", "junk", "die"]
 T = TypeVar("T")
@@ -213,3 +215,10 @@ def _junk_neighbors(found: list[Neighbor], seeds: Sequence[str]) -> list[Any]:
 
 def _junk_memories(found: list[Memory]) -> list[Any]:
     return [None, _bad_memory(), *found, *found]
+
+
+class FailingTraceStore(TraceStore):
+    """Fault injection: a trace store whose every write fails (a full or broken disk)."""
+
+    def _insert(self, rows: list[tuple[str, str, str, str]]) -> None:
+        raise sqlite3.OperationalError("disk I/O error")

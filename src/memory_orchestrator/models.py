@@ -6,6 +6,7 @@ stages, the service and both faces (MCP, CLI) speak in these records.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -15,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -360,6 +362,19 @@ class Trace(BaseModel):
     backend_calls: int = 0
     cache_hits: int = 0
     error: str | None = None
+    # work that only the stored trace needs (e.g. every candidate's record), done when the
+    # trace is stored, behind the request, instead of on its path
+    _deferred: list[Callable[[], None]] = PrivateAttr(default_factory=list)
+
+    def defer(self, fill: Callable[[], None]) -> None:
+        """Run `fill` (which completes this trace) before the trace is stored or read."""
+        self._deferred.append(fill)
+
+    def complete(self) -> Trace:
+        """Run the deferred work, once; returns the trace."""
+        while self._deferred:
+            self._deferred.pop(0)()
+        return self
 
 
 class ContextItem(Frozen):

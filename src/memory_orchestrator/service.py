@@ -442,6 +442,10 @@ class Orchestrator:
             checks.append(semantic)
         if self.settings.outbox.enabled:
             checks.append(await self._outbox_check())
+        await anyio.to_thread.run_sync(self.traces.flush)  # traces are stored behind requests
+        if self.traces.errors:  # and a failure to store one shows here
+            detail = f"{self.traces.errors} trace(s) not stored; last: {self.traces.last_error}"
+            checks.append(HealthCheck(name="traces", status=Status.DEGRADED, detail=detail))
         status = max((c.status for c in checks), key=_ORDER.__getitem__, default=Status.ERROR)
         return HealthReport(
             status=status,
@@ -682,8 +686,8 @@ class Orchestrator:
             items = slot_neighbors(items, pool, ctx.around, slots)
         items = with_reasons(items[:limit], candidates, ctx)
         # Later entries win: an item the deduper penalised is traced with that penalty, even
-        # when the penalty pushed it out of the result.
-        trace.candidates = self._candidate_traces(items, [*ranked, *deduped.items])
+        # when the penalty pushed it out of the result. The records are made as it is stored.
+        trace.defer(partial(self._fill_candidates, trace, items, [*ranked, *deduped.items]))
         trace.result_ids = [i.id for i in items]
         trace.timings_ms["total"] = _ms(started)
         if tool != "context":
@@ -1009,6 +1013,11 @@ class Orchestrator:
         self._entities = (now, names)
         return names
 
+    def _fill_candidates(
+        self, trace: Trace, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+    ) -> None:
+        trace.candidates = self._candidate_traces(items, ranked)
+
     def _candidate_traces(
         self, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
     ) -> list[CandidateTrace]:
@@ -1044,12 +1053,9 @@ class Orchestrator:
         trace.notes.extend(n for n in self.backend.notes if n not in trace.notes)
         if self.settings.traces.verbosity == "minimal":
             trace.expansions = [d for d in trace.expansions if d.accepted]
-        try:
-            self.traces.save(trace)
-        except Exception as exc:  # losing a trace must not lose the answer
-            trace.notes.append(f"trace not stored: {_err(exc)}")
         if self.observer is not None:
-            self.observer.finished(trace)
+            self.observer.finished(trace.complete())
+        self.traces.save(trace)  # stored behind the request; a failure shows in health
 
     def record_failure(
         self, tool: str, request: dict[str, Any], error: str, latency_ms: float

@@ -1,14 +1,25 @@
-"""Trace storage: every request's trace, kept in SQLite so it can be explained and replayed."""
+"""Trace storage: every request's trace, kept in SQLite so it can be explained and replayed.
+
+Traces are written behind the request: `save` hands the trace to a writer thread, which
+serializes and stores it (many at a time, in one transaction) while the next request waits on
+its store. Every read (`get`, `recent`, `since`) and `close` first waits until everything
+saved before it is stored, so a trace id an answer carries can be explained at once.
+"""
 
 from __future__ import annotations
 
+import atexit
+import logging
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_orchestrator.models import Trace
+
+log = logging.getLogger(__name__)
 
 
 class TraceStore:
@@ -16,10 +27,16 @@ class TraceStore:
 
     def __init__(self, path: Path | None, *, keep: int = 5000) -> None:
         self._keep = keep
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the store: the memory dict or the connection
         self._memory: OrderedDict[str, str] = OrderedDict()
         self._db: sqlite3.Connection | None = None
         self._writes = 0
+        self._queue: list[Trace] = []  # saved, not yet stored
+        self._queued = threading.Condition()  # guards _queue, _busy and _writer
+        self._busy = False  # the writer holds traces taken from the queue
+        self._writer: threading.Thread | None = None
+        self.errors = 0  # traces that could not be stored (logged)
+        self.last_error: str | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -30,27 +47,94 @@ class TraceStore:
                 "CREATE TABLE IF NOT EXISTS traces (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
                 " trace_id TEXT UNIQUE NOT NULL, tool TEXT, created_at TEXT, body TEXT NOT NULL)"
             )
+        self._closed = False
+        _OPEN.add(self)  # a process that exits without close() still stores what it saved
 
     def save(self, trace: Trace) -> None:
-        body = trace.model_dump_json()
+        """Queue `trace` for storage; returns at once. The caller must not change it after."""
+        with self._queued:
+            self._queue.append(trace)
+            self._closed = False
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(
+                    target=self._write_loop, name="trace-writer", daemon=True
+                )
+                self._writer.start()
+            self._queued.notify_all()
+
+    def flush(self) -> None:
+        """Wait until every trace saved so far is stored (or has failed and been logged)."""
+        with self._queued:
+            while self._queue or self._busy:
+                if self._writer is None or not self._writer.is_alive():
+                    self._busy = False
+                    batch, self._queue = self._queue, []
+                    self._store(batch)  # no writer (exiting): store them here
+                    continue
+                self._queued.wait(0.1)
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._queued:
+                while not self._queue:
+                    self._busy = False
+                    self._queued.notify_all()
+                    if self._closed:
+                        return
+                    self._queued.wait()
+                batch, self._queue = self._queue, []
+                self._busy = True
+            self._store(batch)
+
+    def _store(self, batch: list[Trace]) -> None:
+        rows: list[tuple[str, str, str, str]] = []
+        for t in batch:
+            try:  # the deferred work runs here, behind the request
+                rows.append(
+                    (t.trace_id, t.tool, t.created_at.isoformat(), t.complete().model_dump_json())
+                )
+            except Exception as exc:
+                self._failed(1, exc)
+        try:
+            self._insert(rows)
+        except Exception as exc:  # a lost trace is logged, never raised into a request
+            self._failed(len(rows), exc)
+
+    def _failed(self, count: int, exc: Exception) -> None:
+        self.errors += count
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        log.warning("%d trace(s) not stored: %s", count, self.last_error)
+
+    def _insert(self, rows: list[tuple[str, str, str, str]]) -> None:
         with self._lock:
             if self._db is None:
-                self._memory[trace.trace_id] = body
+                for trace_id, _, _, body in rows:
+                    self._memory[trace_id] = body
+                    self._memory.move_to_end(trace_id)
                 while len(self._memory) > self._keep:
                     self._memory.popitem(last=False)
                 return
-            self._db.execute(
-                "INSERT OR REPLACE INTO traces (trace_id, tool, created_at, body) VALUES (?,?,?,?)",
-                (trace.trace_id, trace.tool, trace.created_at.isoformat(), body),
-            )
-            self._writes += 1
-            if self._writes % 100 == 0:
-                self._db.execute(
-                    "DELETE FROM traces WHERE seq <= (SELECT MAX(seq) FROM traces) - ?",
-                    (self._keep,),
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                db.executemany(
+                    "INSERT OR REPLACE INTO traces (trace_id, tool, created_at, body)"
+                    " VALUES (?,?,?,?)",
+                    rows,
                 )
+                before, self._writes = self._writes, self._writes + len(rows)
+                if before // 100 != self._writes // 100:
+                    db.execute(
+                        "DELETE FROM traces WHERE seq <= (SELECT MAX(seq) FROM traces) - ?",
+                        (self._keep,),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def get(self, trace_id: str) -> Trace | None:
+        self.flush()
         with self._lock:
             if self._db is None:
                 body = self._memory.get(trace_id)
@@ -62,6 +146,7 @@ class TraceStore:
         return Trace.model_validate_json(body) if body else None
 
     def recent(self, limit: int = 20) -> list[Trace]:
+        self.flush()
         with self._lock:
             if self._db is None:
                 bodies = list(self._memory.values())[-limit:][::-1]
@@ -74,6 +159,7 @@ class TraceStore:
 
     def since(self, start: datetime | None = None) -> list[Trace]:
         """Every kept trace created at or after `start` (all when None), oldest first."""
+        self.flush()
         with self._lock:
             if self._db is None:
                 bodies = list(self._memory.values())
@@ -87,7 +173,20 @@ class TraceStore:
         return [t for t in traces if t.created_at >= floor]
 
     def close(self) -> None:
+        self.flush()
+        with self._queued:
+            self._closed = True  # the writer ends; a later save starts another
+            self._queued.notify_all()
         with self._lock:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+_OPEN: weakref.WeakSet[TraceStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for store in list(_OPEN):
+        store.flush()

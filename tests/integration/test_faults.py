@@ -35,7 +35,7 @@ from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW
-from tests.faults import JUNK_ID, FaultyBackend, Mode
+from tests.faults import JUNK_ID, FailingTraceStore, FaultyBackend, Mode
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -303,3 +303,25 @@ def test_junk_answers_to_forget_and_batch_writes_are_checked(
     assert run(lambda: o.backend.get_memories([first.id or ""])) == []
     with pytest.raises(BackendError, match="batch write"):
         run(lambda: o.backend.write_many([NewMemory(content="A batch the store garbles.")]))
+
+
+def test_a_trace_store_that_fails_loses_no_answer_and_health_says_so(
+    settings: Settings, loaded: Path
+) -> None:
+    o = Orchestrator(
+        EmbeddedBackend(loaded),
+        fast(settings),
+        traces=FailingTraceStore(settings.trace_path()),
+        clock=lambda: NOW,
+    )
+    try:
+        answer = run(lambda: o.context(ContextRequest(query="recent issues with Vendor X")))
+        assert answer.items
+        report = run(o.health)
+        traces = [c for c in report.checks if c.name == "traces"]
+        assert [c.status for c in traces] == [Status.DEGRADED]
+        assert "1 trace(s) not stored" in traces[0].detail
+        assert "disk I/O error" in traces[0].detail
+        assert report.status is Status.DEGRADED
+    finally:
+        run(o.close)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from memory_orchestrator.models import (
     Dropped,
@@ -14,11 +19,12 @@ from memory_orchestrator.models import (
     Trace,
 )
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
-from memory_orchestrator.pipeline.packager import Budget, package, shorten
+from memory_orchestrator.pipeline.packager import Budget, _render, package, shorten
 from memory_orchestrator.pipeline.reranker import RankContext, rerank
 from memory_orchestrator.settings import RankingSettings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW, candidate, memory, plan
+from tests.faults import FailingTraceStore
 
 
 def ranked_items(count: int, query: str = "atlas vendor", **plan_args: object) -> list:  # type: ignore[type-arg]
@@ -57,6 +63,27 @@ def test_max_items_and_max_chars_are_hard_limits() -> None:
         assert len(packed.items) + len(packed.cut) == 20
         for item in packed.items:
             assert item.memory_id in packed.context_block
+
+
+def test_the_block_keeps_the_longest_prefix_that_fits() -> None:
+    """However the limit falls, the block holds exactly the items that fit one by one: no
+    item is left out while a later, lower-ranked one gets in."""
+    items = ranked_items(12)
+    p = plan("atlas vendor")
+    whole = package(items, p, Budget(12, 100_000, 120), task=None, candidate_count=12)
+    sizes = []
+    for max_chars in range(300, len(whole.context_block) + 50, 37):
+        packed = package(items, p, Budget(12, max_chars, 120), task=None, candidate_count=12)
+        count = len(packed.items)
+        assert [i.memory_id for i in packed.items] == [i.id for i in items[:count]]
+        assert len(packed.context_block) <= max_chars
+        if count < 12:  # one more item would not have fitted
+            header = packed.context_block.split("\n\n")[0]
+            more = _render(header, whole.items[: count + 1], p, "auto")
+            assert len(more) > max_chars
+        sizes.append(count)
+    assert sizes == sorted(sizes)
+    assert sizes[0] < 12 == sizes[-1]
 
 
 def test_episodic_strategy_lists_items_chronologically() -> None:
@@ -153,3 +180,59 @@ def test_in_memory_trace_store_keeps_the_newest() -> None:
         store.save(sample_trace().model_copy(update={"trace_id": f"tr_{i}"}))
     assert store.get("tr_0") is None
     assert store.get("tr_14") is not None
+
+
+def test_traces_are_stored_behind_the_request_and_read_back_at_once(tmp_path: Path) -> None:
+    """`save` returns before the trace is written; every read waits for what was saved."""
+    for path in (tmp_path / "traces.db", None):
+        store = TraceStore(path, keep=1000)
+        try:
+            for i in range(300):
+                store.save(sample_trace().model_copy(update={"trace_id": f"tr_{i}"}))
+            assert store.get("tr_299") is not None
+            assert [t.trace_id for t in store.recent(3)] == ["tr_299", "tr_298", "tr_297"]
+            assert len(store.since()) == 300
+            assert store.errors == 0
+        finally:
+            store.close()
+
+
+def test_traces_saved_by_a_process_that_exits_without_closing_are_kept(tmp_path: Path) -> None:
+    db = tmp_path / "traces.db"
+    script = (
+        "import sys\n"
+        "from tests.unit.test_packaging_and_traces import sample_trace\n"
+        "from memory_orchestrator.traces import TraceStore\n"
+        "store = TraceStore(__import__('pathlib').Path(sys.argv[1]))\n"
+        "for i in range(200):\n"
+        "    store.save(sample_trace().model_copy(update={'trace_id': f'tr_{i}'}))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    reopened = TraceStore(db)
+    try:
+        assert len(reopened.since()) == 200
+    finally:
+        reopened.close()
+
+
+def test_a_trace_that_cannot_be_stored_is_counted_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FailingTraceStore(tmp_path / "traces.db")
+    try:
+        with caplog.at_level(logging.WARNING, logger="memory_orchestrator.traces"):
+            store.save(sample_trace())
+            assert store.get("tr_x") is None  # waits for the failed write
+        assert store.errors == 1
+        assert store.last_error == "OperationalError: disk I/O error"
+        assert "not stored" in caplog.text
+    finally:
+        store.close()

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -156,7 +157,15 @@ def entity_key(name: str) -> str:
 
 
 def _to_memory(row: Row) -> Memory:
-    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row[:10]
+    return _parsed(tuple(row[:10]))
+
+
+@lru_cache(maxsize=8192)
+def _parsed(row: tuple[Any, ...]) -> Memory:
+    """A memory row as a `Memory`, memoized on the row's values: the same memories come back
+    query after query, and parsing three JSON columns and validating the model costs more than
+    the query that found them. A changed row has other values, so it is parsed anew."""
+    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row
     return Memory(
         id=mem_id,
         content=content,

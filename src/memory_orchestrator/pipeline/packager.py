@@ -196,18 +196,29 @@ def _sections(
 def _fit(
     header: str, items: Sequence[ContextItem], plan: QueryPlan, budget: Budget
 ) -> tuple[str, list[ContextItem]]:
-    """Add items in rank order while the rendered block stays within max_chars."""
-    fitted: list[ContextItem] = []
-    block = _render(header, fitted, plan, budget.group_by)
-    for item in items:
-        trial = _render(header, [*fitted, item], plan, budget.group_by)
-        if len(trial) > budget.max_chars:
-            break
-        fitted.append(item)
-        block = trial
+    """The longest prefix of `items` (rank order) whose rendered block fits in max_chars.
+
+    Every added item adds a line, so the block grows with the prefix: a binary search over
+    its length renders O(log n) blocks instead of one per item."""
+
+    def render(count: int) -> str:
+        return _render(header, items[:count], plan, budget.group_by)
+
+    block = render(len(items))
+    if len(block) <= budget.max_chars:  # the usual case: everything fits
+        return block, list(items)
+    low, high = 0, len(items)  # render(low) fits, or low is 0; render(high) does not
+    block = render(0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        trial = render(middle)
+        if len(trial) <= budget.max_chars:
+            low, block = middle, trial
+        else:
+            high = middle
     if len(block) > budget.max_chars:  # the header alone is over budget
         block = block[: budget.max_chars - 1] + _ELLIPSIS
-    return block, fitted
+    return block, list(items[:low])
 
 
 def _render(header: str, items: Sequence[ContextItem], plan: QueryPlan, group_by: GroupBy) -> str:
