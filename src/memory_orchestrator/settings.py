@@ -344,7 +344,7 @@ class RankingSettings(Section):
         "memories lose a share; 0 = off",
     )
     context_seeds: int = Field(
-        default=5,
+        default=4,
         ge=0,
         le=200,
         description="best candidates whose neighbours in time are fetched (one store call); "
