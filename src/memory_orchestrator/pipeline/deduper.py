@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from rapidfuzz import fuzz, process
 
@@ -19,8 +20,10 @@ from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 
 
+@lru_cache(maxsize=16_384)
 def _key(text: str) -> str:
-    """Sorted lower-case tokens: `fuzz.ratio` over keys equals token-sort ratio over texts."""
+    """Sorted lower-case tokens: `fuzz.ratio` over keys equals token-sort ratio over texts
+    (memoized: the same memories come back question after question)."""
     return " ".join(sorted(normalize(text).casefold().split()))
 
 
