@@ -57,10 +57,12 @@ class TraceStore:
             self._queue.append(trace)
             self._closed = False
             if self._writer is None or not self._writer.is_alive():
-                self._writer = threading.Thread(
-                    target=self._write_loop, name="trace-writer", daemon=True
-                )
-                self._writer.start()
+                writer = threading.Thread(target=self._write_loop, name="trace-writer", daemon=True)
+                try:
+                    writer.start()
+                except RuntimeError:  # no new threads (interpreter shutdown): flush() stores it
+                    return
+                self._writer = writer
             self._queued.notify_all()
 
     def flush(self) -> None:
