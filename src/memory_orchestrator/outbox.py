@@ -25,7 +25,7 @@ from memory_orchestrator.models import (
     WriteAction,
     WriteRequest,
 )
-from memory_orchestrator.resilience import content_key
+from memory_orchestrator.text import content_hash
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -110,7 +110,7 @@ class Outbox:
         rows = self._run(
             "INSERT INTO outbox (request, content_hash, queued_at, reason) VALUES (?, ?, ?, ?)"
             f" RETURNING {_COLS}",
-            (body, content_key(request.memory.content), _now(), reason),
+            (body, content_hash(request.memory.content), _now(), reason),
             create=True,
         )
         return _record(rows[0])

@@ -8,7 +8,7 @@ jitter) and a check of what comes back.
   [0.5, 1] between them; any other error, and the caller's timeout, end the call at once;
 - `write` is never retried blindly: a failed write may have happened, so before another try
   the store is searched for a memory with exactly this content (the content hash, see
-  `content_key`), and when one is there its id is the answer and nothing is written again;
+  `text.content_hash`), and when one is there its id is the answer and nothing is written again;
 - `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply);
 - malformed answers never reach the pipeline: records of the wrong type, repeated ids,
   non-finite scores, weights and confidences, naive timestamps, memories that were not asked
@@ -71,11 +71,6 @@ class RetryPolicy:
 
 def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, BackendError) and exc.transient
-
-
-def content_key(content: str) -> str:
-    """The content hash writes are recognised by (see `text.content_hash`)."""
-    return content_hash(content)
 
 
 def begin_notes() -> None:
@@ -241,9 +236,9 @@ async def find_written(backend: MemoryBackend, memory: NewMemory) -> WriteOutcom
 
     The check before a write is tried again: searching is safe to repeat, a write is not.
     A search error here propagates (then nothing is known, and nothing is written)."""
-    key = content_key(memory.content)
+    key = content_hash(memory.content)
     for hit in await backend.search(memory.content, 5):
-        if isinstance(hit, SearchHit) and content_key(hit.memory.content) == key:
+        if isinstance(hit, SearchHit) and content_hash(hit.memory.content) == key:
             return WriteOutcome(
                 id=hit.memory.id,
                 action=WriteAction.ADDED,

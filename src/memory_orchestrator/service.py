@@ -314,7 +314,7 @@ class Orchestrator:
         ranked = rerank([*all_seeds, *grown.candidates], self._rank_context(plan, now))
         explicit = set(request.seed_ids)
         ranked = [i for i in ranked if i.id not in explicit][: request.limit]
-        trace.candidates = self._candidate_traces(ranked, [])
+        trace.defer(partial(self._fill_candidates, trace, ranked, []))
         trace.result_ids = [i.id for i in ranked]
         trace.timings_ms["total"] = _ms(started)
         self._finish(trace)

@@ -10,7 +10,8 @@ import pytest
 from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.models import NewMemory, OutboxState, WriteAction, WriteRequest
 from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.resilience import RetryPolicy, content_key, retry
+from memory_orchestrator.resilience import RetryPolicy, retry
+from memory_orchestrator.text import content_hash
 
 
 def test_backoff_grows_exponentially_is_capped_and_jittered() -> None:
@@ -81,8 +82,8 @@ def test_a_check_before_the_retry_can_answer_instead_of_a_second_try() -> None:
 
 
 def test_the_content_hash_ignores_whitespace_and_unicode_form() -> None:
-    assert content_key("Café  opens\tat 8") == content_key("Cafe\u0301 opens at 8")
-    assert content_key("a") != content_key("b")
+    assert content_hash("Café  opens\tat 8") == content_hash("Cafe\u0301 opens at 8")
+    assert content_hash("a") != content_hash("b")
 
 
 def request(content: str) -> WriteRequest:

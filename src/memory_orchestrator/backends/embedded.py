@@ -157,7 +157,7 @@ def entity_key(name: str) -> str:
 
 
 def _to_memory(row: Row) -> Memory:
-    return _parsed(tuple(row[:10]))
+    return _parsed(row[:10])
 
 
 @lru_cache(maxsize=8192)
