@@ -21,7 +21,8 @@ from typing import Any, Literal, TypeVar, cast
 
 import anyio
 
-from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,

@@ -29,9 +29,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
+from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.mcp_server import CALLER_KEY, create_server
 from memory_orchestrator.observability import Metrics, Observer
-from memory_orchestrator.settings import ConfigError, Settings
+from memory_orchestrator.settings import Settings
 
 __all__ = ["MCP_PATH", "METRICS_PATH", "BearerAuth", "build_app", "is_loopback", "serve"]
 

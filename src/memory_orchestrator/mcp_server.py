@@ -25,7 +25,13 @@ from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import (
+    BackendError,
+    ConfigError,
+    InvalidRequest,
+    TraceNotFound,
+    UnknownBackend,
+)
 from memory_orchestrator.models import (
     MAX_CONTENT_CHARS,
     MAX_IDS,
@@ -40,7 +46,6 @@ from memory_orchestrator.models import (
     Explanation,
     GroupBy,
     HealthReport,
-    InvalidRequest,
     MemoryType,
     MetaValue,
     NewMemory,
@@ -53,8 +58,8 @@ from memory_orchestrator.models import (
     describe_errors,
 )
 from memory_orchestrator.observability import Observer, calling
-from memory_orchestrator.service import Orchestrator, TraceNotFound
-from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings, load_settings
 
 __all__ = ["AppState", "create_server", "main", "run"]
 
@@ -515,7 +520,7 @@ def run(
     """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
     refuses to start without tokens unless `insecure_no_auth` (see `http_server`)."""
     if settings.backend not in registry.names():
-        raise registry.UnknownBackend(
+        raise UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(registry.names())}"
         )
     if transport == "stdio":
@@ -531,7 +536,7 @@ def main() -> None:
     try:
         settings = load_settings()
         run(settings, "stdio")
-    except (ConfigError, registry.UnknownBackend) as exc:
+    except (ConfigError, UnknownBackend) as exc:
         sys.exit(f"memory-orchestrator: {exc}")
     except ValidationError as exc:
         sys.exit(f"memory-orchestrator: settings {_describe(exc).removeprefix('invalid ')}")

@@ -35,10 +35,6 @@ Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 MetaValue = str | int | float | bool | None
 
 
-class InvalidRequest(ValueError):
-    """A request that passed the schema but breaks a configured limit; nothing was done."""
-
-
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -19,6 +19,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memory_orchestrator.errors import OutboxError
 from memory_orchestrator.models import (
     OutboxState,
     QueuedWrite,
@@ -48,10 +49,6 @@ _COLS = (
     " delivered_at, memory_id, action"
 )
 Row = tuple[int, str, str, str, str, str, int, str | None, str | None, str | None, str | None]
-
-
-class OutboxError(RuntimeError):
-    """The outbox file itself cannot be used."""
 
 
 def _now() -> str:

@@ -30,7 +30,8 @@ from typing import TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
     Capabilities,

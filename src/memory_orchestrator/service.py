@@ -18,11 +18,13 @@ from typing import Any
 import anyio
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import (
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.errors import (
     BackendError,
     CapabilityMissing,
-    EnumerableBackend,
-    MemoryBackend,
+    InvalidRequest,
+    SemanticUnavailable,
+    TraceNotFound,
 )
 from memory_orchestrator.models import (
     Candidate,
@@ -39,7 +41,6 @@ from memory_orchestrator.models import (
     GroupBy,
     HealthCheck,
     HealthReport,
-    InvalidRequest,
     Memory,
     NewMemory,
     OutboxReport,
@@ -77,12 +78,7 @@ from memory_orchestrator.pipeline.reranker import (
     with_reasons,
 )
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
-from memory_orchestrator.pipeline.semantic import (
-    SEMANTIC_SOURCE,
-    SemanticIndex,
-    SemanticUnavailable,
-    load_embedder,
-)
+from memory_orchestrator.pipeline.semantic import SEMANTIC_SOURCE, SemanticIndex, load_embedder
 from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
 from memory_orchestrator.resilience import (
     GuardedBackend,
@@ -99,10 +95,6 @@ _SUMMARY_DROPS = 25
 _HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
 _SUBQUERY_WEIGHT = 0.7
 _ORDER = {Status.OK: 0, Status.DEGRADED: 1, Status.ERROR: 2}
-
-
-class TraceNotFound(LookupError):
-    pass
 
 
 def _utcnow() -> datetime:

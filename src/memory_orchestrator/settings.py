@@ -31,6 +31,7 @@ from pydantic_settings import (
 )
 
 from memory_orchestrator.auth import HttpSettings
+from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.models import (
     MAX_CONTENT_CHARS,
     MAX_IDS,
@@ -609,10 +610,6 @@ class Settings(BaseSettings):
 
     def outbox_path(self) -> Path:
         return self.outbox.path or self.data_dir / "outbox.db"
-
-
-class ConfigError(ValueError):
-    pass
 
 
 def find_config(explicit: Path | None) -> Path | None:

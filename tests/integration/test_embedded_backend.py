@@ -13,8 +13,9 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend, from_settings
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
     NewMemory,

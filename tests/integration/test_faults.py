@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,

@@ -12,12 +12,12 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, CapabilityMissing
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.fused import FusedBackend, Member
 from memory_orchestrator.backends.kg_memory import PACKAGE as KG_PACKAGE
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE as MM_PACKAGE
 from memory_orchestrator.backends.mnemonic import MnemonicBackend
+from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import NewMemory, SearchRequest, Status, WriteAction
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings

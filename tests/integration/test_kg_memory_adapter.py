@@ -15,8 +15,9 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.kg_memory import PACKAGE, KgMemoryBackend, search_terms
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
     NewMemory,

@@ -25,7 +25,6 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.backends.mnemon import (
     FAIL_FAST_ENDPOINT,
     MnemonBackend,
@@ -34,6 +33,7 @@ from memory_orchestrator.backends.mnemon import (
     importance_in,
     importance_out,
 )
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
     NewMemory,

@@ -18,8 +18,9 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError, EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE, MnemonMcpBackend, query_terms
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
     NewMemory,

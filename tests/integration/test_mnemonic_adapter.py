@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.backends.mnemonic import MnemonicBackend, split_frontmatter
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
     NewMemory,

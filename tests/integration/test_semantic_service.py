@@ -8,6 +8,7 @@ import pytest
 
 from memory_orchestrator import service
 from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import (
     ContextRequest,
     MemoryType,
@@ -16,7 +17,6 @@ from memory_orchestrator.models import (
     Status,
     WriteRequest,
 )
-from memory_orchestrator.pipeline.semantic import SemanticUnavailable
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore

@@ -12,6 +12,7 @@ import pytest
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import SAMPLE, load_demo
+from memory_orchestrator.errors import TraceNotFound
 from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,
@@ -26,7 +27,7 @@ from memory_orchestrator.models import (
     WriteAction,
     WriteRequest,
 )
-from memory_orchestrator.service import Orchestrator, TraceNotFound
+from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW

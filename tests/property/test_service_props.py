@@ -17,18 +17,18 @@ from pydantic import ValidationError
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
+from memory_orchestrator.errors import InvalidRequest, TraceNotFound
 from memory_orchestrator.models import (
     MAX_QUERY_CHARS,
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
-    InvalidRequest,
     SearchRequest,
     WriteAction,
     WriteRequest,
     describe_errors,
 )
-from memory_orchestrator.service import Orchestrator, TraceNotFound
+from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.text import cut_at_word
 from memory_orchestrator.traces import TraceStore

@@ -22,10 +22,11 @@ from memory_orchestrator.auth import (
     hash_token,
     new_secret,
 )
+from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.http_server import BearerAuth, build_app, is_loopback
 from memory_orchestrator.mcp_server import create_server
 from memory_orchestrator.observability import Observer
-from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.settings import Settings, load_settings
 
 
 def _token(name: str, **rules: Any) -> tuple[str, TokenSpec]:

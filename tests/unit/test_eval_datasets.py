@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from memory_orchestrator.errors import DatasetError
 from memory_orchestrator.eval.datasets import (
     Dataset,
-    DatasetError,
     load_dataset,
     memory_keys,
     normalize_evidence,

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import NewMemory, OutboxState, WriteAction, WriteRequest
 from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.resilience import RetryPolicy, retry

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import Memory, MemoryType
 from memory_orchestrator.pipeline.semantic import (
     SemanticIndex,
-    SemanticUnavailable,
     WordLlamaEmbedder,
     embedding_text,
     load_embedder,

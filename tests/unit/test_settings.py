@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.models import MemoryType
-from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.settings import Settings, load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "orchestrator.example.toml"
 

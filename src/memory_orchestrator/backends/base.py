@@ -23,18 +23,6 @@ from memory_orchestrator.models import (
 )
 
 
-class BackendError(Exception):
-    """A store failed to do what was asked. `transient` errors may be retried."""
-
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
-class CapabilityMissing(BackendError):
-    """The store has no such operation (see its `capabilities`)."""
-
-
 @runtime_checkable
 class MemoryBackend(Protocol):
     """A memory store, seen from the orchestrator.

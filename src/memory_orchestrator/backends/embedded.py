@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import BackendError, CapabilityMissing, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     Capabilities,
     Edge,

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,

@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import BackendError
 
 
 def find_npm_script(package: str, *, explicit: Path | None = None) -> Path | None:

@@ -68,7 +68,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import BackendError, StoreTimeout
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -172,7 +172,7 @@ class _LoopState:
     status_lock: anyio.Lock
 
 
-class MnemonTimeout(BackendError):
+class MnemonTimeout(StoreTimeout):
     """A mnemon process ran past its timeout and was killed."""
 
 

@@ -40,7 +40,7 @@ import anyio.to_thread
 import yaml
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.base import BackendError
+from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,

@@ -7,6 +7,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import UnknownBackend
 
 if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
@@ -23,10 +24,6 @@ _BUILTIN: dict[str, str] = {
     "fused": "memory_orchestrator.backends.fused:from_settings",
 }
 _extra: dict[str, Factory] = {}
-
-
-class UnknownBackend(ValueError):
-    pass
 
 
 def register(name: str, factory: Factory) -> None:

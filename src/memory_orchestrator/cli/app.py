@@ -22,14 +22,20 @@ from pydantic import BaseModel, ValidationError
 
 from memory_orchestrator import auth, observability
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.cli import eval_cmd, render
+from memory_orchestrator.errors import (
+    BackendError,
+    ConfigError,
+    InvalidRequest,
+    OutboxError,
+    TraceNotFound,
+    UnknownBackend,
+)
 from memory_orchestrator.models import (
     ContextPackage,
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
-    InvalidRequest,
     MemoryType,
     NewMemory,
     OutboxReport,
@@ -37,9 +43,9 @@ from memory_orchestrator.models import (
     Status,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox, OutboxError
-from memory_orchestrator.service import Orchestrator, TraceNotFound
-from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.traces import TraceStore
 
 __all__ = ["app", "main"]
@@ -577,7 +583,7 @@ def _guarded(action: Callable[[], T]) -> T:
         return action()
     except ValidationError as exc:
         _fail(render.describe(exc), USAGE_ERROR)
-    except (ConfigError, registry.UnknownBackend) as exc:
+    except (ConfigError, UnknownBackend) as exc:
         _fail(str(exc), USAGE_ERROR)
     except InvalidRequest as exc:
         _fail(f"invalid input: {exc}", USAGE_ERROR)

@@ -31,19 +31,25 @@ from rich.table import Table
 from rich.text import Text
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import BackendError
 from memory_orchestrator.cli import render
-from memory_orchestrator.eval.datasets import GOLDEN, Dataset, DatasetError, load_dataset
+from memory_orchestrator.errors import (
+    BackendError,
+    ConfigError,
+    DatasetError,
+    MissingExtra,
+    UnknownBackend,
+)
+from memory_orchestrator.eval.datasets import GOLDEN, Dataset, load_dataset
 from memory_orchestrator.eval.markdown import (
     category_table,
     format_value,
     headline_columns,
     to_markdown,
 )
-from memory_orchestrator.eval.plots import MissingExtra, write_plots
+from memory_orchestrator.eval.plots import write_plots
 from memory_orchestrator.eval.report import build_report, to_json, write_report
 from memory_orchestrator.eval.systems import SYSTEMS, EvalRun, RunOptions, SystemName, run_eval
-from memory_orchestrator.settings import ConfigError, Settings, load_settings
+from memory_orchestrator.settings import Settings, load_settings
 
 __all__ = ["evaluate"]
 
@@ -156,9 +162,7 @@ def _settings(root: _RootOptions | None, backend: str | None) -> Settings:
 
 def _known_backend(name: str) -> None:
     if name not in registry.names():
-        raise registry.UnknownBackend(
-            f"unknown backend {name!r}; known: {', '.join(registry.names())}"
-        )
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(registry.names())}")
 
 
 def _options(
@@ -224,7 +228,7 @@ def _guarded(action: Callable[[], T]) -> T:
         return action()
     except ValidationError as exc:
         _fail(render.describe(exc), USAGE_ERROR)
-    except (ConfigError, DatasetError, registry.UnknownBackend) as exc:
+    except (ConfigError, DatasetError, UnknownBackend) as exc:
         _fail(str(exc), USAGE_ERROR)
     except MissingExtra as exc:
         _fail(str(exc), FAILURE)

@@ -9,7 +9,8 @@ protocol's output contract, `markdown` renders it for people, and `plots` draws 
 the CLI face is `orchestrator eval`.
 """
 
-from memory_orchestrator.eval.datasets import Dataset, DatasetError, load_dataset
+from memory_orchestrator.errors import DatasetError
+from memory_orchestrator.eval.datasets import Dataset, load_dataset
 from memory_orchestrator.eval.markdown import to_markdown
 from memory_orchestrator.eval.report import build_report, write_report
 from memory_orchestrator.eval.systems import SYSTEMS, EvalRun, Progress, RunOptions, run_eval

@@ -34,6 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from memory_orchestrator.errors import DatasetError
 from memory_orchestrator.models import Memory, MemoryType, NewMemory
 
 __all__ = [
@@ -72,10 +73,6 @@ _TIME_FORMATS = (
     "%I:%M %p on %d %b, %Y",
     "%I:%M %p on %d %b %Y",
 )
-
-
-class DatasetError(ValueError):
-    """A dataset file that cannot be read, with the place and the reason."""
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory_orchestrator.errors import DatasetError
 from memory_orchestrator.eval.datasets import (
     Dataset,
-    DatasetError,
     EvalCase,
     EvalMemory,
     EvalQuestion,

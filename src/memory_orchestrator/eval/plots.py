@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_orchestrator.errors import MissingExtra
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -19,10 +21,6 @@ __all__ = ["MissingExtra", "write_plots"]
 
 _COLORS = {"raw": "#7f7f7f", "orchestrated": "#1f77b4", "expanded": "#ff7f0e"}
 _DPI = 120
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency is not installed; the message names the extra to install."""
 
 
 def _figure(width: float, height: float) -> Figure:

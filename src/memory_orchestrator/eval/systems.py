@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memory_orchestrator.eval.datasets import Dataset, DatasetError, EvalCase, EvalQuestion
+from memory_orchestrator.errors import DatasetError
+from memory_orchestrator.eval.datasets import Dataset, EvalCase, EvalQuestion
 from memory_orchestrator.eval.records import (
     SYSTEMS,
     Answer,

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import Memory
 from memory_orchestrator.text import content_words
 
@@ -52,10 +53,6 @@ _INSTALL = (
 )
 SEMANTIC_SOURCE = "(semantic index)"  # the query label of the semantic candidate list
 _QUERY_CACHE = 256
-
-
-class SemanticUnavailable(RuntimeError):
-    """The embedding model cannot be loaded (extra not installed, weights missing)."""
 
 
 class Embedder(Protocol):

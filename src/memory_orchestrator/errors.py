@@ -1,0 +1,107 @@
+"""Every error the orchestrator raises on purpose, in one tree.
+
+::
+
+    OrchestratorError                     anything raised on purpose; never a bug
+    +-- UsageError                        the caller can fix it by asking differently
+    |   +-- InvalidRequest (ValueError)   a request breaks a rule or a limit; nothing was done
+    |   +-- ConfigError (ValueError)      settings that cannot work (a path, a name, a token)
+    |   |   +-- UnknownBackend            `backend = "..."` names no registered store
+    |   +-- DatasetError (ValueError)     an eval dataset that cannot be read
+    +-- NotFound (LookupError)
+    |   +-- TraceNotFound                 no stored trace has this id
+    +-- BackendError                      a store failed; `transient` means a retry may work
+    |   +-- CapabilityMissing             the store has no such operation
+    |   +-- StoreTimeout                  a store process ran past its limit and was stopped
+    +-- OutboxError                       the write outbox itself cannot be used
+    +-- MissingExtra                      an optional extra is not installed (names it)
+        +-- SemanticUnavailable           the embedding model cannot be loaded
+
+Each face maps this tree once: the MCP server to tool-error messages
+(`mcp_server._tool_error`), the CLI and its eval command to one stderr line and an exit code
+(`cli/errors.py`). Backends raise only `BackendError` and its subclasses; anything else that
+escapes a store is a bug and is reported as one.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "CapabilityMissing",
+    "ConfigError",
+    "DatasetError",
+    "InvalidRequest",
+    "MissingExtra",
+    "NotFound",
+    "OrchestratorError",
+    "OutboxError",
+    "SemanticUnavailable",
+    "StoreTimeout",
+    "TraceNotFound",
+    "UnknownBackend",
+    "UsageError",
+]
+
+
+class OrchestratorError(Exception):
+    """The root: everything the orchestrator raises on purpose."""
+
+
+class UsageError(OrchestratorError):
+    """The caller can fix it (bad arguments, bad settings, a bad dataset)."""
+
+
+class InvalidRequest(UsageError, ValueError):
+    """A request that passed the schema but breaks a rule or a configured limit; nothing was
+    done."""
+
+
+class ConfigError(UsageError, ValueError):
+    """Settings that cannot work; the message names the setting."""
+
+
+class UnknownBackend(ConfigError):
+    """No store is registered under the configured name."""
+
+
+class DatasetError(UsageError, ValueError):
+    """A dataset file that cannot be read, with the place and the reason."""
+
+
+class NotFound(OrchestratorError, LookupError):
+    """Something asked for by id does not exist."""
+
+
+class TraceNotFound(NotFound):
+    """No stored trace has this id (it was never made, or it aged out)."""
+
+
+class BackendError(OrchestratorError):
+    """A store failed to do what was asked. `transient` errors may be retried."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class CapabilityMissing(BackendError):
+    """The store has no such operation (see its `capabilities`)."""
+
+
+class StoreTimeout(BackendError):
+    """A store call ran past its time limit and was stopped (transient by default)."""
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message, transient=transient)
+
+
+class OutboxError(OrchestratorError):
+    """The outbox file itself cannot be used."""
+
+
+class MissingExtra(OrchestratorError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class SemanticUnavailable(MissingExtra):
+    """The embedding model cannot be loaded (extra not installed, weights missing)."""
