@@ -27,6 +27,7 @@ from memory_orchestrator.errors import (
     TraceNotFound,
 )
 from memory_orchestrator.models import (
+    Capabilities,
     Candidate,
     CandidateTrace,
     ContextItem,
@@ -156,6 +157,16 @@ class Orchestrator:
             outbox=Outbox(settings.outbox_path()),
             observer=observer,
         )
+
+    @property
+    def store_name(self) -> str:
+        """The name of the store this orchestrator fronts (`embedded`, `mnemon`, ...)."""
+        return self.backend.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the store can do; the pipeline degrades (and says so) where it cannot."""
+        return self.backend.capabilities
 
     # ------------------------------------------------------------------ retrieval tools
 
