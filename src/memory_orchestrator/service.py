@@ -27,9 +27,9 @@ from memory_orchestrator.errors import (
     TraceNotFound,
 )
 from memory_orchestrator.models import (
-    Capabilities,
     Candidate,
     CandidateTrace,
+    Capabilities,
     ContextItem,
     ContextPackage,
     ContextRequest,
