@@ -103,7 +103,8 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings(data_dir=Path(tmp))
         backend = EmbeddedBackend(settings.embedded_path())
-        orch = Orchestrator(backend, settings, traces=TraceStore(settings.trace_path()))
+        traces = TraceStore(settings.trace_path())
+        orch = Orchestrator(backend, settings, traces=traces)
         memories = (turns + synthetic(max(0, size - len(turns))))[:size]
         started = time.perf_counter()
         for i in range(0, len(memories), 1000):
@@ -117,7 +118,7 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
         }
         calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
         behind: dict[str, list[float]] = {k: [] for k in systems}
-        flush = getattr(orch.traces, "flush", lambda: None)  # (older trace stores wrote inline)
+        flush = getattr(traces, "flush", lambda: None)  # (older trace stores wrote inline)
         for q in questions[:5]:  # warm caches (known entities, statements)
             await orch.context(ContextRequest(query=q))
         for turn, q in enumerate(questions):
@@ -136,7 +137,7 @@ async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) ->
                 # Traces are stored behind the request: wait for that here, outside the timing,
                 # so that it does not land in the next system's time; its cost is reported apart.
                 await timed(partial(anyio.to_thread.run_sync, flush), behind[name])
-        for trace in orch.traces.recent(len(questions) * 3):
+        for trace in traces.recent(len(questions) * 3):
             key = {"search": "search_direct"}.get(trace.tool)
             if trace.tool == "context":
                 key = "context_expanded" if trace.request.get("expand") else "context_direct"

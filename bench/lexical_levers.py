@@ -29,10 +29,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.eval.datasets import EvalCase, load_locomo
 from memory_orchestrator.eval.metrics import mrr, ndcg_at, recall_at
 from memory_orchestrator.models import Memory, QuestionType
-from memory_orchestrator.pipeline.local_index import LocalIndex
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.reranker import has_time_expression
 from memory_orchestrator.text import terms
@@ -64,7 +64,7 @@ class Study:
         self.cfg = cfg
         self.embedder: Any = None
         if cfg.get("semantic"):
-            from memory_orchestrator.pipeline.semantic import load_embedder
+            from memory_orchestrator.derived.semantic import load_embedder
 
             self.embedder = load_embedder("wordllama")
 
@@ -88,7 +88,7 @@ class Study:
         own = self.index(memories, 0.0) if cfg.get("own") else None
         semantic = None
         if self.embedder is not None:
-            from memory_orchestrator.pipeline.semantic import SemanticIndex
+            from memory_orchestrator.derived.semantic import SemanticIndex
 
             semantic = SemanticIndex(self.embedder)
             semantic.add(memories)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_orchestrator.pipeline.semantic import WordLlamaEmbedder
+from memory_orchestrator.derived.semantic import WordLlamaEmbedder
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared/datasets/locomo/locomo-dev.json"
 

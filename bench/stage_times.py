@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory_orchestrator import service, traces
+from memory_orchestrator import reading, recorder, traces
+from memory_orchestrator.pipeline import neighbours
 
 TIMES: dict[str, list[float]] = {}
 
@@ -37,10 +38,11 @@ def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def main() -> None:
     for name in ("plan_query", "by_relevance", "rerank", "dedupe", "with_reasons"):
-        setattr(service, name, timed(name, getattr(service, name)))
-    orchestrator = service.Orchestrator
+        setattr(reading, name, timed(name, getattr(reading, name)))
+    neighbours.by_relevance = timed("by_relevance", neighbours.by_relevance)  # context seeds
     # these two run behind the request, in the trace writer (not in the request's time)
-    orchestrator._candidate_traces = timed("candidate traces*", orchestrator._candidate_traces)  # type: ignore[method-assign]
+    rec = recorder.TraceRecorder
+    rec.candidate_traces = timed("candidate traces*", rec.candidate_traces)  # type: ignore[method-assign]
     traces.TraceStore._store = timed("trace store*", traces.TraceStore._store)  # type: ignore[method-assign]
     sys.argv = ["bench_context.py", *(sys.argv[1:] or ["--sizes", "10000"])]
     runpy.run_path(str(Path(__file__).with_name("bench_context.py")), run_name="__main__")

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 from encoder import MiniLMEmbedder  # this folder, first on sys.path when run as a script
 
-import memory_orchestrator.pipeline.semantic as sem
+import memory_orchestrator.derived.semantic as sem
 
 BENCH = Path(__file__).resolve().parents[1]
 _MODEL = MiniLMEmbedder()

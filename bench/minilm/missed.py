@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from encoder import MiniLMEmbedder  # this folder, first on sys.path when run as a script
 
-import memory_orchestrator.pipeline.semantic as sem
+import memory_orchestrator.derived.semantic as sem
 from memory_orchestrator.eval.datasets import load_locomo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for lexical_levers

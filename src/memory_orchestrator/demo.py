@@ -582,17 +582,5 @@ async def load_demo(orchestrator: Orchestrator) -> int:
     Memories the store skipped (e.g. as duplicates) are not counted; links to them go to the
     memory the store kept. Links are left out when the store has no graph.
     """
-    backend = orchestrator.backend
-    outcomes = await backend.write_many(SAMPLE)
-    ids = [
-        outcome.existing_id
-        if outcome.action is WriteAction.SKIPPED and outcome.existing_id
-        else outcome.id
-        for outcome in outcomes
-    ]
-    written = sum(outcome.action is not WriteAction.SKIPPED for outcome in outcomes)
-    if backend.capabilities.link and len(ids) == len(SAMPLE):
-        for source, target, relation, weight in LINKS:
-            if ids[source] != ids[target]:
-                await backend.link(ids[source], ids[target], relation, weight)
-    return written
+    outcomes = await orchestrator.ingest(SAMPLE, LINKS)
+    return sum(outcome.action is not WriteAction.SKIPPED for outcome in outcomes)

@@ -40,6 +40,7 @@ __all__ = [
     "TraceNotFound",
     "UnknownBackend",
     "UsageError",
+    "describe",
 ]
 
 
@@ -105,3 +106,9 @@ class MissingExtra(OrchestratorError):
 
 class SemanticUnavailable(MissingExtra):
     """The embedding model cannot be loaded (extra not installed, weights missing)."""
+
+
+def describe(exc: BaseException) -> str:
+    """`ExcName: message` (or the name alone): how a trace note or health check names an
+    error that was caught and survived."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

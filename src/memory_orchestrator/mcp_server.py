@@ -171,7 +171,7 @@ class _MemoryServer(MCPServer[AppState]):
         # A client can send any tool name: unknown ones share one label, so they cannot grow
         # the metrics without bound.
         name = name if name in _TOOL_NAMES else "unknown"
-        store = self.state.orchestrator.backend.name if self.state else None
+        store = self.state.orchestrator.store_name if self.state else None
         failed_in_store = exc is not None and _store_failure(exc)
         if self.observer is not None:
             self.observer.tool_call(

@@ -247,6 +247,11 @@ class QueryPlan(Frozen):
     notes: tuple[str, ...] = ()
 
 
+# The query labels of the derived indexes' candidate lists (`derived/`), as a SourceRank names them.
+LOCAL_SOURCE = "(local index)"
+SEMANTIC_SOURCE = "(semantic index)"
+
+
 class SourceRank(Frozen):
     """Where a candidate came from: which subquery (or expansion) and at what rank."""
 

@@ -43,7 +43,7 @@ def ask(settings: Settings, query: str) -> tuple[SearchResult, int]:
         orch = Orchestrator(backend, settings, traces=TraceStore(None), clock=lambda: NOW)
         try:
             result = await orch.search(SearchRequest(query=query, top_k=3))
-            trace = orch.traces.get(result.trace_id)
+            trace = orch.trace(result.trace_id)
             assert trace is not None
             return result, trace.backend_calls
         finally:

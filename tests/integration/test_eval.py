@@ -255,9 +255,9 @@ def test_a_candidate_cut_by_its_duplicate_penalty_is_traced_with_that_penalty(
     async def main() -> Trace | None:
         orchestrator = Orchestrator.from_settings(settings)
         try:
-            await orchestrator.backend.write_many([NewMemory(content=c) for c in near])
+            await orchestrator.ingest([NewMemory(content=c) for c in near])
             result = await orchestrator.search(SearchRequest(query="stuffed animal vibes", top_k=1))
-            return orchestrator.traces.get(result.trace_id)
+            return orchestrator.trace(result.trace_id)
         finally:
             await orchestrator.close()
 

@@ -31,7 +31,8 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service import Orchestrator, queued_writes
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW
@@ -92,11 +93,22 @@ def make(settings: Settings, loaded: Path) -> Iterator[Callable[..., Orchestrato
             clock=lambda: NOW,
         )
         made.append(o)
+        STORE_OF[id(o)] = faulty
         return o
 
     yield build
     for o in made:
         run(o.close)
+    STORE_OF.clear()
+
+
+# The fault-injecting store under each orchestrator `make` built (the orchestrator keeps its
+# store private; the tests count the calls that reached it).
+STORE_OF: dict[int, FaultyBackend] = {}
+
+
+def faulty_of(o: Orchestrator) -> FaultyBackend:
+    return STORE_OF[id(o)]
 
 
 def call_tool(o: Orchestrator, tool: str) -> Any:
@@ -198,7 +210,7 @@ def test_a_transient_error_is_retried_and_the_write_lands_once(
     report = write(o, "The zeppelin hangar lease was renewed for two years.")
     assert report.action is WriteAction.ADDED
     assert count(loaded, "The zeppelin hangar lease was renewed for two years.") == 1
-    trace = o.traces.get(report.trace_id)
+    trace = o.trace(report.trace_id)
     assert trace is not None
     assert any("retry 1" in n for n in trace.notes), trace.notes
 
@@ -214,10 +226,9 @@ def test_a_write_that_died_after_storing_is_not_written_twice(
     assert report.action is WriteAction.ADDED
     assert report.id is not None
     assert count(loaded, content) == 1
-    faulty = o.backend.inner  # type: ignore[attr-defined]
-    assert isinstance(faulty, FaultyBackend)
+    faulty = faulty_of(o)
     assert faulty.calls["write"] == 1  # never sent again
-    trace = o.traces.get(report.trace_id)
+    trace = o.trace(report.trace_id)
     assert trace is not None
     assert any("not written again" in n for n in trace.notes), trace.notes
 
@@ -225,7 +236,7 @@ def test_a_write_that_died_after_storing_is_not_written_twice(
 def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
     o = make({"search": "error"})
     result = run(lambda: o.search(SearchRequest(query="zeppelin")))
-    faulty = o.backend.inner  # type: ignore[attr-defined]
+    faulty = faulty_of(o)
     assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
     assert not any("retry" in n for n in result.trace.notes)
 
@@ -237,7 +248,7 @@ def test_a_write_the_store_refuses_is_an_error_not_queued(
     o = make({"write": "error"})
     with pytest.raises(BackendError, match="injected write failure"):
         write(o, "A fact the store refuses.")
-    assert o.outbox.depth() == 0
+    assert queued_writes(o.settings).depth == 0
 
 
 # ---------------------------------------------------------------- the outbox
@@ -267,11 +278,11 @@ def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
     last = write(back, "Marta ordered fresh croissants for the Friday retro.")
     assert last.action is WriteAction.ADDED
     assert all(count(loaded, c) == 1 for c in contents)
-    ids = [h.memory.id for c in contents for h in run(lambda c=c: back.backend.search(c, 1))]  # type: ignore[misc]
-    rows = back.outbox.entries(delivered=True)
+    ids = [h.memory.id for c in contents for h in run(lambda c=c: back.store_search(c, 1))]  # type: ignore[misc]
+    rows = queued_writes(back.settings, delivered=True).delivered
     assert [r.memory_id for r in rows] == ids
     assert [r.seq for r in rows] == [r.outbox_seq for r in reports]
-    assert back.outbox.depth() == 0
+    assert queued_writes(back.settings).depth == 0
     again = run(back.flush_outbox)  # nothing is sent twice
     assert again.depth == 0
     assert again.delivered == ()
@@ -299,10 +310,11 @@ def test_junk_answers_to_forget_and_batch_writes_are_checked(
     o = make({"forget": "junk", "write_many": "junk"})
     first = write(o, "The sauna on deck two closes at ten.")
     assert first.id is not None
-    assert run(lambda: o.backend.forget(first.id or "")) is True  # junk "no", but it is gone
-    assert run(lambda: o.backend.get_memories([first.id or ""])) == []
+    guarded = GuardedBackend(faulty_of(o), RetryPolicy())  # the wrapper the service uses
+    assert run(lambda: guarded.forget(first.id or "")) is True  # junk "no", but it is gone
+    assert run(lambda: o.memories([first.id or ""])) == []
     with pytest.raises(BackendError, match="batch write"):
-        run(lambda: o.backend.write_many([NewMemory(content="A batch the store garbles.")]))
+        run(lambda: o.ingest([NewMemory(content="A batch the store garbles.")]))
 
 
 def test_a_trace_store_that_fails_loses_no_answer_and_health_says_so(

@@ -36,8 +36,8 @@ def search(
         o = Orchestrator(
             EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None)
         )
-        if not await o.backend.search("lake", 1):  # an empty store: write the chat once
-            await o.backend.write_many(
+        if not await o.store_search("lake", 1):  # an empty store: write the chat once
+            await o.ingest(
                 [
                     NewMemory(
                         content=c, type=MemoryType.EPISODIC, created_at=NOW + timedelta(minutes=i)
@@ -46,7 +46,7 @@ def search(
                 ]
             )
         result = await o.search(SearchRequest(query=query, as_of=NOW))
-        trace = o.traces.get(result.trace_id)
+        trace = o.trace(result.trace_id)
         await o.close()
         assert trace is not None
         reasons = [r for item in result.items for r in item.reasons]

@@ -12,8 +12,8 @@ import pytest
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
 from memory_orchestrator.models import ContextRequest, SearchRequest
-from memory_orchestrator.observability import Observer, compute_stats
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.observability import Observer
+from memory_orchestrator.service import Orchestrator, request_stats
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW
@@ -73,9 +73,9 @@ def test_a_failure_is_kept_as_an_error_trace_and_counted_in_stats(
     orchestrator, stream = logged
     anyio.run(orchestrator.search, SearchRequest(query="Vendor X"))
     failed = orchestrator.record_failure("search", {"query": ""}, "invalid arguments", 1.5)
-    assert orchestrator.traces.get(failed.trace_id) is not None
+    assert orchestrator.trace(failed.trace_id) is not None
     assert _lines(stream)[-1]["error"] == "invalid arguments"
-    report = compute_stats(orchestrator.traces.since(None))
+    report = request_stats(orchestrator.settings)
     search = next(row for row in report.tools if row.tool == "search")
     assert search.count == 2
     assert search.errors == 1

@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from memory_orchestrator import service
 from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.derived import indexes
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import (
     ContextRequest,
@@ -43,9 +43,7 @@ def orchestrator(settings: Settings, *, semantic: bool) -> Orchestrator:
 def loaded(settings: Settings) -> Settings:
     async def load() -> None:
         o = orchestrator(settings, semantic=False)
-        await o.backend.write_many(
-            [NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES]
-        )
+        await o.ingest([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
         await o.close()
 
     anyio.run(load)
@@ -77,7 +75,7 @@ def test_a_memory_sharing_no_word_with_the_question_is_found_only_with_semantics
         assert top.breakdown is not None
         assert top.breakdown.semantic is not None
         assert top.breakdown.semantic > 0.3
-        trace = o.traces.get(result.trace_id)
+        trace = o.trace(result.trace_id)
         assert trace is not None
         assert "local index: 4 memories added" in trace.notes
         await o.close()
@@ -96,7 +94,7 @@ def test_the_index_follows_the_store_writes_and_deletes(loaded: Settings) -> Non
         assert report.id is not None
         found = await o.search(SearchRequest(query="cat napping"))
         assert found.items[0].memory_id == report.id  # written just now, found at once
-        assert await o.backend.forget(report.id)
+        assert await EmbeddedBackend(loaded.embedded_path()).forget(report.id)  # by another client
         again = await o.search(SearchRequest(query="cat napping"))
         assert report.id not in {i.memory_id for i in again.items}  # read back from the store
         await o.close()
@@ -122,13 +120,13 @@ def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
     def missing(model: str) -> None:  # fault injection: the extra is not installed
         raise SemanticUnavailable("semantic relevance needs the optional extra")
 
-    monkeypatch.setattr(service, "load_embedder", missing)
+    monkeypatch.setattr(indexes, "load_embedder", missing)
     broken = orchestrator(loaded, semantic=True)
 
     async def degraded() -> None:
         pack = await broken.context(ContextRequest(query="revenue in Europe"))
         assert pack.items[0].summary == MEMORIES[1]  # words still work
-        trace = broken.traces.get(pack.trace_id)
+        trace = broken.trace(pack.trace_id)
         assert trace is not None
         assert any("semantic relevance off" in n for n in trace.notes)
         report = await broken.health()

@@ -50,12 +50,18 @@ def orch(settings: Settings) -> Iterator[Orchestrator]:
     run(o.close)
 
 
+def store_of(orch: Orchestrator) -> EmbeddedBackend:
+    """A second client of the store under `orch` (the orchestrator keeps its own private)."""
+    return EmbeddedBackend(orch.settings.embedded_path())
+
+
 def with_backend(orch: Orchestrator, backend: MemoryBackend, **overrides: object) -> Orchestrator:
     settings = orch.settings.model_copy(deep=True)
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         setattr(getattr(settings, section), name, value)
-    return Orchestrator(backend, settings, traces=orch.traces, clock=lambda: NOW)
+    traces = TraceStore(settings.trace_path())
+    return Orchestrator(backend, settings, traces=traces, clock=lambda: NOW)
 
 
 def test_context_packs_relevant_vendor_memories_within_budget(orch: Orchestrator) -> None:
@@ -94,7 +100,7 @@ def test_search_returns_scored_items_and_a_stored_trace(orch: Orchestrator) -> N
 
 
 def test_passthrough_returns_the_stores_own_results_unchanged(orch: Orchestrator) -> None:
-    raw = run(lambda: orch.backend.search("firmware", 5))
+    raw = run(lambda: orch.store_search("firmware", 5))
     result = run(lambda: orch.search(SearchRequest(query="firmware", top_k=5, passthrough=True)))
     assert result.passthrough
     assert [i.memory_id for i in result.items] == [h.memory.id for h in raw]
@@ -103,7 +109,7 @@ def test_passthrough_returns_the_stores_own_results_unchanged(orch: Orchestrator
 
 def test_expansion_adds_graph_neighbours_and_records_decisions(orch: Orchestrator) -> None:
     result = run(lambda: orch.search(SearchRequest(query="firmware instability", expand=True)))
-    trace = orch.traces.get(result.trace_id)
+    trace = orch.trace(result.trace_id)
     assert trace is not None
     assert trace.expansions
     assert result.strategy in {Strategy.EXPANDED, Strategy.EPISODIC}
@@ -153,17 +159,17 @@ def test_write_as_update_links_to_the_memory_it_revises(orch: Orchestrator) -> N
 
 
 def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
-    before = run(lambda: orch.backend.search("zeppelin", 5))
+    before = run(lambda: orch.store_search("zeppelin", 5))
     report = run(
         lambda: orch.write(WriteRequest(memory=NewMemory(content="A zeppelin note"), dry_run=True))
     )
     assert report.id is None
     assert "dry run" in report.reason
-    assert run(lambda: orch.backend.search("zeppelin", 5)) == before
+    assert run(lambda: orch.store_search("zeppelin", 5)) == before
 
 
 def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator) -> None:
-    faulty = FaultyBackend(orch.backend, {"search": "error"}, fail_queries=["Dana"])
+    faulty = FaultyBackend(store_of(orch), {"search": "error"}, fail_queries=["Dana"])
     o = with_backend(orch, faulty)
     result = run(
         lambda: o.search(SearchRequest(query="What did Dana and Priya decide about Vendor X?"))
@@ -174,7 +180,7 @@ def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator)
 
 def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
     o = with_backend(
-        orch, FaultyBackend(orch.backend, {"search": "hang"}), retrieval__timeout_s=0.2
+        orch, FaultyBackend(store_of(orch), {"search": "hang"}), retrieval__timeout_s=0.2
     )
     started = time.perf_counter()
     result = run(lambda: o.search(SearchRequest(query="firmware")))
@@ -184,7 +190,7 @@ def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
 
 
 def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -> None:
-    o = with_backend(orch, FaultyBackend(orch.backend, {"neighbors": "error"}))
+    o = with_backend(orch, FaultyBackend(store_of(orch), {"neighbors": "error"}))
     result = run(lambda: o.search(SearchRequest(query="firmware instability", expand=True)))
     assert result.items
     assert any("expansion failed" in n for n in result.trace.notes)
@@ -194,7 +200,9 @@ def test_health_is_ok_on_a_good_store_and_error_when_the_store_fails(orch: Orche
     report = run(orch.health)
     assert report.status is Status.OK
     assert {c.name for c in report.checks} >= {"retrieval"}
-    broken = with_backend(orch, FaultyBackend(orch.backend, {"search": "error", "health": "error"}))
+    broken = with_backend(
+        orch, FaultyBackend(store_of(orch), {"search": "error", "health": "error"})
+    )
     bad = run(broken.health)
     assert bad.status is Status.ERROR
 

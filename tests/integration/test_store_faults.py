@@ -30,6 +30,7 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import MnemonSettings, Settings
 from tests.mnemon_double import fast_launcher
@@ -95,7 +96,7 @@ def checks(report: HealthReport) -> dict[str, str]:
 
 
 def found(o: Orchestrator, content: str) -> int:
-    hits = run(lambda: o.backend.search(content, 10))
+    hits = run(lambda: o.store_search(content, 10))
     return sum(h.memory.content == content for h in hits)
 
 
@@ -281,7 +282,8 @@ def test_a_killed_npm_server_shows_in_health_and_the_next_calls_recover(
         content = "The quokkaform ledger moved to the new bucket."
         # The store call a write makes meets the dead server: it may or may not have written,
         # so the content hash is looked up (restarting the server) before one more try.
-        outcome = run(lambda: o.backend.write(NewMemory(content=content)))
+        guarded = GuardedBackend(store, RetryPolicy())  # the wrapper the service uses
+        outcome = run(lambda: guarded.write(NewMemory(content=content)))
         assert outcome.action is WriteAction.ADDED
         assert store.client.starts == starts + 1
         assert found(o, content) == 1

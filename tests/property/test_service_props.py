@@ -105,7 +105,7 @@ def _bounded(backend: RecordingBackend) -> None:
 
 def _planned_within_limit(orch: Orchestrator, trace_id: str) -> None:
     """The planner, too, only ever saw the cut query and task: its work is bounded."""
-    trace = orch.traces.get(trace_id)
+    trace = orch.trace(trace_id)
     assert trace is not None
     if trace.plan is not None:
         assert len(trace.plan.raw_query) <= LIMIT

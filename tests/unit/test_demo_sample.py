@@ -98,7 +98,7 @@ def _loaded(tmp_path: Path, *, link: bool) -> tuple[Orchestrator, int]:
 
 def test_load_demo_writes_sample_and_links(tmp_path: Path) -> None:
     orchestrator, written = _loaded(tmp_path, link=True)
-    backend = orchestrator.backend
+    backend = EmbeddedBackend(tmp_path / "demo.db")  # a second client of the same store
 
     def id_of(index: int) -> str:
         hits = anyio.run(lambda: backend.search(SAMPLE[index].content, 5))

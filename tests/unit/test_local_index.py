@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.models import Memory, MemoryType
-from memory_orchestrator.pipeline.local_index import LocalIndex
 from tests.factories import NOW
 
 
@@ -104,7 +104,7 @@ def test_a_wider_radius_reaches_the_second_neighbour_at_a_lower_weight() -> None
 def test_date_terms_let_a_question_that_names_the_date_find_what_was_said_then() -> None:
     from datetime import UTC, datetime
 
-    from memory_orchestrator.pipeline.local_index import date_words
+    from memory_orchestrator.derived.local_index import date_words
 
     assert date_words(datetime(2023, 5, 8, 13, 56, tzinfo=UTC)) == "8 May 2023"
     may = Memory(

@@ -188,8 +188,7 @@ def test_time_expressions_are_found_in_memory_text() -> None:
 
 
 def test_local_share_blends_in_the_local_index_score_scaled_to_its_best_hit() -> None:
-    from memory_orchestrator.models import SourceRank
-    from memory_orchestrator.pipeline.local_index import LOCAL_SOURCE
+    from memory_orchestrator.models import LOCAL_SOURCE, SourceRank
 
     def found(mem_id: str, local: float | None) -> object:
         c = candidate(memory(mem_id, "Mel painted a sunset by the lake"))

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from memory_orchestrator.errors import SemanticUnavailable
-from memory_orchestrator.models import Memory, MemoryType
-from memory_orchestrator.pipeline.semantic import (
+from memory_orchestrator.derived.semantic import (
     SemanticIndex,
     WordLlamaEmbedder,
     embedding_text,
     load_embedder,
 )
+from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.models import Memory, MemoryType
 
 TEXTS = {
     "puppy": "The puppy chased the ball around the garden all afternoon",

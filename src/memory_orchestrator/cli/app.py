@@ -20,7 +20,7 @@ import anyio
 import typer
 from pydantic import BaseModel, ValidationError
 
-from memory_orchestrator import auth, observability
+from memory_orchestrator import auth, observability, service
 from memory_orchestrator.backends import registry
 from memory_orchestrator.cli import eval_cmd, render
 from memory_orchestrator.errors import (
@@ -38,15 +38,12 @@ from memory_orchestrator.models import (
     ExplainRequest,
     MemoryType,
     NewMemory,
-    OutboxReport,
     SearchRequest,
     Status,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings
-from memory_orchestrator.traces import TraceStore
 
 __all__ = ["app", "main"]
 
@@ -334,20 +331,8 @@ def outbox_list(
     """Show queued writes, oldest first, with why they wait. Starts no store."""
     settings = _guarded(_state(ctx).settings)
 
-    def read() -> OutboxReport:
-        outbox = Outbox(settings.outbox_path())
-        try:
-            items = outbox.entries(delivered=all_)
-            depth = outbox.depth()
-        finally:
-            outbox.close()
-        waiting = [i for i in items if i.memory_id is None]
-        done = [i for i in items if i.memory_id is not None]
-        return OutboxReport(
-            depth=depth, delivered=tuple(done), pending=tuple(waiting), note=f"{depth} waiting"
-        )
-
-    _show(ctx, json, _guarded(read), render.outbox_report)
+    report = _guarded(lambda: service.queued_writes(settings, delivered=all_))
+    _show(ctx, json, report, render.outbox_report)
 
 
 @outbox_app.command("flush")
@@ -439,16 +424,7 @@ def stats(
     """Request statistics from the trace store: count, latency percentiles, errors per tool."""
     settings = _guarded(_state(ctx).settings)
     start = _guarded(lambda: observability.parse_since(since)) if since else None
-    path = settings.trace_path()
-    if not settings.traces.enabled or not path.is_file():
-        _fail(f"no trace store at {path} (traces.enabled = {settings.traces.enabled})", FAILURE)
-    store = TraceStore(path, keep=settings.traces.keep)
-    try:
-        report = observability.compute_stats(
-            store.since(start), since=start.isoformat() if start else None
-        )
-    finally:
-        store.close()
+    report = _guarded(lambda: service.request_stats(settings, start))
     _show(ctx, output is StatsFormat.JSON, report, render.stats_report)
 
 

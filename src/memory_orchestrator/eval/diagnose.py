@@ -63,11 +63,11 @@ async def diagnose(
     max_k: int,
     depth: int,
 ) -> dict[str, Any]:
-    deep = await orchestrator.backend.search(question.text, depth)
+    deep = await orchestrator.store_search(question.text, depth)
     deep_rank = {hit.memory.id: n for n, hit in enumerate(deep, start=1)}
     traces: dict[str, Trace] = {}
     for system, answer in answers.items():
-        trace = orchestrator.traces.get(answer.trace_id) if answer.trace_id else None
+        trace = orchestrator.trace(answer.trace_id) if answer.trace_id else None
         if trace is not None:
             traces[system] = trace
     plan = next((t.plan for t in traces.values() if t.plan is not None), None)

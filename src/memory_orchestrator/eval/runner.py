@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.datasets import Dataset, EvalCase, EvalQuestion, WriteCheck
 from memory_orchestrator.eval.diagnose import diagnose, relabel
@@ -70,10 +69,10 @@ class KeyIndex:
         for key in keys:
             self.id_of.setdefault(key, memory.id)
 
-    async def resolve(self, backend: MemoryBackend, ids: Sequence[str]) -> None:
+    async def resolve(self, orchestrator: Orchestrator, ids: Sequence[str]) -> None:
         unknown = [i for i in dict.fromkeys(ids) if i not in self.by_id]
         if unknown:
-            for memory in await backend.get_memories(unknown):
+            for memory in await orchestrator.memories(unknown):
                 self.see(memory)
 
     def of(self, memory_id: str) -> frozenset[str]:
@@ -117,8 +116,7 @@ class CaseRunner:
     # ------------------------------------------------------------------ ingest
 
     async def _ingest(self) -> CaseResult:
-        backend = self.orchestrator.backend
-        caps = backend.capabilities
+        caps = self.orchestrator.capabilities
         notes = []
         items = list(self.case.memories)
         if not caps.timestamps:
@@ -128,10 +126,7 @@ class CaseRunner:
         for start in range(0, len(items), step):
             chunk = items[start : start + step]
             memories = [self._stored_form(m.memory, caps.timestamps) for m in chunk]
-            if caps.bulk_write:
-                outcomes = await backend.write_many(memories)
-            else:
-                outcomes = [await backend.write(m) for m in memories]
+            outcomes = await self.orchestrator.ingest(memories)
             for item, memory, outcome in zip(chunk, memories, outcomes, strict=True):
                 self.keys.learn(item.key, memory.content, outcome)
             self.advance("ingest", len(chunk))
@@ -186,9 +181,8 @@ class CaseRunner:
         return result
 
     async def _raw(self, query: str) -> Answer:
-        backend = self.orchestrator.backend
         started = time.perf_counter()
-        hits = await backend.search(query, self.options.max_k)
+        hits = await self.orchestrator.store_search(query, self.options.max_k)
         latency = (time.perf_counter() - started) * 1000
         for hit in hits:
             if hit.memory.id not in self.keys.by_id:
@@ -210,7 +204,7 @@ class CaseRunner:
         result = await self.orchestrator.search(request)
         latency = (time.perf_counter() - started) * 1000
         groups = [(item.memory_id, *item.merged_ids) for item in result.items]
-        await self.keys.resolve(self.orchestrator.backend, [i for g in groups for i in g])
+        await self.keys.resolve(self.orchestrator, [i for g in groups for i in g])
         chars = 0
         if self.options.measure_context:
             budget = ResponseBudget(
@@ -246,7 +240,7 @@ class CaseRunner:
             if check.duplicate_of not in found:
                 named = ", ".join(sorted(found)) or report.duplicate_of or "nothing"
                 problems.append(f"expected a duplicate of {check.duplicate_of}, found {named}")
-        if check.expect == "updated" and self.orchestrator.backend.capabilities.link:
+        if check.expect == "updated" and self.orchestrator.capabilities.link:
             target = self.keys.id_of.get(check.duplicate_of or "")
             if not any(e.type == "update" and e.target_id == target for e in report.links):
                 problems.append("no 'update' link to the revised memory")

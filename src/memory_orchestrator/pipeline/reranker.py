@@ -19,6 +19,8 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 
 from memory_orchestrator.models import (
+    LOCAL_SOURCE,
+    SEMANTIC_SOURCE,
     Candidate,
     Memory,
     MemoryType,
@@ -29,8 +31,6 @@ from memory_orchestrator.models import (
     TimeRange,
     to_utc,
 )
-from memory_orchestrator.pipeline.local_index import LOCAL_SOURCE
-from memory_orchestrator.pipeline.semantic import SEMANTIC_SOURCE
 from memory_orchestrator.settings import RankingSettings, Weights
 from memory_orchestrator.text import content_word_count, term_set
 

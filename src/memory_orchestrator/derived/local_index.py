@@ -25,9 +25,8 @@ from datetime import UTC, datetime
 from memory_orchestrator.models import Memory, to_utc
 from memory_orchestrator.text import terms
 
-__all__ = ["LOCAL_SOURCE", "LocalIndex", "date_words"]
+__all__ = ["LocalIndex", "date_words"]
 
-LOCAL_SOURCE = "(local index)"  # the query label of the local index's candidate list
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
 

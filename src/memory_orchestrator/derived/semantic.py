@@ -11,7 +11,7 @@ It gives the pipeline two things a word match cannot:
 - a similarity per candidate, blended into relevance by `ranking.semantic_share`.
 
 The index is a cache the orchestrator owns, never the source of truth: it is filled from the
-store's own listing where the store has one (`pipeline.feed`), and from every candidate it
+store's own listing where the store has one (`derived.feed`), and from every candidate it
 ranks; semantic hits are read back from the store before use, so a memory deleted or changed
 there never comes back stale.
 """
@@ -38,7 +38,6 @@ else:
     Matrix = Any
 
 __all__ = [
-    "SEMANTIC_SOURCE",
     "Embedder",
     "SemanticIndex",
     "SemanticUnavailable",
@@ -51,7 +50,6 @@ _INSTALL = (
     "semantic relevance needs the optional extra: "
     "uv sync --extra semantic  (or pip install 'mnemon-memory-orchestrator[semantic]')"
 )
-SEMANTIC_SOURCE = "(semantic index)"  # the query label of the semantic candidate list
 _QUERY_CACHE = 256
 
 

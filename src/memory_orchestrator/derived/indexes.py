@@ -1,0 +1,183 @@
+"""The derived indexes of one store, kept in step with it, and their candidate lists.
+
+`DerivedIndexes` owns the local index (on by default) and the semantic index (when
+`[semantic]` is on and its model loads). Before a query it pulls what the store added since
+the last pull (`refresh`); for a query it gives their candidate lists, read back from the store
+so that a memory deleted or changed there never comes back stale (`candidate_lists`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.derived.feed import Feed
+from memory_orchestrator.derived.local_index import LocalIndex
+from memory_orchestrator.derived.semantic import SemanticIndex, load_embedder
+from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.models import (
+    LOCAL_SOURCE,
+    SEMANTIC_SOURCE,
+    HealthCheck,
+    Memory,
+    SearchFilters,
+    SearchHit,
+    Status,
+    Trace,
+)
+from memory_orchestrator.pipeline.retriever import SubQuery
+from memory_orchestrator.settings import LocalIndexSettings, SemanticSettings
+from memory_orchestrator.store_calls import StoreCalls
+
+_HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
+
+
+@dataclass(frozen=True)
+class Indexes:
+    """The derived indexes that are on for one request, up to date with the store."""
+
+    local: LocalIndex | None
+    semantic: SemanticIndex | None
+
+
+class DerivedIndexes:
+    """The local and semantic indexes derived from one store's listing."""
+
+    def __init__(
+        self,
+        lister: EnumerableBackend | None,
+        store: MemoryBackend,
+        calls: StoreCalls,
+        local: LocalIndexSettings,
+        semantic: SemanticSettings,
+    ) -> None:
+        # `lister`: the store's own listing, a bulk read outside the per-call retries; None
+        # when the store cannot list its memories. `store`: the guarded store, for reads.
+        self._lister, self._store, self._calls = lister, store, calls
+        self._local_settings, self._semantic_settings = local, semantic
+        self._feed = Feed()
+        self._local: LocalIndex | None = None
+        self._semantic: SemanticIndex | None = None
+        self._semantic_error: str | None = None
+
+    def stale(self) -> None:
+        """The store just took a write: pull it in at the next query."""
+        self._feed.stale()
+
+    async def refresh(self, trace: Trace) -> Indexes:
+        """The indexes that are on, brought up to date with the store (incrementally)."""
+        indexes = Indexes(self._local_index(), self._semantic_index(trace))
+        await self._pull(indexes, trace)
+        return indexes
+
+    async def candidate_lists(
+        self, indexes: Indexes, query: str, filters: SearchFilters | None, trace: Trace
+    ) -> list[tuple[SubQuery, list[SearchHit]]]:
+        """The indexes' candidate lists for `query`, read back from the store in one call."""
+        li, sem = self._local_settings, self._semantic_settings
+        lists: list[tuple[str, float, list[tuple[Memory, float]]]] = []
+        if indexes.local is not None:
+            meaning = None
+            if indexes.semantic is not None and li.semantic_share > 0:
+                meaning = indexes.semantic.nearest(query, _HYBRID_DEPTH)
+            found = indexes.local.search(
+                query, li.candidates, meaning=meaning, share=li.semantic_share
+            )
+            lists.append((LOCAL_SOURCE, li.weight, found))
+        if indexes.semantic is not None and sem.candidates > 0:
+            found = indexes.semantic.search(query, sem.candidates)
+            lists.append((SEMANTIC_SOURCE, sem.weight, found))
+        wanted = list(dict.fromkeys(m.id for _, _, found in lists for m, _ in found))
+        if not wanted:
+            return []
+        got = await self._calls.bounded(
+            trace, "local index candidates", lambda: self._store.get_memories(wanted), None
+        )
+        if got is None:
+            return []
+        live = {m.id: m for m in got}
+        out = []
+        for label, weight, found in lists:
+            kept = [(live[m.id], score) for m, score in found if m.id in live]
+            hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
+            out.append((SubQuery(label, weight=weight, filters=filters), hits))
+        return out
+
+    def health_check(self) -> HealthCheck | None:
+        """The semantic index's check when `[semantic]` is on; None otherwise."""
+        if not self._semantic_settings.enabled:
+            return None
+        index = self._load_semantic()
+        if index is None:
+            return HealthCheck(
+                name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
+            )
+        return HealthCheck(
+            name="semantic",
+            status=Status.OK,
+            detail=f"{index.embedder.name}, {len(index)} memories indexed",
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _local_index(self) -> LocalIndex | None:
+        li = self._local_settings
+        if not li.enabled:
+            return None
+        if self._local is None:
+            self._local = LocalIndex(max_memories=li.max_memories)
+        self._local.configure(
+            context_weight=li.context_weight,
+            k1=li.k1,
+            b=li.b,
+            radius=li.radius,
+            date_terms=li.date_terms,
+        )
+        return self._local
+
+    def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
+        """The semantic index when `[semantic]` is on and its model loads (once)."""
+        if not self._semantic_settings.enabled:
+            return None
+        index = self._load_semantic()
+        if index is None:
+            trace.notes.append(f"semantic relevance off: {self._semantic_error}")
+        return index
+
+    def _load_semantic(self) -> SemanticIndex | None:
+        """Load the model once; a failure is kept (and reported) rather than retried."""
+        if self._semantic is None and self._semantic_error is None:
+            try:
+                embedder = load_embedder(self._semantic_settings.model)
+            except SemanticUnavailable as exc:
+                self._semantic_error = str(exc)
+            else:
+                self._semantic = SemanticIndex(
+                    embedder, max_memories=self._local_settings.max_memories
+                )
+        return self._semantic
+
+    async def _pull(self, indexes: Indexes, trace: Trace) -> None:
+        local, semantic = indexes.local, indexes.semantic
+        if local is None and semantic is None:
+            return
+
+        def add(page: Sequence[Memory]) -> int:
+            return max(
+                local.add(page) if local is not None else 0,
+                semantic.add(page) if semantic is not None else 0,
+            )
+
+        pulled = await self._feed.pull(
+            self._lister,
+            add,
+            interval_s=self._local_settings.sync_interval_s,
+            timeout_s=self._calls.timeout_s,
+        )
+        if pulled.note:
+            trace.notes.append(pulled.note)
+        if not pulled.listed and local is not None:
+            trace.notes.append("local index off: the store cannot list its memories")
+        if pulled.added:
+            trace.notes.append(f"local index: {pulled.added} memories added")

@@ -1,0 +1,133 @@
+"""The expand path: the memories around given seeds (ids, entity names, or both).
+
+Seeds by id are read from the store; seeds by entity are the best matches of an
+entity-filtered search. The graph is walked from all of them within the hop budget, the
+memories found are ranked like any candidates, and the explicit seeds are never echoed back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.derived.entities import KnownEntities
+from memory_orchestrator.errors import InvalidRequest
+from memory_orchestrator.models import (
+    Candidate,
+    ExpandRequest,
+    Memory,
+    QueryPlan,
+    ScoredItem,
+    SearchFilters,
+    Trace,
+)
+from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
+from memory_orchestrator.pipeline.planner import plan_query
+from memory_orchestrator.pipeline.reranker import RankContext, rerank
+from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.reading import cut_query, ms_since
+from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.store_calls import StoreCalls
+
+
+class ExpandPath:
+    """Serves `memory_expand` over one store."""
+
+    def __init__(
+        self,
+        store: MemoryBackend,
+        settings: Settings,
+        recorder: TraceRecorder,
+        calls: StoreCalls,
+        entities: KnownEntities,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._store, self._settings, self._recorder = store, settings, recorder
+        self._calls, self._entities, self._clock = calls, entities, clock
+
+    async def run(self, request: ExpandRequest) -> tuple[str, list[ScoredItem], int, Trace]:
+        """The query used, the ranked memories around the seeds, the number of seeds, and
+        the finished trace. Raises InvalidRequest over `limits.max_seed_ids`."""
+        most = self._settings.limits.max_seed_ids
+        if len(request.seed_ids) > most:
+            raise InvalidRequest(
+                f"seed_ids: {len(request.seed_ids)} ids; the limit is {most} (limits.max_seed_ids)"
+            )
+        started = time.perf_counter()
+        trace = self._recorder.begin("expand", request.model_dump(mode="json"))
+        now = self._clock()
+        query = request.query or " ".join(request.entities) or "related memories"
+        query = cut_query(query, "query", self._settings.limits.max_query_chars, trace)
+        plan = await self._plan(request, query, now, trace)
+        seeds = [*await self._id_seeds(request, trace), *await self._entity_seeds(request, trace)]
+        exp = self._settings.expansion
+        limits = ExpansionLimits(
+            hops=min(request.hops, exp.max_hops),
+            edge_types=tuple(request.edge_types or exp.edge_types),
+            fanout=request.limit,
+            max_new=request.limit,
+            timeout_s=self._calls.timeout_s,
+        )
+        ids = [c.memory.id for c in seeds]
+        grown = await expand(self._store, ids, limits, present=ids)
+        trace.backend_calls += grown.calls
+        trace.expansions, trace.notes = grown.decisions, [*trace.notes, *grown.notes]
+        ctx = RankContext(plan=plan, now=now, settings=self._settings.ranking)
+        ranked = rerank([*seeds, *grown.candidates], ctx)
+        explicit = set(request.seed_ids)
+        ranked = [i for i in ranked if i.id not in explicit][: request.limit]
+        self._recorder.defer_candidates(trace, ranked, [])
+        trace.result_ids = [i.id for i in ranked]
+        trace.timings_ms["total"] = ms_since(started)
+        self._recorder.finish(trace)
+        return query, ranked, len(seeds), trace
+
+    async def _plan(
+        self, request: ExpandRequest, query: str, now: datetime, trace: Trace
+    ) -> QueryPlan:
+        exp = self._settings.expansion
+        plan = plan_query(
+            query,
+            now=now,
+            known_entities=await self._entities.names(trace),
+            hop_budget=request.hops,
+            max_hops=exp.max_hops,
+            max_subqueries=self._settings.retrieval.max_subqueries,
+            expand=True,
+        )
+        trace.plan = plan
+        return plan
+
+    async def _id_seeds(self, request: ExpandRequest, trace: Trace) -> list[Candidate]:
+        if not request.seed_ids:
+            return []
+        found: list[Memory] = await self._calls.bounded(
+            trace,
+            "seed memories",
+            lambda: self._store.get_memories(request.seed_ids),
+            [],
+            then="; partial results",
+        )
+        missing = set(request.seed_ids) - {m.id for m in found}
+        if found or not missing:
+            trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
+        return [Candidate(memory=m, fused_score=1.0) for m in found]
+
+    async def _entity_seeds(self, request: ExpandRequest, trace: Trace) -> list[Candidate]:
+        if not request.entities:
+            return []
+        exp = self._settings.expansion
+        filters = SearchFilters(entity_ids=list(request.entities))
+        got = await retrieve(
+            self._store,
+            [SubQuery(" ".join(request.entities), filters=filters)],
+            per_query=exp.seeds,
+            timeout_s=self._calls.timeout_s,
+            max_chars=self._settings.limits.max_query_chars,
+        )
+        trace.backend_calls += got.calls
+        trace.notes.extend(got.notes)
+        return got.candidates[: exp.seeds]

@@ -1,0 +1,111 @@
+"""Stage 3b: context neighbours, the memories just before and after the best candidates.
+
+Conversations are local: the answer often sits in the turn next to the one that matches the
+question. In one store call this stage fetches the temporal neighbours of the best
+`context_seeds` candidates; they lend their words to the candidates' term match
+(`RankContext.around`, read by `context_window`) and, when `neighbor_share` > 0, join the
+candidates with a share of their seed's relevance (`RankContext.context_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import anyio
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import describe
+from memory_orchestrator.models import Candidate, ExpansionDecision, Memory, Neighbor, SearchFilters
+from memory_orchestrator.pipeline.filters import matches
+from memory_orchestrator.pipeline.reranker import RankContext, by_relevance
+
+TEMPORAL = "temporal"
+
+
+@dataclass(frozen=True)
+class NeighbourLimits:
+    seeds: int  # how many of the best candidates get their neighbours fetched
+    share: float  # neighbor_share: > 0 lets neighbours join the candidates
+    timeout_s: float
+
+
+@dataclass
+class Neighbourhood:
+    candidates: list[Candidate]
+    ctx: RankContext
+    decisions: list[ExpansionDecision] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    calls: int = 0
+
+
+async def add_context_neighbours(
+    store: MemoryBackend,
+    candidates: list[Candidate],
+    ctx: RankContext,
+    limits: NeighbourLimits,
+    filters: SearchFilters | None = None,
+) -> Neighbourhood:
+    """`candidates` and `ctx` with the context neighbours of the best candidates added.
+    Never raises: a store without temporal links, or a failed call, leaves both as they were
+    with a note."""
+    caps = store.capabilities
+    if not caps.graph or (caps.edge_types and TEMPORAL not in caps.edge_types):
+        return Neighbourhood(
+            candidates, ctx, notes=["store has no temporal links; context neighbours skipped"]
+        )
+    seeds = by_relevance(candidates, ctx)[: limits.seeds]
+    try:
+        with anyio.fail_after(limits.timeout_s):
+            found = await store.neighbors(seeds, (TEMPORAL,), 1, 4 * len(seeds))
+    except Exception as exc:  # an enrichment: a failure must not fail the request
+        note = f"context neighbours unavailable: {describe(exc)}"
+        return Neighbourhood(candidates, ctx, notes=[note], calls=1)
+    return _joined(candidates, ctx, found, limits.share, filters)
+
+
+def _joined(
+    candidates: list[Candidate],
+    ctx: RankContext,
+    found: Sequence[Neighbor],
+    share: float,
+    filters: SearchFilters | None,
+) -> Neighbourhood:
+    memories = {c.memory.id: c.memory for c in candidates}
+    around: dict[str, list[Memory]] = {}
+    context_of: dict[str, str] = {}
+    added: list[Candidate] = []
+    decisions: list[ExpansionDecision] = []
+    for n in found:
+        if n.edge_type != TEMPORAL or n.hops != 1 or not matches(n.memory, filters):
+            continue
+        around.setdefault(n.seed_id, []).append(n.memory)
+        if n.seed_id in memories:
+            around.setdefault(n.memory.id, []).append(memories[n.seed_id])
+        if share <= 0:
+            continue
+        context_of.setdefault(n.memory.id, n.seed_id)
+        if n.memory.id in memories:
+            continue
+        memories[n.memory.id] = n.memory
+        added.append(
+            Candidate(
+                memory=n.memory,
+                hops=1,
+                expanded_from=n.seed_id,
+                edge_type=TEMPORAL,
+                edge_weight=1.0,
+            )
+        )
+        decisions.append(
+            ExpansionDecision(
+                seed_id=n.seed_id,
+                neighbor_id=n.memory.id,
+                edge_type=TEMPORAL,
+                hops=1,
+                accepted=True,
+                reason="context neighbour of a top candidate",
+            )
+        )
+    ctx = replace(ctx, around=around, context_of=context_of)
+    return Neighbourhood([*candidates, *added], ctx, decisions=decisions, calls=1)

@@ -1,0 +1,323 @@
+"""The read path: one pipeline run from a query to ranked, explained items.
+
+    plan -> retrieve (store subqueries + derived indexes, fused) -> context neighbours
+         -> expand along the graph -> rerank -> relevance floor -> dedupe
+         -> neighbour slots -> reasons
+
+A run takes one frozen `ReadRequest` and returns the plan, the items and the trace being built;
+`search`, `context` and `explain` are runs with other limits and other packaging. Every stage
+that calls the store degrades on failure and says so in the trace; no stage fails the request
+but the planner's input checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.derived.entities import KnownEntities
+from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
+from memory_orchestrator.derived.local_index import LocalIndex
+from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.models import (
+    Candidate,
+    Dropped,
+    DropReason,
+    QueryPlan,
+    ScoredItem,
+    SearchFilters,
+    Strategy,
+    Trace,
+)
+from memory_orchestrator.pipeline.deduper import dedupe
+from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
+from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
+from memory_orchestrator.pipeline.planner import plan_query
+from memory_orchestrator.pipeline.reranker import (
+    RankContext,
+    by_relevance,
+    rerank,
+    slot_neighbors,
+    with_reasons,
+)
+from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.text import cut_at_word
+
+_SUBQUERY_WEIGHT = 0.7
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What one run reads: the request as the caller sent it (for the trace) and its parts."""
+
+    tool: str
+    request: dict[str, Any]
+    query: str
+    limit: int
+    task: str | None = None
+    filters: SearchFilters | None = None
+    expand: bool | None = None
+    as_of: datetime | None = None
+
+
+@dataclass
+class ReadOutcome:
+    """One run's plan, ranked items and the trace being built (not finished yet)."""
+
+    trace: Trace
+    plan: QueryPlan
+    items: list[ScoredItem] = field(default_factory=list)
+    candidate_count: int = 0
+
+
+def ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def cut_query(text: str, what: str, limit: int, trace: Trace) -> str:
+    """`text` cut at a word boundary to `limit` characters, with a trace note."""
+    cut = cut_at_word(text, limit)
+    if cut != text:
+        trace.notes.append(
+            f"{what} cut from {len(text)} to {len(cut)} characters at a word boundary"
+            f" (limits.max_query_chars = {limit})"
+        )
+    return cut
+
+
+@dataclass
+class _Pass:
+    """The state one run carries from stage to stage."""
+
+    req: ReadRequest
+    trace: Trace
+    query: str
+    now: datetime
+    started: float
+    plan: QueryPlan | None = None
+    indexes: Indexes = field(default_factory=lambda: Indexes(None, None))
+    candidates: list[Candidate] = field(default_factory=list)
+    ctx: RankContext | None = None
+
+
+class ReadPath:
+    """Runs the read pipeline over one store."""
+
+    def __init__(
+        self,
+        store: MemoryBackend,
+        settings: Settings,
+        recorder: TraceRecorder,
+        indexes: DerivedIndexes,
+        entities: KnownEntities,
+        clock: Callable[[], datetime],
+    ) -> None:
+        # `settings` is read at each run (retrieval, expansion, ranking, dedup, local_index,
+        # limits), so a changed setting takes effect on the next request.
+        self._store, self._settings, self._recorder = store, settings, recorder
+        self._indexes, self._entities, self._clock = indexes, entities, clock
+
+    async def run(self, req: ReadRequest, *, finish: bool = True) -> ReadOutcome:
+        """Plan, retrieve, widen, expand and rank. With `finish=False` the caller finishes the
+        trace (the context tool adds the packager's drops first)."""
+        trace = self._recorder.begin(req.tool, req.request)
+        limit = self._settings.limits.max_query_chars
+        run = _Pass(
+            req=req,
+            trace=trace,
+            query=cut_query(req.query, "query", limit, trace),
+            now=req.as_of or self._clock(),
+            started=time.perf_counter(),
+        )
+        task = cut_query(req.task, "task", limit, trace) if req.task else req.task
+        plan = await self._plan(run, task)
+        await self._retrieve(run, plan)
+        await self._widen(run, plan)
+        await self._expand(run, plan)
+        items = self._rank(run)
+        trace.result_ids = [i.id for i in items]
+        trace.timings_ms["total"] = ms_since(run.started)
+        if finish:
+            self._recorder.finish(trace)
+        return ReadOutcome(trace, plan, items, len(run.candidates))
+
+    def rank_context(self, plan: QueryPlan, now: datetime) -> RankContext:
+        return RankContext(plan=plan, now=now, settings=self._settings.ranking)
+
+    # ------------------------------------------------------------------ stages
+
+    async def _plan(self, run: _Pass, task: str | None) -> QueryPlan:
+        exp, ret = self._settings.expansion, self._settings.retrieval
+        plan = plan_query(
+            run.query,
+            task=task,
+            now=run.now,
+            known_entities=await self._entities.names(run.trace),
+            hop_budget=exp.hop_budget,
+            max_hops=exp.max_hops,
+            max_subqueries=ret.max_subqueries,
+            expand=run.req.expand,
+        )
+        run.trace.plan = plan
+        run.trace.timings_ms["plan"] = ms_since(run.started)
+        return plan
+
+    async def _retrieve(self, run: _Pass, plan: QueryPlan) -> None:
+        ret, trace = self._settings.retrieval, run.trace
+        run.indexes = await self._indexes.refresh(trace)
+        prefetch = partial(
+            self._indexes.candidate_lists, run.indexes, run.query, run.req.filters, trace
+        )
+        got = await retrieve(
+            self._store,
+            self._subqueries(plan, run.req.filters),
+            per_query=max(ret.candidate_k, run.req.limit),
+            timeout_s=ret.timeout_s,
+            rrf_k=ret.rrf_k,
+            prefetch=prefetch,
+            max_chars=self._settings.limits.max_query_chars,
+        )
+        trace.backend_calls += got.calls
+        trace.notes.extend(got.notes)
+        trace.timings_ms["retrieve"] = ms_since(run.started)
+        run.candidates = got.candidates
+        run.ctx = _with_semantic(
+            self.rank_context(plan, run.now), run.indexes.semantic, run.query, run.candidates
+        )
+
+    async def _widen(self, run: _Pass, plan: QueryPlan) -> None:
+        """Context neighbours from the store, then from the local index."""
+        assert run.ctx is not None
+        rk, trace = self._settings.ranking, run.trace
+        if rk.context_seeds > 0 and run.candidates:
+            limits = NeighbourLimits(rk.context_seeds, rk.neighbor_share, self._timeout())
+            got = await add_context_neighbours(
+                self._store, run.candidates, run.ctx, limits, run.req.filters
+            )
+            trace.backend_calls += got.calls
+            trace.notes.extend(got.notes)
+            trace.expansions.extend(got.decisions)
+            run.candidates = got.candidates
+            run.ctx = _with_semantic(got.ctx, run.indexes.semantic, run.query, run.candidates)
+            trace.timings_ms["context"] = ms_since(run.started)
+        local = run.indexes.local
+        if local is not None and self._settings.local_index.lend_context:
+            run.ctx = _with_local_context(run.ctx, local, run.candidates)
+
+    async def _expand(self, run: _Pass, plan: QueryPlan) -> None:
+        assert run.ctx is not None
+        exp, trace = self._settings.expansion, run.trace
+        if plan.strategy is Strategy.DIRECT or plan.hop_budget <= 0 or not run.candidates:
+            return
+        seeds = by_relevance(run.candidates, run.ctx)[: exp.seeds]
+        limits = ExpansionLimits(
+            plan.hop_budget, tuple(exp.edge_types), exp.fanout, exp.max_expanded, self._timeout()
+        )
+        grown = await expand(
+            self._store,
+            seeds,
+            limits,
+            present=[c.memory.id for c in run.candidates],
+            filters=run.req.filters,
+        )
+        trace.backend_calls += grown.calls
+        trace.expansions = [*trace.expansions, *grown.decisions]
+        trace.notes.extend(grown.notes)
+        run.candidates = [*run.candidates, *grown.candidates]
+        run.ctx = _with_semantic(run.ctx, run.indexes.semantic, run.query, run.candidates)
+        trace.timings_ms["expand"] = ms_since(run.started)
+
+    def _rank(self, run: _Pass) -> list[ScoredItem]:
+        """Rerank, cut below the floor, merge near-duplicates, give neighbours their slots,
+        and say why each item was chosen."""
+        assert run.ctx is not None
+        ctx, limit, trace = run.ctx, run.req.limit, run.trace
+        ranked = rerank(run.candidates, ctx, reasons=False)
+        kept = self._above_floor(ranked, trace)
+        dd = self._settings.dedup
+        deduped = dedupe(
+            kept,
+            threshold=dd.threshold,
+            soft_threshold=dd.soft_threshold,
+            weights=self._settings.ranking.weights,
+            limit=limit,
+        )
+        trace.dropped.extend(deduped.dropped)
+        items = deduped.items
+        slots = self._settings.ranking.neighbor_slots
+        if slots > 0 and ctx.around:
+            merged = {d.id for d in deduped.dropped}
+            pool = [*deduped.items, *(i for i in kept if i.id not in merged)]
+            items = slot_neighbors(items, pool, ctx.around, slots)
+        items = with_reasons(items[:limit], run.candidates, ctx)
+        # Later entries win: an item the deduper penalised is traced with that penalty, even
+        # when the penalty pushed it out of the result. The records are made as it is stored.
+        self._recorder.defer_candidates(trace, items, [*ranked, *deduped.items])
+        return items
+
+    # ------------------------------------------------------------------ helpers
+
+    def _timeout(self) -> float:
+        return self._settings.retrieval.timeout_s
+
+    def _above_floor(self, ranked: list[ScoredItem], trace: Trace) -> list[ScoredItem]:
+        """The items at or above the relevance floor; the trace says what the floor cut."""
+        floor = self._settings.ranking.relevance_floor
+        kept = [i for i in ranked if i.breakdown.relevance >= floor]
+        cut = [i for i in ranked if i.breakdown.relevance < floor]
+        trace.dropped.extend(
+            Dropped(
+                id=i.id,
+                reason=DropReason.BELOW_FLOOR,
+                stage="reranker",
+                score=i.score,
+                detail=f"relevance {i.breakdown.relevance:.3f} < floor {floor:.3f}",
+            )
+            for i in cut
+        )
+        if cut:
+            trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
+        return kept
+
+    def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
+        subs = [
+            SubQuery(text, weight=1.0 if index == 0 else _SUBQUERY_WEIGHT, filters=filters)
+            for index, text in enumerate(plan.subqueries)
+        ]
+        window = plan.time_window
+        has_window = filters is not None and filters.time_range is not None
+        if window is not None and not has_window and self._store.capabilities.time_filter:
+            windowed = (filters or SearchFilters()).model_copy(update={"time_range": window})
+            subs.append(SubQuery(plan.subqueries[-1], weight=_SUBQUERY_WEIGHT, filters=windowed))
+        return subs
+
+
+def _with_semantic(
+    ctx: RankContext, index: SemanticIndex | None, query: str, candidates: Sequence[Candidate]
+) -> RankContext:
+    """`ctx` with the semantic similarity of every candidate not scored yet."""
+    if index is None:
+        return ctx
+    missing = [c.memory for c in candidates if c.memory.id not in ctx.semantic]
+    if not missing:
+        return ctx
+    return replace(ctx, semantic={**ctx.semantic, **index.similarities(query, missing)})
+
+
+def _with_local_context(
+    ctx: RankContext, local: LocalIndex, candidates: Sequence[Candidate]
+) -> RankContext:
+    """`ctx` with every candidate's neighbours in time from the local index (those the store
+    did not already give), so that each one's term match can read its context."""
+    missing = [c.memory.id for c in candidates if c.memory.id not in ctx.around]
+    found = local.around(missing)
+    if not found:
+        return ctx
+    return replace(ctx, around={**ctx.around, **found})

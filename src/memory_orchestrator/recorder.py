@@ -1,0 +1,143 @@
+"""The trace recorder: every request's trace is begun, finished, logged and stored here.
+
+A trace is begun with the request (`begin`), filled by the part that serves it, and finished
+once (`finish`): the store's retry notes and fallback notes are copied in, the observer logs
+one line, and the trace store keeps it (behind the request; a failure to store shows in
+health). Candidate records, the heaviest part, are made as the trace is stored (`defer`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Protocol
+
+from memory_orchestrator.models import (
+    CandidateTrace,
+    HealthCheck,
+    ScoredItem,
+    Status,
+    Trace,
+    TraceSummary,
+)
+from memory_orchestrator.observability import Observer
+from memory_orchestrator.pipeline.explainer import summarize
+from memory_orchestrator.resilience import begin_notes, take_notes
+from memory_orchestrator.settings import TraceSettings
+from memory_orchestrator.traces import TraceStore
+
+_SUMMARY_DROPS = 25
+
+
+class StoreNotes(Protocol):
+    """What the recorder reads of the store: its name and its standing fallback notes."""
+
+    name: str
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
+class TraceRecorder:
+    """Begins, finishes and keeps the traces of one orchestrator."""
+
+    def __init__(
+        self,
+        traces: TraceStore,
+        settings: TraceSettings,
+        store: StoreNotes,
+        observer: Observer | None = None,
+    ) -> None:
+        self._traces, self._settings, self._store = traces, settings, store
+        self._observer = observer
+
+    def begin(self, tool: str, request: dict[str, Any]) -> Trace:
+        begin_notes()
+        return Trace(
+            trace_id="tr_" + uuid.uuid4().hex[:16],
+            tool=tool,
+            created_at=datetime.now(UTC),
+            backend=self._store.name,
+            request=request,
+        )
+
+    def finish(self, trace: Trace) -> None:
+        trace.notes.extend(take_notes())
+        trace.notes.extend(n for n in self._store.notes if n not in trace.notes)
+        if self._settings.verbosity == "minimal":
+            trace.expansions = [d for d in trace.expansions if d.accepted]
+        if self._observer is not None:
+            self._observer.finished(trace.complete())
+        self._traces.save(trace)  # stored behind the request; a failure shows in health
+
+    def failure(self, tool: str, request: dict[str, Any], error: str, latency_ms: float) -> Trace:
+        """Keep a trace (and a log line) for a request that failed before it had one."""
+        trace = self.begin(tool, request)
+        trace.error = error
+        trace.timings_ms["total"] = round(latency_ms, 3)
+        self.finish(trace)
+        return trace
+
+    def defer_candidates(
+        self, trace: Trace, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+    ) -> None:
+        """Record every candidate (final rank and score breakdown) as the trace is stored.
+        Later entries win: `items` over `ranked`."""
+        trace.defer(partial(self._fill_candidates, trace, items, ranked))
+
+    def get(self, trace_id: str) -> Trace | None:
+        return self._traces.get(trace_id)
+
+    def flush(self) -> None:
+        self._traces.flush()
+
+    def health_check(self) -> HealthCheck | None:
+        """Degraded when traces could not be stored; None when all were (call `flush` first)."""
+        if not self._traces.errors:
+            return None
+        detail = f"{self._traces.errors} trace(s) not stored; last: {self._traces.last_error}"
+        return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
+
+    def close(self) -> None:
+        self._traces.close()
+
+    @staticmethod
+    def summary(trace: Trace) -> TraceSummary:
+        """The summary an answer carries, with at most 25 drops (the rest: memory_explain)."""
+        summary = summarize(trace)
+        if len(summary.dropped) > _SUMMARY_DROPS:
+            more = len(summary.dropped) - _SUMMARY_DROPS
+            return summary.model_copy(
+                update={
+                    "dropped": summary.dropped[:_SUMMARY_DROPS],
+                    "notes": (*summary.notes, f"{more} more dropped; see memory_explain"),
+                }
+            )
+        return summary
+
+    def _fill_candidates(
+        self, trace: Trace, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+    ) -> None:
+        trace.candidates = self.candidate_traces(items, ranked)
+
+    def candidate_traces(
+        self, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+    ) -> list[CandidateTrace]:
+        if self._settings.verbosity == "minimal":
+            return []
+        final = {item.id: rank for rank, item in enumerate(items, start=1)}
+        seen: dict[str, ScoredItem] = {i.id: i for i in ranked}
+        seen.update({i.id: i for i in items})
+        return [
+            CandidateTrace(
+                id=i.id,
+                sources=i.candidate.sources,
+                hops=i.candidate.hops,
+                expanded_from=i.candidate.expanded_from,
+                breakdown=i.breakdown,
+                final_rank=final.get(i.id),
+            )
+            for i in seen.values()
+        ]

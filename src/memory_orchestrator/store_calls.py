@@ -1,0 +1,57 @@
+"""One bounded store call: a time limit, a count in the trace, and a note when it fails.
+
+Reads that only enrich an answer (known entities, context neighbours, the derived indexes'
+candidates, seed memories) must never fail the request: `StoreCalls.bounded` runs one within
+`retrieval.timeout_s`, counts it in the trace, and on any failure notes
+"<what> unavailable: <error>" and returns the caller's fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+
+from memory_orchestrator.errors import describe
+from memory_orchestrator.models import Trace
+from memory_orchestrator.settings import RetrievalSettings
+
+T = TypeVar("T")
+F = TypeVar("F")
+
+
+class StoreCalls:
+    """Time limit and trace bookkeeping for store calls (the limit is read at each call)."""
+
+    def __init__(self, retrieval: RetrievalSettings) -> None:
+        self._retrieval = retrieval
+
+    @property
+    def timeout_s(self) -> float:
+        return self._retrieval.timeout_s
+
+    async def bounded(
+        self,
+        trace: Trace,
+        what: str,
+        call: Callable[[], Awaitable[T]],
+        fallback: F,
+        *,
+        then: str = "",
+    ) -> T | F:
+        """`await call()` within the time limit; on failure a note and `fallback`.
+
+        The note reads "<what> unavailable: <error><then>"."""
+        trace.backend_calls += 1
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await call()
+        except Exception as exc:  # an enrichment: a failure must not fail the request
+            trace.notes.append(f"{what} unavailable: {describe(exc)}{then}")
+            return fallback
+
+    async def strict(self, call: Callable[[], Awaitable[T]]) -> T:
+        """`await call()` within the time limit; failures propagate (`TimeoutError` too)."""
+        with anyio.fail_after(self.timeout_s):
+            return await call()

@@ -1,0 +1,265 @@
+"""The write path: limits, the near-duplicate policy, and the outbox that keeps writes the
+store could not take.
+
+`WritePath.write` refuses a memory over the configured limits before anything is done, sends
+earlier queued writes first (order is kept), then writes through `pipeline.writer`. When the
+store cannot take the write now (a timeout, a transient error, or a permanent one its own
+health check confirms), the write is queued in the outbox and answered `queued`; it is
+delivered exactly once later (`replay`: before a queued write is sent, the store is searched
+for its content hash). Both the first try and the replay use one policy builder (`policy`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import BackendError, CapabilityMissing, InvalidRequest, describe
+from memory_orchestrator.models import (
+    HealthCheck,
+    NewMemory,
+    OutboxReport,
+    QueuedWrite,
+    Status,
+    Trace,
+    WriteAction,
+    WriteReport,
+    WriteRequest,
+)
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
+from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.resilience import find_written
+from memory_orchestrator.settings import Settings
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+class WritePath:
+    """Writes through one store, with the outbox behind it."""
+
+    def __init__(
+        self,
+        store: MemoryBackend,
+        outbox: Outbox,
+        recorder: TraceRecorder,
+        settings: Settings,
+        *,
+        on_written: Callable[[], None] = lambda: None,
+    ) -> None:
+        # `settings` is read at each call (its sections: dedup, write, limits, outbox and
+        # retrieval's time limit); `on_written` tells the derived indexes to pull.
+        self._store, self._outbox, self._recorder = store, outbox, recorder
+        self._settings = settings
+        self._on_written = on_written
+        self._replaying = False
+
+    def policy(self, request: WriteRequest) -> WritePolicy:
+        """The write policy of `request`: the one builder, for first tries and replays."""
+        s = self._settings
+        return WritePolicy(
+            threshold=s.dedup.threshold,
+            on_duplicate=request.on_duplicate or s.write.on_duplicate,
+            link_related=s.write.link_related if request.link_related else 0,
+            timeout_s=s.retrieval.timeout_s,
+            dry_run=request.dry_run,
+            max_query_chars=s.limits.max_query_chars,
+        )
+
+    def check(self, memory: NewMemory) -> None:
+        """Reject a memory over the configured limits: one message naming every problem."""
+        lim = self._settings.limits
+        problems: list[str] = []
+        if len(memory.content) > lim.max_write_chars:
+            problems.append(
+                f"content: {len(memory.content)} characters; the limit is"
+                f" {lim.max_write_chars} (limits.max_write_chars)"
+            )
+        for name, values in (("entities", memory.entities), ("tags", memory.tags)):
+            if len(values) > lim.max_labels:
+                problems.append(
+                    f"{name}: {len(values)} values; the limit is {lim.max_labels}"
+                    " (limits.max_labels)"
+                )
+            if any(len(v) > lim.max_label_chars for v in values):
+                problems.append(
+                    f"{name}: a value over {lim.max_label_chars} characters"
+                    " (limits.max_label_chars)"
+                )
+        if memory.source is not None and len(memory.source) > lim.max_label_chars:
+            problems.append(
+                f"source: over {lim.max_label_chars} characters (limits.max_label_chars)"
+            )
+        if problems:
+            raise InvalidRequest("; ".join(problems) + "; nothing written")
+
+    async def write(self, request: WriteRequest) -> WriteReport:
+        """Raises InvalidRequest, before anything is written, when a limit is broken."""
+        self.check(request.memory)
+        started = time.perf_counter()
+        trace = self._recorder.begin("write", request.model_dump(mode="json"))
+        outbox_on = self._settings.outbox.enabled
+        if outbox_on and not request.dry_run:
+            waiting = await self.replay()
+            if waiting:
+                behind = f"{waiting} earlier write(s) still queued; kept in order behind them"
+                return self._queued(trace, request, behind, started)
+        try:
+            written = await write_memory(self._store, request.memory, self.policy(request))
+        except (BackendError, TimeoutError) as exc:
+            if request.dry_run or not outbox_on:
+                raise
+            why = await self._unavailable(exc)
+            if why is None:  # the store is up and refused this write: an error, not queued
+                raise
+            return self._queued(trace, request, why, started)
+        self._on_written()
+        trace.backend_calls = written.calls
+        trace.notes = [written.reason, *written.notes]
+        trace.result_ids = [written.id] if written.id else []
+        trace.timings_ms["total"] = _ms(started)
+        self._recorder.finish(trace)
+        return WriteReport(
+            id=written.id,
+            action=written.action,
+            reason=written.reason,
+            duplicate_of=written.duplicate_of,
+            similarity=written.similarity,
+            links=tuple(written.links),
+            trace_id=trace.trace_id,
+        )
+
+    # ------------------------------------------------------------------ the outbox
+
+    async def flush(self) -> OutboxReport:
+        """Replay queued writes, oldest first, until one fails or the queue is empty."""
+        delivered: list[QueuedWrite] = []
+        waiting = await self.replay(delivered)
+        last = self._outbox.last_error() if waiting else None
+        note = f"{len(delivered)} replayed, {waiting} waiting" + (
+            f"; the oldest fails with: {last}" if last else ""
+        )
+        return OutboxReport(
+            depth=waiting,
+            delivered=tuple(delivered),
+            pending=tuple(self._outbox.pending()),
+            note=note,
+        )
+
+    async def replay(self, delivered: list[QueuedWrite] | None = None) -> int:
+        """Send queued writes in order within `outbox.replay_s`; returns how many still wait.
+
+        Exactly once: before a queued write is sent, the store is searched for its content
+        hash; one found there (an earlier try reached the store) is marked delivered instead.
+        One replay at a time per process; a write meanwhile queues behind it."""
+        if self._replaying:
+            return self._outbox.depth()
+        if self._outbox.depth() == 0:
+            return 0
+        self._replaying = True
+        try:
+            with anyio.move_on_after(self._settings.outbox.replay_s):
+                for item in self._outbox.pending():
+                    done = await self._deliver(item)
+                    if done is None:
+                        break
+                    if delivered is not None:
+                        delivered.append(done)
+        finally:
+            self._replaying = False
+        return self._outbox.depth()
+
+    async def _deliver(self, item: QueuedWrite) -> QueuedWrite | None:
+        """Send one queued write; None (and the error kept) when it fails."""
+        trace = self._recorder.begin("write", item.request.model_dump(mode="json"))
+        try:
+            with anyio.fail_after(self._settings.retrieval.timeout_s):
+                found = await find_written(self._store, item.request.memory)
+            if found is not None:
+                written = Written(found.id, found.action, f"already stored as {found.id}")
+            else:
+                policy = self.policy(item.request)
+                written = await write_memory(self._store, item.request.memory, policy)
+        except Exception as exc:
+            self._outbox.failed(item.seq, describe(exc))
+            return None
+        done = self._outbox.delivered(item.seq, written.id, written.action)
+        trace.notes = [
+            f"replayed from the outbox (#{item.seq}, queued {item.queued_at:%c})",
+            written.reason,
+            *written.notes,
+        ]
+        trace.result_ids = [written.id] if written.id else []
+        self._recorder.finish(trace)
+        return done
+
+    async def health_check(self) -> HealthCheck:
+        """Replays what it can, then: ok when empty, degraded with the reason otherwise."""
+        started = time.perf_counter()
+        try:
+            replayed: list[QueuedWrite] = []
+            waiting = await self.replay(replayed)
+            last = self._outbox.last_error() if waiting else None
+        except Exception as exc:
+            return HealthCheck(name="outbox", status=Status.ERROR, detail=describe(exc))
+        done = f"; {len(replayed)} replayed now" if replayed else ""
+        if not waiting:
+            return HealthCheck(
+                name="outbox", status=Status.OK, detail="empty" + done, latency_ms=_ms(started)
+            )
+        oldest = self._outbox.pending(1)[0]
+        detail = (
+            f"{waiting} write(s) queued since {oldest.queued_at:%Y-%m-%d %H:%M:%S} UTC{done};"
+            f" waiting for the store: {last or oldest.reason}"
+        )
+        return HealthCheck(
+            name="outbox", status=Status.DEGRADED, detail=detail, latency_ms=_ms(started)
+        )
+
+    def close(self) -> None:
+        self._outbox.close()
+
+    async def _unavailable(self, exc: BaseException) -> str | None:
+        """Why the store cannot take a write now, or None when it refused this write itself.
+
+        Timeouts and transient errors mean unavailable; a permanent error counts only when
+        the store's own health check fails too (a broken file, a missing binary)."""
+        timeout = self._settings.retrieval.timeout_s
+        if isinstance(exc, TimeoutError):
+            return f"store did not answer within {timeout:g}s"
+        if not isinstance(exc, BackendError) or isinstance(exc, CapabilityMissing):
+            return None
+        if exc.transient:
+            return describe(exc)
+        try:
+            with anyio.fail_after(timeout):
+                checks = await self._store.health()
+        except Exception as health_exc:
+            return f"{describe(exc)} (health check failed: {describe(health_exc)})"
+        bad = [c for c in checks if c.status is Status.ERROR]
+        if not bad:
+            return None
+        same = bad[0].detail in str(exc)
+        return f"{describe(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
+
+    def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
+        item = self._outbox.put(request, why)
+        reason = (
+            f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
+            " is back (next write or health call, or `orchestrator outbox flush`)"
+        )
+        trace.notes = [reason]
+        trace.timings_ms["total"] = _ms(started)
+        self._recorder.finish(trace)
+        return WriteReport(
+            id=None,
+            action=WriteAction.QUEUED,
+            reason=reason,
+            trace_id=trace.trace_id,
+            outbox_seq=item.seq,
+        )
