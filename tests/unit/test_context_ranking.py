@@ -96,11 +96,12 @@ def test_when_questions_lift_memories_that_carry_a_time_expression() -> None:
     dated = candidate(memory("d", "We adopted the puppy from the shelter last week"), rank=2)
     undated = candidate(memory("u", "We adopted the puppy from the shelter"), rank=1)
     settings = RankingSettings(when_time_boost=0.2)
+    # "kitten" matches neither, so relevance stays under its cap and the boost can show
     when = replace(
-        ctx("adopt puppy", settings),
-        plan=plan("adopt puppy").model_copy(update={"question_type": QuestionType.WHEN}),
+        ctx("adopt puppy kitten", settings),
+        plan=plan("adopt puppy kitten").model_copy(update={"question_type": QuestionType.WHEN}),
     )
-    what = ctx("adopt puppy", settings)
+    what = ctx("adopt puppy kitten", settings)
     assert rerank([dated, undated], when)[0].id == "d"
     assert rerank([dated, undated], what)[0].id == "u"
 

@@ -167,7 +167,8 @@ class LocalIndex:
                 scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (k1 + 1) / (tf + norm)
         if meaning and share > 0:
             scores = _hybrid(scores, meaning, share)
-        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+        # ties: in the order the store listed them (ids are often random)
+        best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], self._seq[item[0]]))
         return [(self._memories[i], round(score, 6)) for i, score in best if i in self._memories]
 
 

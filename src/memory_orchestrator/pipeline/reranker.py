@@ -208,12 +208,14 @@ def slot_neighbors(
     return out
 
 
-def tie_order(memory: Memory) -> tuple[float, str]:
-    """How equal scores are ordered: newer first, then by id. Stores often make ids at random
-    on write, so ties broken by id alone ranked the same memories differently each time they
-    were written again (the evaluation harness caught it)."""
+def tie_order(memory: Memory) -> tuple[float, str, str]:
+    """How equal scores are ordered: newer first, then by content, then by id. Stores often
+    make ids at random on write, so ties broken by id ranked the same memories differently
+    each time they were written again (the evaluation harness caught it, first with
+    memories of different times, then with the many turns of one conversation session that
+    share one timestamp)."""
     created = memory.created_at
-    return (-to_utc(created).timestamp() if created else math.inf, memory.id)
+    return (-to_utc(created).timestamp() if created else math.inf, memory.content, memory.id)
 
 
 def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]:

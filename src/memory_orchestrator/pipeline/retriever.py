@@ -15,6 +15,7 @@ from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, SourceRank
 from memory_orchestrator.pipeline.filters import matches, missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
+from memory_orchestrator.pipeline.reranker import tie_order
 from memory_orchestrator.text import cut_at_word
 
 
@@ -109,5 +110,5 @@ def _fuse(lists: Sequence[tuple[SubQuery, list[SearchHit]]], rrf_k: int) -> list
         Candidate(memory=memory, sources=tuple(sources), fused_score=fused[i])
         for i, (memory, sources) in found.items()
     ]
-    candidates.sort(key=lambda c: (-c.fused_score, c.memory.id))
+    candidates.sort(key=lambda c: (-c.fused_score, *tie_order(c.memory)))
     return candidates
