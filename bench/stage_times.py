@@ -39,7 +39,7 @@ def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 def main() -> None:
     for name in ("plan_query", "by_relevance", "rerank", "dedupe", "with_reasons"):
         setattr(reading, name, timed(name, getattr(reading, name)))
-    neighbours.by_relevance = timed("by_relevance", neighbours.by_relevance)  # context seeds
+    neighbours.by_relevance = timed("by_relevance", neighbours.by_relevance)  # type: ignore[attr-defined]
     # these two run behind the request, in the trace writer (not in the request's time)
     rec = recorder.TraceRecorder
     rec.candidate_traces = timed("candidate traces*", rec.candidate_traces)  # type: ignore[method-assign]

@@ -1,0 +1,227 @@
+"""Memories and what stores say about them: the records every backend speaks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+# Schema caps: a request above them is rejected before anything runs. A query below the cap
+# but above `[limits] max_query_chars` (settings) is cut at a word boundary with a note.
+MAX_QUERY_CHARS = 20_000
+MAX_CONTENT_CHARS = 8_000
+MAX_TOP_K = 100
+MAX_IDS = 200
+MAX_LIST_ITEMS = 50
+MAX_LABEL_CHARS = 200
+
+Label = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
+MetaValue = str | int | float | bool | None
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MemoryType(StrEnum):
+    """What kind of memory a record is; recency decay depends on it."""
+
+    EPISODIC = "episodic"  # something that happened at a time: fades
+    SEMANTIC = "semantic"  # a fact: does not fade
+    PROCEDURAL = "procedural"  # how to do something: does not fade
+    RESOURCE = "resource"  # a pointer to a document, file or link: fades slowly
+
+
+class Memory(Frozen):
+    """One memory as the store holds it."""
+
+    id: str
+    content: str
+    type: MemoryType = MemoryType.SEMANTIC
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    source: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    store: str = ""
+    metadata: dict[str, MetaValue] = Field(default_factory=dict)
+
+
+class NewMemory(Frozen):
+    """A memory to write. Validated: bounded sizes, no empty content."""
+
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    type: MemoryType = MemoryType.SEMANTIC
+    entities: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    tags: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    created_at: Moment = None
+    source: str | None = Field(default=None, max_length=MAX_LABEL_CHARS)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    metadata: dict[str, MetaValue] = Field(default_factory=dict, max_length=MAX_LIST_ITEMS)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        for key, value in values.items():
+            if len(key) > MAX_LABEL_CHARS:
+                raise ValueError(f"metadata keys are at most {MAX_LABEL_CHARS} characters")
+            if isinstance(value, str) and len(value) > MAX_CONTENT_CHARS:
+                raise ValueError(f"metadata values are at most {MAX_CONTENT_CHARS} characters")
+        return values
+
+    @field_validator("entities", "tags")
+    @classmethod
+    def _no_commas(cls, values: list[str]) -> list[str]:
+        # Several stores keep these as comma-separated lists.
+        for value in values:
+            if "," in value or not value.strip():
+                raise ValueError(f"labels must be non-blank and contain no commas: {value!r}")
+        return [v.strip() for v in values]
+
+
+class Edge(Frozen):
+    source_id: str
+    target_id: str
+    type: str
+    weight: float = 1.0
+    meta: dict[str, MetaValue] = Field(default_factory=dict)
+
+
+class TimeRange(Frozen):
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else to_utc(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        if self.start and self.end and self.start > self.end:
+            raise ValueError("time_range.start must not be after time_range.end")
+        return self
+
+    def contains(self, when: datetime) -> bool:
+        return (self.start is None or when >= self.start) and (self.end is None or when <= self.end)
+
+
+class SearchFilters(Frozen):
+    """Restricts retrieval. Empty lists mean no restriction."""
+
+    entity_ids: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    time_range: TimeRange | None = None
+    memory_types: list[MemoryType] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+
+
+class SearchHit(Frozen):
+    """A backend's answer to a search: the memory, its rank (1-based) and native score."""
+
+    memory: Memory
+    rank: int
+    score: float
+
+
+class Neighbor(Frozen):
+    """A memory reached from a seed along the graph."""
+
+    memory: Memory
+    seed_id: str
+    via_id: str
+    edge_type: str
+    weight: float
+    hops: int
+
+
+class WriteAction(StrEnum):
+    ADDED = "added"
+    UPDATED = "updated"
+    SKIPPED = "skipped"
+    QUEUED = "queued"
+
+
+class WriteOutcome(Frozen):
+    """What a backend did with one write. When skipped, `existing_id` names the kept memory."""
+
+    id: str
+    action: WriteAction
+    existing_id: str | None = None
+    detail: str = ""
+
+
+class Status(StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"
+    ERROR = "error"
+
+
+class HealthCheck(Frozen):
+    name: str
+    status: Status
+    detail: str = ""
+    latency_ms: float | None = None
+
+
+class Capabilities(Frozen):
+    """What a backend can do. The pipeline degrades (and notes it) when one is missing."""
+
+    graph: bool = False
+    timestamps: bool = False
+    memory_types: bool = False
+    bulk_write: bool = False
+    link: bool = False
+    time_filter: bool = False
+    entity_filter: bool = False
+    entity_index: bool = False
+    soft_delete: bool = False
+    edge_types: tuple[str, ...] = ()
+
+
+def to_utc(moment: datetime) -> datetime:
+    """Timezone-aware UTC; a naive datetime is taken to be UTC already. Raises ValueError
+    (not OverflowError) for a moment that UTC cannot hold (year 1 or 9999 with an offset)."""
+    if moment.tzinfo is UTC:  # the common case on the ranking hot path: nothing to do
+        return moment
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{moment.isoformat()} is out of range once converted to UTC") from None
+
+
+def _utc_or_none(value: datetime | None) -> datetime | None:
+    return None if value is None else to_utc(value)
+
+
+Moment = Annotated[datetime | None, AfterValidator(_utc_or_none)]
+
+
+def describe_errors(error: ValidationError) -> str:
+    """Each bad field and what is wrong with it, on one line (no values, no URLs): the one
+    wording both faces use for invalid input."""
+    problems = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        field = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}: {message}" if field else message)
+    return "; ".join(problems)
