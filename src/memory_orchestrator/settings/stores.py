@@ -1,0 +1,143 @@
+"""The settings of each store the orchestrator can front (`backend = "..."`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    Field,
+)
+
+from memory_orchestrator.settings.base import DirPath, FilePath, Section, StoreName, _executable
+
+
+class EmbeddedSettings(Section):
+    """The zero-setup SQLite store."""
+
+    path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/memories.db")
+    temporal_links: bool = Field(
+        default=True, description="link each new memory to the one before it in time"
+    )
+
+
+class MnemonSettings(Section):
+    """The Mnemon store, reached through its `mnemon` CLI (see `backends/mnemon.py`)."""
+
+    binary: Annotated[Path | None, AfterValidator(_executable)] = Field(
+        default=None, description="mnemon executable; default .tools/bin/mnemon, then PATH"
+    )
+    data_dir: DirPath = Field(
+        default=None, description="Mnemon's --data-dir; default $MNEMON_DATA_DIR, else ~/.mnemon"
+    )
+    store: StoreName = Field(
+        default=None,
+        description="store name; default $MNEMON_STORE, else <data_dir>/active, else default",
+    )
+    readonly: bool = Field(
+        default=False,
+        description="run every command with --readonly: reads leave no trace, writes are refused",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="per mnemon process")
+    retries: int = Field(default=3, ge=0, le=10, description="retries on 'database is locked'")
+    retry_backoff_s: float = Field(
+        default=0.05, ge=0, le=5, description="first retry delay; doubles each retry"
+    )
+    max_processes: int = Field(
+        default=4, ge=1, le=32, description="mnemon processes running at once"
+    )
+    embed_endpoint: str | None = Field(
+        default=None,
+        description="MNEMON_EMBED_ENDPOINT; None = an address that fails at once (no embeddings)",
+    )
+    embed_model: str | None = Field(default=None, description="--embed-model; None = Mnemon's")
+    max_insights: int | None = Field(
+        default=None, ge=0, description="MNEMON_MAX_INSIGHTS (auto-prune ceiling); None = Mnemon's"
+    )
+    entity_mode: Literal["merge", "provided", "auto"] = Field(
+        default="merge", description="remember --entity-mode: how Mnemon adds entities it finds"
+    )
+    direct_reads: bool = Field(
+        default=True,
+        description="read memories by id, graph neighbours and entity names from the store file "
+        "(read-only SQLite, schema-checked); false = only through the CLI",
+    )
+    cache_ttl_s: float = Field(
+        default=30.0, ge=0, description="how long `--version` and `status` answers are reused"
+    )
+
+
+class NpmServerSettings(Section):
+    """A store behind an npm MCP server spawned over stdio (`make npm-servers` installs it)."""
+
+    script: FilePath = Field(
+        default=None,
+        description="the package's dist/index.js; default .tools/npm/node_modules/<pkg>/...",
+    )
+    node: Annotated[str | None, AfterValidator(_executable)] = Field(
+        default=None, description="node executable; default node on PATH"
+    )
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="per tool call")
+    native_search: bool = Field(
+        default=False,
+        description="send the query to the server as is, without the adapter's workarounds"
+        " (to measure the bare store)",
+    )
+
+
+class MnemonMcpSettings(NpmServerSettings):
+    """The mnemon-mcp store (npm `mnemon-mcp@1.3.0`, see `backends/mnemon_mcp.py`)."""
+
+    path: FilePath = Field(
+        default=None,
+        description="the SQLite file (MNEMON_DB_PATH); default <data_dir>/mnemon-mcp.db",
+    )
+    scope: StoreName = Field(
+        default=None, description="scope written and searched (a store name); None = all"
+    )
+
+
+class KgMemorySettings(NpmServerSettings):
+    """The MCP knowledge-graph memory server (see `backends/kg_memory.py`)."""
+
+    path: FilePath = Field(
+        default=None,
+        description="the JSONL file (MEMORY_FILE_PATH); default <data_dir>/kg-memory.jsonl",
+    )
+
+
+class MnemonicSettings(Section):
+    """Mnemonic's markdown files with YAML frontmatter (see `backends/mnemonic.py`)."""
+
+    path: DirPath = Field(
+        default=None, description="the memory directory; default <data_dir>/mnemonic"
+    )
+    git_commit: bool = Field(default=False, description="commit every write in the root (git)")
+    rescan_s: float = Field(
+        default=1.0, ge=0, le=3600, description="how often the files are re-read for changes"
+    )
+
+
+class FusedStore(Section):
+    backend: str = Field(description="a backend name (not `fused`)")
+    weight: float = Field(default=1.0, gt=0, le=100, description="its share in the RRF fusion")
+    label: StoreName = Field(
+        default=None,
+        description="how items and ids name the store; default the backend name",
+    )
+
+
+class FusedSettings(Section):
+    """Several stores at once (`backend = "fused"`, see `backends/fused.py`)."""
+
+    stores: list[FusedStore] = Field(default_factory=list, description="the member stores")
+    primary: StoreName = Field(
+        default=None, description="label of the store writes go to; default the first"
+    )
+    timeout_s: float = Field(
+        default=3.0, gt=0, le=120, description="per store and call; a slower store is left out"
+    )
+    mirror_writes: bool = Field(
+        default=False, description="write to every store, not only the primary"
+    )

@@ -1,0 +1,282 @@
+"""The settings of the pipeline: retrieval, expansion, ranking, dedup, packaging, traces,
+the derived indexes, retries, the outbox, writes and limits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    Field,
+)
+
+from memory_orchestrator.models import (
+    MAX_CONTENT_CHARS,
+    MAX_IDS,
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_QUERY_CHARS,
+    MemoryType,
+)
+from memory_orchestrator.settings.base import FilePath, Section
+
+
+class RetrievalSettings(Section):
+    top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
+    candidate_k: int = Field(
+        default=20, ge=1, le=500, description="candidates fetched per subquery (at least top_k)"
+    )
+    max_subqueries: int = Field(default=4, ge=1, le=12)
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
+    timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
+
+
+class ExpansionSettings(Section):
+    enabled: bool = Field(default=False, description="expand on every search, not only when asked")
+    hop_budget: int = Field(default=1, ge=0, le=4, description="default hops; planner may lower")
+    max_hops: int = Field(default=3, ge=0, le=6, description="hard cap on any request")
+    seeds: int = Field(default=5, ge=1, le=50, description="best candidates expanded from")
+    fanout: int = Field(default=6, ge=1, le=100, description="neighbours kept per seed")
+    max_expanded: int = Field(default=30, ge=1, le=500, description="new candidates per request")
+    edge_types: list[str] = Field(
+        default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"]
+    )
+
+
+class Weights(Section):
+    """The re-ranking formula. Penalties are subtracted."""
+
+    relevance: float = 0.60
+    recency: float = 0.10
+    graph: float = 0.10
+    type_match: float = 0.05
+    cross_reference: float = 0.15
+    duplicate: float = 0.40
+    noise: float = 0.30
+
+
+class RankingSettings(Section):
+    weights: Weights = Field(default_factory=Weights)
+    relevance_floor: float = Field(
+        default=0.05, ge=0, le=1, description="items with less relevance are dropped as noise"
+    )
+    lexical_share: float = Field(
+        default=0.6, ge=0, le=1, description="share of relevance from own term match vs store rank"
+    )
+    half_life_days: dict[MemoryType, float | None] = Field(
+        default_factory=lambda: {
+            MemoryType.EPISODIC: 30.0,
+            MemoryType.SEMANTIC: None,
+            MemoryType.PROCEDURAL: None,
+            MemoryType.RESOURCE: 180.0,
+        },
+        description="recency half-life per memory type; null = never fades",
+    )
+    expansion_decay: float = Field(
+        default=0.7, ge=0, le=1, description="relevance carried over one hop"
+    )
+    store_score_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="share of the store signal taken from the store's own scores (min-max "
+        "scaled per subquery) rather than from the fused rank",
+    )
+    length_norm: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="BM25-like length normalization (b) of the term match; longer-than-average "
+        "memories lose a share; 0 = off",
+    )
+    context_seeds: int = Field(
+        default=4,
+        ge=0,
+        le=200,
+        description="best candidates whose neighbours in time are fetched (one store call); "
+        "0 = off",
+    )
+    context_window: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="weight of a neighbour's words in a memory's term match (context window)",
+    )
+    neighbor_share: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
+        "only lend context",
+    )
+    neighbor_slots: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="the best N results each get their fetched neighbours placed right after "
+        "them; 0 = neighbours rank by their own score",
+    )
+    common_entity_share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="an entity carried by more than this share of the candidates (a conversation "
+        "participant) counts as weak: no cross-reference boost, little entity-match weight",
+    )
+    when_time_boost: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="'when' questions: relevance added to memories carrying a time expression",
+    )
+    semantic_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="share of relevance from semantic similarity (only with [semantic] on)",
+    )
+    local_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="with [local_index] on: share of relevance from the local index's own "
+        "score (its BM25 with context, scaled to its best hit) rather than from ranks alone",
+    )
+
+
+class DedupSettings(Section):
+    threshold: float = Field(default=0.85, ge=0.5, le=1.0, description="merge at or above")
+    soft_threshold: float = Field(
+        default=0.6, ge=0.0, le=1.0, description="penalise similarity above this"
+    )
+
+
+class PackagingSettings(Section):
+    max_items: int = Field(default=8, ge=1, le=100)
+    max_chars: int = Field(default=3000, ge=200, le=100_000)
+    item_chars: int = Field(default=400, ge=40, le=8000, description="summary length per item")
+    group_by: Literal["auto", "entity", "time", "none"] = "auto"
+
+
+class TraceSettings(Section):
+    enabled: bool = True
+    path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
+    verbosity: Literal["minimal", "normal", "full"] = "normal"
+    keep: int = Field(default=5000, ge=10, description="newest traces kept")
+
+
+class SemanticSettings(Section):
+    """Semantic relevance from a local embedding model (the optional `semantic` extra)."""
+
+    enabled: bool = Field(default=False, description="needs the `semantic` extra")
+    model: Literal["wordllama"] = "wordllama"
+    candidates: int = Field(
+        default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"
+    )
+    weight: float = Field(
+        default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
+    )
+
+
+class LocalIndexSettings(Section):
+    """A derived local index (BM25 with a context window) kept in step with the store; the
+    semantic vectors, when on, are kept the same way."""
+
+    enabled: bool = Field(default=False, description="needs a store that can list its memories")
+    candidates: int = Field(default=40, ge=1, le=500, description="hits added as a candidate list")
+    weight: float = Field(default=1.0, ge=0, le=4, description="RRF weight of that list")
+    context_weight: float = Field(
+        default=0.5, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
+    )
+    radius: int = Field(
+        default=1, ge=1, le=5, description="neighbours on each side that lend their terms"
+    )
+    k1: float = Field(default=1.2, ge=0, le=3)
+    b: float = Field(default=0.75, ge=0, le=1)
+    semantic_share: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="with [semantic] on: weight of meaning in the index's min-max scaled "
+        "hybrid of BM25 and semantic similarity",
+    )
+    date_terms: bool = Field(
+        default=True,
+        description='index each memory\'s date as words ("8 May 2023"), so a question that '
+        "names a date or month matches what was said then",
+    )
+    lend_context: bool = Field(
+        default=False,
+        description="every candidate's term match also reads its neighbours in time (at "
+        "ranking.context_window), not only the context seeds'",
+    )
+    sync_interval_s: float = Field(
+        default=5.0, ge=0, le=86_400, description="how often the store is asked for new memories"
+    )
+    max_memories: int = Field(
+        default=200_000, ge=1, le=5_000_000, description="memories a derived index holds at most"
+    )
+
+
+class RetrySettings(Section):
+    """Retries of transient store errors (see `resilience.py`); writes are checked first."""
+
+    attempts: int = Field(
+        default=3, ge=1, le=10, description="tries per store call on a transient error; 1 = none"
+    )
+    base_delay_s: float = Field(
+        default=0.05, ge=0, le=10, description="first backoff; doubles each retry, with jitter"
+    )
+    max_delay_s: float = Field(default=1.0, ge=0, le=60, description="longest backoff")
+
+
+class OutboxSettings(Section):
+    """Writes the store cannot take now wait here (SQLite) and are replayed in order."""
+
+    enabled: bool = Field(default=True, description="false = such a write fails with an error")
+    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
+    replay_s: float = Field(
+        default=10.0, gt=0, le=600, description="time budget of one replay (write or health)"
+    )
+
+
+class WriteSettings(Section):
+    on_duplicate: Literal["skip", "update"] = "skip"
+    link_related: int = Field(
+        default=3, ge=0, le=20, description="links to memories sharing entities"
+    )
+
+
+class LimitsSettings(Section):
+    """Bounds on what one request may carry. Above the schema caps in `models` a request is
+    rejected outright; these limits are at or below them."""
+
+    max_query_chars: int = Field(
+        default=2000,
+        ge=32,
+        le=MAX_QUERY_CHARS,
+        description="longer queries and tasks are cut at a word boundary (with a note); no "
+        "store ever receives a longer query",
+    )
+    max_write_chars: int = Field(
+        default=MAX_CONTENT_CHARS,
+        ge=1,
+        le=MAX_CONTENT_CHARS,
+        description="longer memory content is rejected, nothing written",
+    )
+    max_labels: int = Field(
+        default=MAX_LIST_ITEMS,
+        ge=0,
+        le=MAX_LIST_ITEMS,
+        description="most entities, and most tags, on one write; more is rejected",
+    )
+    max_label_chars: int = Field(
+        default=MAX_LABEL_CHARS,
+        ge=1,
+        le=MAX_LABEL_CHARS,
+        description="longest entity name, tag or source on a write; longer is rejected",
+    )
+    max_seed_ids: int = Field(
+        default=MAX_IDS, ge=1, le=MAX_IDS, description="most seed ids on one expand request"
+    )
