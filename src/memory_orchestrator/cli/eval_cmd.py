@@ -9,14 +9,12 @@ fresh temporary store, so `--data-dir` plays no part here.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 import anyio
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -32,11 +30,8 @@ from rich.text import Text
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.cli import render
+from memory_orchestrator.cli.common import FAILURE, USAGE_ERROR, fail, guarded
 from memory_orchestrator.errors import (
-    BackendError,
-    ConfigError,
-    DatasetError,
-    MissingExtra,
     UnknownBackend,
 )
 from memory_orchestrator.eval.datasets import GOLDEN, Dataset, load_dataset
@@ -54,8 +49,6 @@ from memory_orchestrator.settings import Settings, load_settings
 __all__ = ["evaluate"]
 
 T = TypeVar("T")
-USAGE_ERROR = 2
-FAILURE = 1
 
 
 class OutputFormat(StrEnum):
@@ -129,12 +122,12 @@ def evaluate(
     root: _RootOptions | None = ctx.find_root().obj
     settings = _settings(root, backend)
     options = _options(settings.backend, k, systems, limit_questions, conversations)
-    data = _guarded(lambda: load_dataset(dataset))
-    run = _guarded(lambda: _run_with_bars(data, settings, options))
+    data = guarded(lambda: load_dataset(dataset))
+    run = guarded(lambda: _run_with_bars(data, settings, options))
     report = build_report(run, worst=worst)
     if out is not None:
-        written = _guarded(lambda: write_report(report, out))
-        written += _guarded(lambda: write_plots(report, run, out))
+        written = guarded(lambda: write_report(report, out))
+        written += guarded(lambda: write_plots(report, run, out))
         render.note(f"wrote {', '.join(p.name for p in written)} to {out}")
     chosen = OutputFormat.JSON if root is not None and root.json else output
     if chosen is OutputFormat.JSON:
@@ -155,8 +148,8 @@ def evaluate(
 def _settings(root: _RootOptions | None, backend: str | None) -> Settings:
     config = root.config if root is not None else None
     chosen = backend or (root.backend if root is not None else None)
-    settings = _guarded(lambda: load_settings(config, backend=chosen))
-    _guarded(lambda: _known_backend(settings.backend))
+    settings = guarded(lambda: load_settings(config, backend=chosen))
+    guarded(lambda: _known_backend(settings.backend))
     return settings
 
 
@@ -175,11 +168,11 @@ def _options(
     try:
         cutoffs = tuple(sorted({int(part) for part in _parts(k)}))
     except ValueError:
-        _fail(f"--k: expected comma-separated whole numbers, got {k!r}", USAGE_ERROR)
+        fail(f"--k: expected comma-separated whole numbers, got {k!r}", USAGE_ERROR)
     chosen = _parts(systems)
     unknown = [s for s in chosen if s not in SYSTEMS]
     if unknown or not chosen:
-        _fail(f"--systems: choose among {', '.join(SYSTEMS)}, got {systems!r}", USAGE_ERROR)
+        fail(f"--systems: choose among {', '.join(SYSTEMS)}, got {systems!r}", USAGE_ERROR)
     named: tuple[SystemName, ...] = tuple(s for s in SYSTEMS if s in chosen)
     cases: int | tuple[str, ...] | None = None
     if conversations is not None:
@@ -194,7 +187,7 @@ def _options(
             cases=cases,
         )
     except ValueError as exc:
-        _fail(str(exc), USAGE_ERROR)
+        fail(str(exc), USAGE_ERROR)
 
 
 def _parts(text: str) -> list[str]:
@@ -212,28 +205,6 @@ def _run_with_bars(data: Dataset, settings: Settings, options: RunOptions) -> Ev
     )
     with Progress(*columns, console=console) as progress:
         return anyio.run(run_eval, data, settings, options, _Bars(progress))
-
-
-# ---------------------------------------------------------------- errors
-
-
-def _fail(message: str, code: int) -> NoReturn:
-    render.error(message)
-    raise typer.Exit(code)
-
-
-def _guarded(action: Callable[[], T]) -> T:
-    """Run `action`; failures a user can act on become one stderr line and an exit code."""
-    try:
-        return action()
-    except ValidationError as exc:
-        _fail(render.describe(exc), USAGE_ERROR)
-    except (ConfigError, DatasetError, UnknownBackend) as exc:
-        _fail(str(exc), USAGE_ERROR)
-    except MissingExtra as exc:
-        _fail(str(exc), FAILURE)
-    except BackendError as exc:
-        _fail(f"memory store error: {exc}", FAILURE)
 
 
 # ---------------------------------------------------------------- tables

@@ -1,0 +1,217 @@
+"""The CLI's housekeeping commands: serving, the outbox, tokens, settings, stores, stats and
+the demo. Each is one service call (or one read that starts no store) and its rendering."""
+
+from __future__ import annotations
+
+import shutil
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from memory_orchestrator import auth, observability, service
+from memory_orchestrator.backends import registry
+from memory_orchestrator.cli import render
+from memory_orchestrator.cli.common import (
+    FAILURE,
+    JsonFlag,
+    call_service,
+    guarded,
+    show,
+    state_of,
+    validate,
+)
+from memory_orchestrator.errors import ConfigError
+from memory_orchestrator.models import ContextPackage, ContextRequest
+from memory_orchestrator.service import Orchestrator
+
+DEMO_MARKER = ".orchestrator-demo"
+
+
+class Transport(StrEnum):
+    STDIO = "stdio"
+    HTTP = "http"
+
+
+class StatsFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
+outbox_app = typer.Typer(
+    help="Writes the store could not take yet (the durable outbox).", no_args_is_help=True
+)
+token_app = typer.Typer(help="Bearer tokens for the HTTP transport.", no_args_is_help=True)
+
+
+@outbox_app.command("list")
+def outbox_list(
+    ctx: typer.Context,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also the writes already replayed (newest kept).")
+    ] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Show queued writes, oldest first, with why they wait. Starts no store."""
+    settings = guarded(state_of(ctx).settings)
+
+    report = guarded(lambda: service.queued_writes(settings, delivered=all_))
+    show(ctx, json, report, render.outbox_report)
+
+
+@outbox_app.command("flush")
+def outbox_flush(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Replay queued writes to the store now, in order. Exit code 1 when some still wait."""
+    result = call_service(ctx, lambda o: o.flush_outbox())
+    show(ctx, json, result, render.outbox_report)
+    if result.depth:
+        raise typer.Exit(FAILURE)
+
+
+def serve(
+    ctx: typer.Context,
+    transport: Annotated[Transport, typer.Option("--transport", help="stdio or http.")] = (
+        Transport.STDIO
+    ),
+    host: Annotated[
+        str | None, typer.Option("--host", help="HTTP bind address; default [http] host.")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="HTTP port; default [http] port.")] = (
+        None
+    ),
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth", help="HTTP without tokens: anyone who can connect gets in."
+        ),
+    ] = False,
+) -> None:
+    """Serve the memory tools over MCP: stdio, or streamable HTTP (loopback, bearer tokens)."""
+    from memory_orchestrator import mcp_server
+
+    settings = guarded(state_of(ctx).settings)
+    mode: Literal["stdio", "streamable-http"] = (
+        "stdio" if transport is Transport.STDIO else "streamable-http"
+    )
+    guarded(
+        lambda: mcp_server.run(
+            settings, mode, host=host, port=port, insecure_no_auth=insecure_no_auth
+        )
+    )
+
+
+@token_app.command("new")
+def token_new(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", help="Who holds the token.")],
+    tools: Annotated[
+        list[str] | None,
+        typer.Option("--tools", help="A tool it may call (repeat); default all."),
+    ] = None,
+    stores: Annotated[
+        list[str] | None,
+        typer.Option("--stores", help="A store it may reach (repeat); default any."),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="May never call memory_write.")
+    ] = False,
+    json: JsonFlag = False,
+) -> None:
+    """Make a bearer token: prints the secret once and the config entry holding its hash."""
+    secret = auth.new_secret()
+    spec = validate(
+        auth.TokenSpec,
+        name=name,
+        hash=auth.hash_token(secret),
+        tools=tools or None,
+        stores=stores or None,
+        read_only=read_only,
+    )
+    document = {"name": spec.name, "secret": secret, "hash": spec.hash, "toml": spec.toml()}
+    show(ctx, json, document, lambda _: render.new_token(spec.name, secret, spec.toml()))
+
+
+def stats(
+    ctx: typer.Context,
+    since: Annotated[
+        str | None, typer.Option("--since", help="30m, 2h, 7d or an ISO date/time.")
+    ] = None,
+    output: Annotated[StatsFormat, typer.Option("--format", help="table or json.")] = (
+        StatsFormat.TABLE
+    ),
+) -> None:
+    """Request statistics from the trace store: count, latency percentiles, errors per tool."""
+    settings = guarded(state_of(ctx).settings)
+    start = guarded(lambda: observability.parse_since(since)) if since else None
+    report = guarded(lambda: service.request_stats(settings, start))
+    show(ctx, output is StatsFormat.JSON, report, render.stats_report)
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """Print the effective settings (flags > env > TOML file > defaults)."""
+    values = guarded(state_of(ctx).settings).model_dump(mode="json")
+    show(ctx, json, values, render.settings_toml)
+
+
+def list_backends(ctx: typer.Context, json: JsonFlag = False) -> None:
+    """List the memory stores that can be chosen with --backend (* = selected)."""
+    selected = guarded(state_of(ctx).settings).backend
+    names = registry.names()
+    document = {"backends": names, "selected": selected}
+    show(ctx, json, document, lambda _: render.backends(names, selected))
+
+
+def demo(
+    ctx: typer.Context,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Made afresh; only an earlier demo dir is wiped."),
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Default: the sample's question.")
+    ] = None,
+    json: JsonFlag = False,
+) -> None:
+    """Load the built-in sample into a fresh embedded store and show a context package."""
+    from memory_orchestrator import demo as sample
+
+    state = state_of(ctx)
+    folder = data_dir or state.data_dir or Path("demo-data")
+    request = validate(
+        ContextRequest,
+        query=query or sample.DEFAULT_QUERY,
+        task=None if query else sample.DEFAULT_TASK,
+    )
+    settings = guarded(state.settings)
+    guarded(lambda: _fresh_demo_dir(folder))
+    settings = settings.model_copy(
+        update={
+            "backend": "embedded",
+            "data_dir": folder.resolve(),
+            "embedded": settings.embedded.model_copy(update={"path": None}),
+            "traces": settings.traces.model_copy(update={"path": None}),
+        }
+    )
+
+    async def load_and_ask(orchestrator: Orchestrator) -> ContextPackage:
+        count = await sample.load_demo(orchestrator)
+        render.note(f"loaded {count} sample memories into {folder}")
+        return await orchestrator.context(request)
+
+    result = call_service(ctx, load_and_ask, settings)
+    show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
+
+
+def _fresh_demo_dir(path: Path) -> None:
+    """Wipe an earlier demo dir and make a new one; never wipe a directory we did not make."""
+    if path.exists():
+        if not (path / DEMO_MARKER).is_file() and (not path.is_dir() or any(path.iterdir())):
+            raise ConfigError(
+                f"refusing to wipe {path}: not empty and not made by `orchestrator demo`"
+            )
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / DEMO_MARKER).write_text("made by `orchestrator demo`; safe to delete\n")

@@ -1,0 +1,148 @@
+"""What every CLI command shares: the root options, option types, one service call, output,
+and the one mapping from the error tree (`errors.py`) to a stderr line and an exit code.
+
+Exit codes: 2 for what the user can fix by asking differently (bad input, bad settings, an
+unknown store, a bad dataset: `UsageError`), 1 for the rest (a failing store, an unknown
+trace, an unusable outbox, a missing extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import anyio
+import typer
+from pydantic import BaseModel, ValidationError
+
+from memory_orchestrator.cli import render
+from memory_orchestrator.errors import (
+    BackendError,
+    InvalidRequest,
+    OrchestratorError,
+    UsageError,
+)
+from memory_orchestrator.models import MemoryType
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings, load_settings
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+USAGE_ERROR = 2
+FAILURE = 1
+
+
+@dataclass(frozen=True)
+class State:
+    """The root options, shared by every command."""
+
+    config: Path | None = None
+    backend: str | None = None
+    data_dir: Path | None = None
+    json: bool = False
+    verbose: bool = False
+
+    def settings(self) -> Settings:
+        return load_settings(self.config, backend=self.backend, data_dir=self.data_dir)
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+TaskOpt = Annotated[str | None, typer.Option("--task", help="The task the memories are for.")]
+EntityOpt = Annotated[
+    list[str] | None, typer.Option("--entity", "-e", help="Only memories about this entity.")
+]
+TypeOpt = Annotated[
+    list[MemoryType] | None, typer.Option("--type", "-t", help="Only this memory type.")
+]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="From this ISO date/time.")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Up to this ISO date/time.")]
+AsOfOpt = Annotated[
+    str | None, typer.Option("--as-of", help="Rank as if now were this ISO date/time.")
+]
+
+
+def state_of(ctx: typer.Context) -> State:
+    state = ctx.find_object(State)
+    return state if state is not None else State()
+
+
+def drop_none(**values: Any) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def validate(model: type[ModelT], **values: Any) -> ModelT:
+    """Build a request model; unset options are left out so the model's defaults apply."""
+    return guarded(lambda: model.model_validate(drop_none(**values)))
+
+
+def filters_from(
+    entities: list[str] | None,
+    types: list[MemoryType] | None,
+    since: str | None,
+    until: str | None,
+) -> dict[str, Any] | None:
+    time_range = drop_none(start=since, end=until) or None
+    if not (entities or types or time_range):
+        return None
+    return {"entity_ids": entities or [], "memory_types": types or [], "time_range": time_range}
+
+
+def call_service(
+    ctx: typer.Context,
+    action: Callable[[Orchestrator], Awaitable[T]],
+    settings: Settings | None = None,
+) -> T:
+    """Open an orchestrator, make one call, close it; expected failures end the command."""
+    chosen = settings or guarded(state_of(ctx).settings)
+
+    async def go() -> T:
+        orchestrator = Orchestrator.from_settings(chosen)
+        try:
+            return await action(orchestrator)
+        finally:
+            await orchestrator.close()
+
+    return guarded(lambda: anyio.run(go))
+
+
+def show(ctx: typer.Context, json: bool, result: T, printer: Callable[[T], None]) -> None:
+    if json or state_of(ctx).json:
+        render.print_json(result)
+    else:
+        printer(result)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    render.error(message)
+    raise typer.Exit(code)
+
+
+def message_and_code(exc: BaseException) -> tuple[str, int] | None:
+    """The line and exit code for an error a user can act on; None for a bug."""
+    if isinstance(exc, ValidationError):
+        return render.describe(exc), USAGE_ERROR
+    if isinstance(exc, InvalidRequest):
+        return f"invalid input: {exc}", USAGE_ERROR
+    if isinstance(exc, UsageError):
+        return str(exc), USAGE_ERROR
+    if isinstance(exc, BackendError):
+        return f"memory store error: {exc}", FAILURE
+    if isinstance(exc, OrchestratorError):
+        return str(exc), FAILURE
+    if isinstance(exc, ValueError):  # parse errors of options the models do not cover (--since)
+        return str(exc), USAGE_ERROR
+    return None
+
+
+def guarded(action: Callable[[], T]) -> T:
+    """Run `action`; the failures a user can act on become one stderr line and an exit code."""
+    try:
+        return action()
+    except Exception as exc:
+        found = message_and_code(exc)
+        if found is None:
+            raise
+        fail(*found)
