@@ -184,13 +184,19 @@ class StatsReport(BaseModel):
     tools: tuple[ToolStats, ...]
 
 
-def percentile(values: Sequence[float], p: float) -> float | None:
-    """Nearest-rank percentile (0 < p <= 100) of `values`; None when empty."""
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) of `values`, linear between the closest ranks (numpy's
+    default; the median of an even count is the mean of the middle two); None when empty.
+    The one percentile of the project: request stats and the eval's latencies use it."""
     if not values:
         return None
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile must be within 0..100, got {q}")
     ordered = sorted(values)
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _tool_stats(tool: str, traces: Sequence[Trace]) -> ToolStats:

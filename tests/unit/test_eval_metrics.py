@@ -11,7 +11,6 @@ from memory_orchestrator.eval.metrics import (
     mean,
     mrr,
     ndcg_at,
-    percentile,
     precision_at,
     recall_all_at,
     recall_at,
@@ -93,18 +92,6 @@ def test_duplicate_rate_with_the_deduper_similarity() -> None:
         "Melanie painted a sunrise over the lake.",
     ]
     assert duplicate_rate(texts, similarity, 0.85) == 1 / 3
-
-
-def test_percentiles_interpolate_between_closest_ranks() -> None:
-    values = [4.0, 1.0, 3.0, 2.0]
-    assert percentile(values, 0) == 1.0
-    assert percentile(values, 50) == 2.5  # halfway between 2 and 3
-    assert percentile(values, 95) == pytest.approx(3.85)  # position 2.85: 3 + 0.85
-    assert percentile(values, 100) == 4.0
-    assert percentile([7.0], 95) == 7.0
-    assert percentile([], 50) == 0.0
-    with pytest.raises(ValueError, match=r"0\.\.100"):
-        percentile(values, 101)
 
 
 def test_mean_of_nothing_is_zero() -> None:

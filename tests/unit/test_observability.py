@@ -106,13 +106,25 @@ def test_each_metrics_object_has_its_own_registry() -> None:
     )
 
 
-def test_percentiles_use_the_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert percentile(values, 50) == 50.0
-    assert percentile(values, 95) == 95.0
-    assert percentile(values, 99) == 99.0
-    assert percentile([7.0], 99) == 7.0
+def test_percentiles_interpolate_between_closest_ranks() -> None:
+    """One definition for request stats and the eval's latencies (they disagreed before)."""
+    values = [4.0, 1.0, 3.0, 2.0]
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 50) == 2.5  # halfway between 2 and 3
+    assert percentile(values, 95) == pytest.approx(3.85)  # position 2.85: 3 + 0.85
+    assert percentile(values, 100) == 4.0
+    hundred = [float(v) for v in range(1, 101)]
+    assert percentile(hundred, 99) == pytest.approx(99.01)
+    assert percentile([7.0], 95) == 7.0
     assert percentile([], 50) is None
+    with pytest.raises(ValueError, match=r"0\.\.100"):
+        percentile(values, 101)
+
+
+def test_the_eval_report_uses_the_same_percentile() -> None:
+    from memory_orchestrator.eval import report
+
+    assert report.percentile is percentile  # type: ignore[attr-defined]
 
 
 def test_stats_count_latency_and_errors_per_tool() -> None:
@@ -123,8 +135,8 @@ def test_stats_count_latency_and_errors_per_tool() -> None:
     tools = {row.tool: row for row in report.tools}
     assert set(tools) == {"search", "context", "write"}
     assert tools["search"].count == 10
-    assert tools["search"].p50_ms == 5.0
-    assert tools["search"].p99_ms == 10.0
+    assert tools["search"].p50_ms == 5.5  # the median of 1..10
+    assert tools["search"].p99_ms == pytest.approx(9.91)
     assert tools["write"].error_rate == 1.0
     assert tools["context"].dedup_ratio == 0.5
     assert report.total.count == 12

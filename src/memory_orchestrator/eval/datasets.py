@@ -27,15 +27,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from memory_orchestrator.errors import DatasetError
-from memory_orchestrator.models import Memory, MemoryType, NewMemory
+from memory_orchestrator.eval.cases import (
+    Dataset,
+    EvalCase,
+    EvalMemory,
+    EvalQuestion,
+    WriteCheck,
+    memory_keys,
+)
+from memory_orchestrator.eval.jsonl import load_jsonl, parse_jsonl
+from memory_orchestrator.models import MemoryType, NewMemory
 
 __all__ = [
     "GOLDEN",
@@ -75,95 +83,18 @@ _TIME_FORMATS = (
 )
 
 
-@dataclass(frozen=True)
-class EvalMemory:
-    """One memory to ingest, with the dataset key that identifies it."""
-
-    key: str
-    memory: NewMemory
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    """One query. `evidence` holds the keys of the memories that answer it; a question with
-    none left after cleaning carries `skip_reason` and is counted, not asked."""
-
-    id: str
-    text: str
-    evidence: tuple[str, ...]
-    category: str
-    as_of: datetime | None = None  # overrides the case's `as_of`
-    skip_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class WriteCheck:
-    """A check of the write path: write `memory` and expect `expect`.
-
-    `duplicate_of` names (by key) the memory the write should be found to duplicate, for
-    "skipped" and "updated"; `on_duplicate` is the policy the write is made with.
-    """
-
-    id: str
-    memory: NewMemory
-    expect: Literal["added", "skipped", "updated"]
-    duplicate_of: str | None = None
-    on_duplicate: Literal["skip", "update"] | None = None
-
-
-@dataclass(frozen=True)
-class EvalCase:
-    """One store's worth: memories, the questions asked of them, then the write checks."""
-
-    id: str
-    memories: tuple[EvalMemory, ...]
-    questions: tuple[EvalQuestion, ...]
-    as_of: datetime
-    write_checks: tuple[WriteCheck, ...] = ()
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """Cases plus how to read them: which categories make the headline, which stand apart."""
-
-    name: str
-    cases: tuple[EvalCase, ...]
-    key_field: str
-    tag_prefix: str
-    headline_categories: tuple[str, ...]
-    apart_categories: Mapping[str, str] = field(default_factory=dict)  # category -> label
-    category_names: Mapping[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    def keys_of(self, memory: Memory) -> set[str]:
-        return memory_keys(memory, self.key_field, self.tag_prefix)
-
-
-def memory_keys(memory: Memory, key_field: str, tag_prefix: str) -> set[str]:
-    """The dataset keys a stored memory carries, from its metadata and its tags."""
-    keys = {t[len(tag_prefix) :] for t in memory.tags if t.startswith(tag_prefix)}
-    value = memory.metadata.get(key_field)
-    if isinstance(value, str) and value:
-        keys.add(value)
-    return keys
-
-
 # ---------------------------------------------------------------- dispatch
 
 
 def load_dataset(source: str | Path) -> Dataset:
     """`"golden"` (the shipped golden set), a `.jsonl` file, or a LoCoMo `.json` file."""
     if str(source) == GOLDEN:
-        from memory_orchestrator.eval.jsonl import parse_jsonl
-
         text = resources.files("memory_orchestrator.eval").joinpath("golden.jsonl")
         return parse_jsonl(text.read_text(encoding="utf-8"), name=GOLDEN)
     path = Path(source)
     if not path.is_file():
         raise DatasetError(f"dataset not found: {path}")
     if path.suffix.lower() == ".jsonl":
-        from memory_orchestrator.eval.jsonl import load_jsonl
-
         return load_jsonl(path)
     return load_locomo(path)
 

@@ -40,7 +40,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_orchestrator.errors import DatasetError
-from memory_orchestrator.eval.datasets import (
+from memory_orchestrator.eval.cases import (
     Dataset,
     EvalCase,
     EvalMemory,

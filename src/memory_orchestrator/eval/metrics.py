@@ -27,7 +27,6 @@ __all__ = [
     "mean",
     "mrr",
     "ndcg_at",
-    "percentile",
     "precision_at",
     "recall_all_at",
     "recall_at",
@@ -100,16 +99,3 @@ def duplicate_rate(
 
 def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100), linear between closest ranks (numpy's default)."""
-    if not values:
-        return 0.0
-    if not 0.0 <= q <= 100.0:
-        raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

@@ -25,6 +25,7 @@ from typing import Any
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.markdown import to_markdown
 from memory_orchestrator.eval.records import Answer, EvalRun, QuestionResult
+from memory_orchestrator.observability import percentile
 from memory_orchestrator.pipeline.deduper import similarity
 
 __all__ = ["LATENCY_KEYS", "build_report", "recall_curve", "to_json", "write_report"]
@@ -66,8 +67,8 @@ def _aggregate(
     }
     summary["context_chars"] = round(summary["context_chars"], 1)
     latencies = [r.answers[system].latency_ms for r in results]
-    summary["p50_ms"] = round(metrics.percentile(latencies, 50), 3)
-    summary["p95_ms"] = round(metrics.percentile(latencies, 95), 3)
+    summary["p50_ms"] = round(percentile(latencies, 50) or 0.0, 3)
+    summary["p95_ms"] = round(percentile(latencies, 95) or 0.0, 3)
     summary["mean_ms"] = round(metrics.mean(latencies), 3)
     summary["questions"] = len(results)
     return summary
