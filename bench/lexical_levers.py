@@ -34,7 +34,7 @@ from memory_orchestrator.eval.datasets import EvalCase, load_locomo
 from memory_orchestrator.eval.metrics import mrr, ndcg_at, recall_at
 from memory_orchestrator.models import Memory, QuestionType
 from memory_orchestrator.pipeline.planner import plan_query
-from memory_orchestrator.pipeline.reranker import has_time_expression
+from memory_orchestrator.pipeline.relevance import has_time_expression
 from memory_orchestrator.text import terms
 
 DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo-dev.json"

@@ -25,7 +25,8 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.planner import plan_query
-from memory_orchestrator.pipeline.reranker import RankContext, rerank
+from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.pipeline.reranker import rerank
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.reading import cut_query, ms_since
 from memory_orchestrator.recorder import TraceRecorder

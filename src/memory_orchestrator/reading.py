@@ -38,13 +38,8 @@ from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
-from memory_orchestrator.pipeline.reranker import (
-    RankContext,
-    by_relevance,
-    rerank,
-    slot_neighbors,
-    with_reasons,
-)
+from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.pipeline.reranker import by_relevance, rerank, slot_neighbors, with_reasons
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings

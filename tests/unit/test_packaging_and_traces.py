@@ -20,7 +20,8 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
 from memory_orchestrator.pipeline.packager import Budget, _render, package, shorten
-from memory_orchestrator.pipeline.reranker import RankContext, rerank
+from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.pipeline.reranker import rerank
 from memory_orchestrator.settings import RankingSettings
 from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW, candidate, memory, plan

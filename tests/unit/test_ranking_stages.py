@@ -9,13 +9,8 @@ import pytest
 from memory_orchestrator.models import MemoryType, TimeRange
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
-from memory_orchestrator.pipeline.reranker import (
-    RankContext,
-    has_time_expression,
-    rerank,
-    weighted_total,
-    with_reasons,
-)
+from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
+from memory_orchestrator.pipeline.reranker import rerank, weighted_total, with_reasons
 from memory_orchestrator.settings import RankingSettings, Weights
 from tests.factories import NOW, candidate, memory, plan
 

@@ -15,7 +15,8 @@ import anyio
 
 from memory_orchestrator.models import Capabilities, Memory, Neighbor
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
-from memory_orchestrator.pipeline.reranker import RankContext, by_relevance, rerank
+from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.pipeline.reranker import by_relevance, rerank
 from memory_orchestrator.settings import RankingSettings
 from tests.factories import NOW, candidate, memory, plan
 

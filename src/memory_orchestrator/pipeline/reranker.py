@@ -11,12 +11,9 @@ mode shows exactly what ranked it; nothing is recomputed later.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property, lru_cache
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -25,63 +22,20 @@ from memory_orchestrator.models import (
     Memory,
     MemoryType,
     QueryPlan,
-    QuestionType,
     ScoreBreakdown,
     ScoredItem,
     TimeRange,
     to_utc,
 )
-from memory_orchestrator.settings import RankingSettings, Weights
-from memory_orchestrator.text import content_word_count, term_set
+from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores
+from memory_orchestrator.settings import Weights
+from memory_orchestrator.text import content_word_count
 
 _DAY = 86_400.0
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
-_ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
 _DERIVED_LISTS = {SEMANTIC_SOURCE: "semantic index", LOCAL_SOURCE: "local index"}
 _CLOSE_IN_MEANING = 0.5  # cosine from which "close in meaning" is worth saying
-_MONTH = (
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
-# A time expression in a memory's text: a date, a month or weekday, a year, "yesterday",
-# "last week", "two days ago", "next month"... (English; general, not tied to any dataset).
-_TIME_EXPRESSION = re.compile(
-    r"\b(?:"
-    rf"(?:{_MONTH})\b|(?:mon|tues|wednes|thurs|fri|satur|sun)day|yesterday|today|tonight|tomorrow"
-    r"|(?:last|next|this|past|coming|previous)\s+(?:week(?:end)?|month|year|night|time|summer"
-    r"|winter|spring|fall|autumn|morning|evening)"
-    r"|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple(?:\s+of)?|several"
-    r"|\d+)\s+(?:days?|weeks?|months?|years?)\s+(?:ago|back|earlier|later)"
-    r"|(?:19|20)\d\d|\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?|ago|recently|lately|weekend"
-    r")",
-    re.IGNORECASE,
-)
-
-
-@lru_cache(maxsize=16_384)
-def has_time_expression(text: str) -> bool:
-    """Whether a memory's text names a time (memoized: the same memories come back for
-    question after question, and the pattern is costly to run)."""
-    return _TIME_EXPRESSION.search(text) is not None
-
-
-@dataclass(frozen=True)
-class RankContext:
-    """What ranking reads besides the candidates. `around` maps a memory id to the memories
-    next to it in time (fetched by the service in one store call, when
-    `context_seeds` > 0); `context_of` maps a neighbour fetched that way to its seed."""
-
-    plan: QueryPlan
-    now: datetime
-    settings: RankingSettings
-    around: Mapping[str, Sequence[Memory]] = field(default_factory=dict)
-    context_of: Mapping[str, str] = field(default_factory=dict)
-    semantic: Mapping[str, float] = field(default_factory=dict)
-
-    @cached_property
-    def weights_dump(self) -> dict[str, float]:
-        return self.settings.weights.model_dump()
 
 
 def weighted_total(
@@ -133,7 +87,7 @@ def rerank(
     `with_reasons` to the few items it returns, not to every candidate)."""
     if not candidates:
         return []
-    lexical, relevance, store = _relevance(candidates, ctx)
+    lexical, relevance, store = relevance_scores(candidates, ctx)
     entity_counts = _xref_counts(candidates, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     items = [
@@ -222,117 +176,9 @@ def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]
     """Ids ordered by relevance alone: the cheap ordering used to pick expansion seeds."""
     if not candidates:
         return []
-    _, relevance, _ = _relevance(candidates, ctx)
+    _, relevance, _ = relevance_scores(candidates, ctx)
     memories = {c.memory.id: c.memory for c in candidates}
     return sorted(relevance, key=lambda i: (-relevance[i], *tie_order(memories[i])))
-
-
-def _relevance(
-    candidates: Sequence[Candidate], ctx: RankContext
-) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """Per candidate: own term match, relevance, and the store signal it was blended with."""
-    settings = ctx.settings
-    lexical = _lexicals(candidates, ctx)
-    store = _store_signal(candidates, settings.store_score_share)
-    share = settings.lexical_share
-    relevance = {
-        c.memory.id: share * lexical[c.memory.id] + (1 - share) * store[c.memory.id]
-        for c in candidates
-        if c.hops == 0
-    }
-    if settings.local_share > 0:  # the local index's score keeps how far apart its hits are
-        _blend(relevance, _local_scores(candidates), settings.local_share)
-    semantic, semantic_share = ctx.semantic, settings.semantic_share
-    if semantic and semantic_share > 0:  # meaning, not words: the optional semantic stage
-        _blend(relevance, semantic, semantic_share)
-    base = dict(relevance)
-    for c in candidates:
-        seed = ctx.context_of.get(c.memory.id)
-        if c.hops == 0 and seed is not None:
-            # a neighbour in time of a top candidate: a share of that candidate's relevance
-            inherited = base.get(seed, 0.0) * settings.neighbor_share
-            relevance[c.memory.id] = max(relevance[c.memory.id], inherited)
-        elif c.hops > 0:  # expanded items inherit part of their seed's relevance
-            seed_relevance = base.get(c.expanded_from or "", 0.0)
-            if seed is not None:
-                inherited = seed_relevance * settings.neighbor_share
-            else:
-                inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
-            own = lexical[c.memory.id]
-            if semantic and semantic_share > 0:
-                own = (1 - semantic_share) * own + semantic_share * semantic.get(c.memory.id, 0.0)
-            relevance[c.memory.id] = max(own, inherited)
-    boost = settings.when_time_boost
-    if boost > 0 and ctx.plan.question_type is QuestionType.WHEN:
-        for c in candidates:
-            if has_time_expression(c.memory.content):
-                relevance[c.memory.id] = min(1.0, relevance[c.memory.id] + boost)
-    return lexical, relevance, store
-
-
-def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, float]:
-    plan, settings = ctx.plan, ctx.settings
-    doc_terms = {c.memory.id: _doc_terms(c) for c in candidates}
-    idf = _idf(plan.terms, list(doc_terms.values()))
-    entity_weights = _entity_weights(plan, candidates, settings.common_entity_share)
-    window, b = settings.context_window, settings.length_norm
-    average = sum(len(t) for t in doc_terms.values()) / len(doc_terms) if doc_terms else 0.0
-    match = _TermMatch(plan, idf, entity_weights, window)
-    lexical: dict[str, float] = {}
-    for c in candidates:
-        near: frozenset[str] = frozenset()
-        if window > 0 and c.memory.id in ctx.around:
-            near = term_set(" ".join(m.content for m in ctx.around[c.memory.id]))
-        terms = doc_terms[c.memory.id]
-        # BM25's length normalization, as a penalty only: a long memory covers more of the
-        # query's words by chance than a short one
-        norm = min(1.0, 1.0 / (1 - b + b * len(terms) / average)) if b > 0 and average else 1.0
-        lexical[c.memory.id] = match.score(terms, c, near, norm)
-    return lexical
-
-
-def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
-    """The fused rank scaled to the best candidate, blended with the store's own scores."""
-    max_fused = max(c.fused_score for c in candidates) or 1.0
-    store = {c.memory.id: c.fused_score / max_fused for c in candidates}
-    if score_share > 0:
-        scores = _store_scores(candidates)
-        store = {
-            i: (1 - score_share) * v + score_share * scores.get(i, 0.0) for i, v in store.items()
-        }
-    return store
-
-
-def _blend(relevance: dict[str, float], other: Mapping[str, float], share: float) -> None:
-    """Mix `share` of `other` (0 where it has no value) into `relevance`, in place."""
-    for i, value in relevance.items():
-        relevance[i] = (1 - share) * value + share * other.get(i, 0.0)
-
-
-def _local_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
-    """The local index's score of each candidate it found, scaled to its best hit."""
-    found = {c.memory.id: s.score for c in candidates for s in c.sources if s.query == LOCAL_SOURCE}
-    best = max(found.values(), default=0.0)
-    return {i: v / best for i, v in found.items()} if best > 0 else {}
-
-
-def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
-    """The store's own scores, min-max scaled per subquery (best 1, worst 0), best over the
-    subqueries that found each candidate: unlike a rank, they keep how far apart hits are."""
-    low: dict[str, float] = {}
-    high: dict[str, float] = {}
-    for c in candidates:
-        for s in c.sources:
-            low[s.query] = min(low.get(s.query, s.score), s.score)
-            high[s.query] = max(high.get(s.query, s.score), s.score)
-    out: dict[str, float] = {}
-    for c in candidates:
-        best = 0.0
-        for s in c.sources:
-            span = high[s.query] - low[s.query]
-            best = max(best, (s.score - low[s.query]) / span if span > 0 else 1.0)
-        out[c.memory.id] = best
-    return out
 
 
 def _score(
@@ -379,84 +225,6 @@ def _score(
         return ScoredItem(candidate=c, breakdown=breakdown)
     reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise, breakdown.semantic)
     return ScoredItem(candidate=c, breakdown=breakdown, reasons=tuple(reasons))
-
-
-def _doc_terms(c: Candidate) -> frozenset[str]:
-    return term_set(c.memory.content + " " + " ".join(c.memory.entities))
-
-
-def _idf(query_terms: Sequence[str], docs: Sequence[frozenset[str]]) -> dict[str, float]:
-    n = len(docs)
-    idf = {}
-    for term in query_terms:
-        df = sum(1 for d in docs if term in d)
-        idf[term] = math.log(1.0 + (n + 1) / (df + 0.5))
-    return idf
-
-
-class _TermMatch:
-    """IDF-weighted share of the query's terms found in a memory (a term found only in the
-    memories next to it counts `window`), with entity matches weighted by rarity. What does
-    not depend on the memory is worked out once per request, not once per candidate."""
-
-    def __init__(
-        self,
-        plan: QueryPlan,
-        idf: dict[str, float],
-        entity_weights: Mapping[str, float],
-        window: float,
-    ) -> None:
-        self.idf = list(idf.items())
-        self.total = sum(idf.values())
-        self.window = window
-        self.entities = [e.casefold() for e in plan.entities]
-        self.entity_weights = [entity_weights.get(e, 1.0) for e in self.entities]
-        weight_sum = sum(entity_weights.values())
-        self.weight_sum = weight_sum
-        self.entity_share = (
-            _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
-        )
-
-    def score(
-        self, terms: frozenset[str], c: Candidate, near: frozenset[str], norm: float
-    ) -> float:
-        window = self.window
-        found = sum(w if t in terms else w * window if t in near else 0.0 for t, w in self.idf)
-        coverage = norm * found / self.total if self.total else 0.0
-        if not self.entities:
-            return coverage
-        memory_entities = {e.casefold() for e in c.memory.entities}
-        text = c.memory.content.casefold()
-        hit = sum(
-            weight
-            for e, weight in zip(self.entities, self.entity_weights, strict=True)
-            if e in memory_entities or e in text
-        )
-        share = self.entity_share
-        hit_share = hit / self.weight_sum if share else 0.0
-        return (1 - share) * coverage + share * hit_share
-
-
-def _entity_weights(
-    plan: QueryPlan, candidates: Sequence[Candidate], common_share: float
-) -> dict[str, float]:
-    """Weight of each query entity in the term match: 1, or for an entity carried by more
-    than `common_share` of the candidates (a conversation's participant, found in most of
-    them), its rarity among them, so that it cannot bury the other participant's turns."""
-    weights = {e.casefold(): 1.0 for e in plan.entities}
-    if common_share >= 1.0 or not weights or not candidates:
-        return weights
-    n = len(candidates)
-    for entity in weights:
-        carried = sum(
-            1
-            for c in candidates
-            if entity in {e.casefold() for e in c.memory.entities}
-            or entity in c.memory.content.casefold()
-        )
-        if carried / n > common_share:
-            weights[entity] = 1.0 - carried / n
-    return weights
 
 
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
