@@ -129,13 +129,7 @@ def evaluate(
         written = guarded(lambda: write_report(report, out))
         written += guarded(lambda: write_plots(report, run, out))
         render.note(f"wrote {', '.join(p.name for p in written)} to {out}")
-    chosen = OutputFormat.JSON if root is not None and root.json else output
-    if chosen is OutputFormat.JSON:
-        sys.stdout.write(to_json(report) + "\n")
-    elif chosen is OutputFormat.MARKDOWN:
-        sys.stdout.write(to_markdown(report))
-    else:
-        _tables(report)
+    _emit(report, OutputFormat.JSON if root is not None and root.json else output)
     checks = report.get("write_checks")
     if checks and checks["failed"]:
         render.error(f"{checks['failed']} write check(s) failed")
@@ -143,6 +137,15 @@ def evaluate(
 
 
 # ---------------------------------------------------------------- options
+
+
+def _emit(report: dict[str, Any], chosen: OutputFormat) -> None:
+    if chosen is OutputFormat.JSON:
+        sys.stdout.write(to_json(report) + "\n")
+    elif chosen is OutputFormat.MARKDOWN:
+        sys.stdout.write(to_markdown(report))
+    else:
+        _tables(report)
 
 
 def _settings(root: _RootOptions | None, backend: str | None) -> Settings:

@@ -348,7 +348,7 @@ def _preferred_types(
 
 
 def _entity_subqueries(
-    entities: tuple[str, ...], keywords: list[str], time: TimeMatch | None
+    entities: tuple[str, ...], keywords: Sequence[str], time: TimeMatch | None
 ) -> list[str]:
     """One subquery per entity plus the words that are neither entity nor time phrase."""
     skip = {w for e in entities for w in _name_key(e)}
@@ -423,18 +423,9 @@ def plan_query(
     if expand is False and strategy is Strategy.EPISODIC:
         notes.append("expand=False: no graph hops")
 
-    candidates = [canonical]
-    if len(parts) >= 2:
-        candidates += [_canonical(p) for p in parts]
-    if len(entities) >= 2:
-        candidates += _entity_subqueries(entities, keywords, time)
-    if time is not None:
-        candidates.append(_canonical(t for t in toks if t.end <= time.start or t.start >= time.end))
-    task_query = _task_subquery(task)
-    subqueries = _subqueries(candidates, task_query, max_subqueries)
-    if task_query and task_query in subqueries:
-        notes.append("task added as a low-priority subquery")
-
+    subqueries = _planned_subqueries(
+        canonical, toks, parts, entities, keywords, time, task, max_subqueries, notes
+    )
     return QueryPlan(
         raw_query=query,
         canonical_query=canonical,
@@ -452,3 +443,30 @@ def plan_query(
         confidence=_confidence(len(terms), len(entities), qtype, reason, time),
         notes=tuple(notes),
     )
+
+
+def _planned_subqueries(
+    canonical: str,
+    toks: Sequence[_Tok],
+    parts: Sequence[Sequence[_Tok]],
+    entities: tuple[str, ...],
+    keywords: Sequence[str],
+    time: TimeMatch | None,
+    task: str | None,
+    most: int,
+    notes: list[str],
+) -> tuple[str, ...]:
+    """The canonical query, then each clause, each entity's own question, the query without
+    its time phrase, and the task (lowest priority), at most `most` of them."""
+    candidates = [canonical]
+    if len(parts) >= 2:
+        candidates += [_canonical(p) for p in parts]
+    if len(entities) >= 2:
+        candidates += _entity_subqueries(entities, keywords, time)
+    if time is not None:
+        candidates.append(_canonical(t for t in toks if t.end <= time.start or t.start >= time.end))
+    task_query = _task_subquery(task)
+    subqueries = _subqueries(candidates, task_query, most)
+    if task_query and task_query in subqueries:
+        notes.append("task added as a low-priority subquery")
+    return subqueries
