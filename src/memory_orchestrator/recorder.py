@@ -25,7 +25,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.observability import Observer
 from memory_orchestrator.pipeline.explainer import summarize
 from memory_orchestrator.resilience import begin_notes, take_notes
-from memory_orchestrator.settings import TraceSettings
+from memory_orchestrator.settings import Settings
 from memory_orchestrator.traces import TraceStore
 
 _SUMMARY_DROPS = 25
@@ -46,7 +46,7 @@ class TraceRecorder:
     def __init__(
         self,
         traces: TraceStore,
-        settings: TraceSettings,
+        settings: Settings,
         store: StoreNotes,
         observer: Observer | None = None,
     ) -> None:
@@ -66,7 +66,7 @@ class TraceRecorder:
     def finish(self, trace: Trace) -> None:
         trace.notes.extend(take_notes())
         trace.notes.extend(n for n in self._store.notes if n not in trace.notes)
-        if self._settings.verbosity == "minimal":
+        if self._settings.traces.verbosity == "minimal":
             trace.expansions = [d for d in trace.expansions if d.accepted]
         if self._observer is not None:
             self._observer.finished(trace.complete())
@@ -125,7 +125,7 @@ class TraceRecorder:
     def candidate_traces(
         self, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
     ) -> list[CandidateTrace]:
-        if self._settings.verbosity == "minimal":
+        if self._settings.traces.verbosity == "minimal":
             return []
         final = {item.id: rank for rank, item in enumerate(items, start=1)}
         seen: dict[str, ScoredItem] = {i.id: i for i in ranked}

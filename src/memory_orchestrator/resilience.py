@@ -48,7 +48,7 @@ from memory_orchestrator.models import (
     WriteOutcome,
     to_utc,
 )
-from memory_orchestrator.text import content_hash
+from memory_orchestrator.text import content_hash, cut_at_word
 
 T = TypeVar("T")
 
@@ -133,9 +133,12 @@ class GuardedBackend:
     """A `MemoryBackend` that retries the inner store's transient errors and checks its
     answers (see the module docstring)."""
 
-    def __init__(self, inner: MemoryBackend, policy: RetryPolicy) -> None:
+    def __init__(
+        self, inner: MemoryBackend, policy: RetryPolicy, *, max_query_chars: int | None = None
+    ) -> None:
         self.inner = inner
         self.policy = policy
+        self.max_query_chars = max_query_chars  # of the content-hash lookup before a retry
         self.name = inner.name
         self.capabilities: Capabilities = inner.capabilities
 
@@ -179,7 +182,7 @@ class GuardedBackend:
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
         async def already_there() -> WriteOutcome | None:
-            found = await find_written(self.inner, memory)
+            found = await find_written(self.inner, memory, self.max_query_chars)
             if found is not None:
                 _note(f"write: the failed try had stored {found.id}; not written again")
             return found
@@ -232,13 +235,18 @@ class GuardedBackend:
         await self.inner.close()
 
 
-async def find_written(backend: MemoryBackend, memory: NewMemory) -> WriteOutcome | None:
+async def find_written(
+    backend: MemoryBackend, memory: NewMemory, max_chars: int | None = None
+) -> WriteOutcome | None:
     """The live memory holding exactly `memory`'s content (same content hash), if any.
 
     The check before a write is tried again: searching is safe to repeat, a write is not.
-    A search error here propagates (then nothing is known, and nothing is written)."""
+    The search sends the content cut at a word boundary to `max_chars` (the limit no store
+    query may pass). A search error here propagates (then nothing is known, and nothing is
+    written)."""
     key = content_hash(memory.content)
-    for hit in await backend.search(memory.content, 5):
+    query = memory.content if max_chars is None else cut_at_word(memory.content, max_chars)
+    for hit in await backend.search(query, 5):
         if isinstance(hit, SearchHit) and content_hash(hit.memory.content) == key:
             return WriteOutcome(
                 id=hit.memory.id,

@@ -70,7 +70,7 @@ from memory_orchestrator.store_calls import StoreCalls
 from memory_orchestrator.traces import TraceStore
 from memory_orchestrator.writing import WritePath
 
-__all__ = ["Orchestrator", "queued_writes", "request_stats"]
+__all__ = ["Orchestrator", "queued_writes", "request_stats", "store_names"]
 
 _ORDER = {Status.OK: 0, Status.DEGRADED: 1, Status.ERROR: 2}
 
@@ -95,23 +95,25 @@ class Orchestrator:
         rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
         # checked by content hash before it is tried again).
-        store = GuardedBackend(backend, RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s))
+        store = GuardedBackend(
+            backend,
+            RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s),
+            max_query_chars=settings.limits.max_query_chars,
+        )
         self._store: MemoryBackend = store
         self.settings = settings
         self._recorder = TraceRecorder(
             traces or TraceStore(None, keep=settings.traces.keep),
-            settings.traces,
+            settings,
             store,
             observer,
         )
-        calls = StoreCalls(settings.retrieval)
+        calls = StoreCalls(settings)
         entities = KnownEntities(store, calls, lambda: settings.cache_ttl_s)
         # The store's own listing feeds the derived indexes: a bulk read, outside the
         # per-call retries.
         lister = backend if isinstance(backend, EnumerableBackend) else None
-        self._indexes = DerivedIndexes(
-            lister, store, calls, settings.local_index, settings.semantic
-        )
+        self._indexes = DerivedIndexes(lister, store, calls, settings)
         self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)
         self._writes = WritePath(
@@ -124,7 +126,15 @@ class Orchestrator:
         self._calls = calls
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, observer: Observer | None = None) -> Orchestrator:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        observer: Observer | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> Orchestrator:
+        """The orchestrator over the store `settings.backend` names, with its trace store
+        (in memory when `traces.enabled` is off) and its outbox. Raises UnknownBackend."""
         backend = registry.create(settings.backend, settings)
         path = settings.trace_path() if settings.traces.enabled else None
         return cls(
@@ -132,8 +142,16 @@ class Orchestrator:
             settings,
             traces=TraceStore(path, keep=settings.traces.keep),
             outbox=Outbox(settings.outbox_path()),
+            clock=clock,
             observer=observer,
         )
+
+    def reconfigure(self, settings: Settings) -> None:
+        """Take `settings`' values from the next request on (every part reads the same
+        settings object at each use). The store and its retry policy stay as they were built:
+        for tuning the pipeline over one loaded store."""
+        for name in type(self.settings).model_fields:
+            setattr(self.settings, name, getattr(settings, name))
 
     @property
     def store_name(self) -> str:
@@ -441,6 +459,11 @@ class Orchestrator:
 
 
 # ---------------------------------------------------------------- reads that start no store
+
+
+def store_names() -> list[str]:
+    """The stores `backend = "..."` can name (built-in and registered)."""
+    return registry.names()
 
 
 def queued_writes(settings: Settings, *, delivered: bool = False) -> OutboxReport:

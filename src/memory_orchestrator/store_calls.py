@@ -15,7 +15,7 @@ import anyio
 
 from memory_orchestrator.errors import describe
 from memory_orchestrator.models import Trace
-from memory_orchestrator.settings import RetrievalSettings
+from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -24,12 +24,12 @@ F = TypeVar("F")
 class StoreCalls:
     """Time limit and trace bookkeeping for store calls (the limit is read at each call)."""
 
-    def __init__(self, retrieval: RetrievalSettings) -> None:
-        self._retrieval = retrieval
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings  # read at each call: `retrieval.timeout_s`
 
     @property
     def timeout_s(self) -> float:
-        return self._retrieval.timeout_s
+        return self._settings.retrieval.timeout_s
 
     async def bounded(
         self,

@@ -179,7 +179,9 @@ class WritePath:
         trace = self._recorder.begin("write", item.request.model_dump(mode="json"))
         try:
             with anyio.fail_after(self._settings.retrieval.timeout_s):
-                found = await find_written(self._store, item.request.memory)
+                found = await find_written(
+                    self._store, item.request.memory, self._settings.limits.max_query_chars
+                )
             if found is not None:
                 written = Written(found.id, found.action, f"already stored as {found.id}")
             else:

@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 import typer
 
 from memory_orchestrator import auth, observability, service
-from memory_orchestrator.backends import registry
 from memory_orchestrator.cli import render
 from memory_orchestrator.cli.common import (
     FAILURE,
@@ -159,7 +158,7 @@ def config_show(ctx: typer.Context, json: JsonFlag = False) -> None:
 def list_backends(ctx: typer.Context, json: JsonFlag = False) -> None:
     """List the memory stores that can be chosen with --backend (* = selected)."""
     selected = guarded(state_of(ctx).settings).backend
-    names = registry.names()
+    names = service.store_names()
     document = {"backends": names, "selected": selected}
     show(ctx, json, document, lambda _: render.backends(names, selected))
 

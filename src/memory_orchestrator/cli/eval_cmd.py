@@ -28,7 +28,6 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from memory_orchestrator.backends import registry
 from memory_orchestrator.cli import render
 from memory_orchestrator.cli.common import FAILURE, USAGE_ERROR, fail, guarded
 from memory_orchestrator.errors import (
@@ -44,6 +43,7 @@ from memory_orchestrator.eval.markdown import (
 from memory_orchestrator.eval.plots import write_plots
 from memory_orchestrator.eval.report import build_report, to_json, write_report
 from memory_orchestrator.eval.systems import SYSTEMS, EvalRun, RunOptions, SystemName, run_eval
+from memory_orchestrator.service import store_names
 from memory_orchestrator.settings import Settings, load_settings
 
 __all__ = ["evaluate"]
@@ -157,8 +157,8 @@ def _settings(root: _RootOptions | None, backend: str | None) -> Settings:
 
 
 def _known_backend(name: str) -> None:
-    if name not in registry.names():
-        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(registry.names())}")
+    if name not in store_names():
+        raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(store_names())}")
 
 
 def _options(

@@ -27,7 +27,7 @@ from memory_orchestrator.models import (
     Trace,
 )
 from memory_orchestrator.pipeline.retriever import SubQuery
-from memory_orchestrator.settings import LocalIndexSettings, SemanticSettings
+from memory_orchestrator.settings import Settings
 from memory_orchestrator.store_calls import StoreCalls
 
 _HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
@@ -49,13 +49,13 @@ class DerivedIndexes:
         lister: EnumerableBackend | None,
         store: MemoryBackend,
         calls: StoreCalls,
-        local: LocalIndexSettings,
-        semantic: SemanticSettings,
+        settings: Settings,
     ) -> None:
         # `lister`: the store's own listing, a bulk read outside the per-call retries; None
         # when the store cannot list its memories. `store`: the guarded store, for reads.
+        # `settings`: read at each use (`local_index`, `semantic`).
         self._lister, self._store, self._calls = lister, store, calls
-        self._local_settings, self._semantic_settings = local, semantic
+        self._settings = settings
         self._feed = Feed()
         self._local: LocalIndex | None = None
         self._semantic: SemanticIndex | None = None
@@ -75,7 +75,7 @@ class DerivedIndexes:
         self, indexes: Indexes, query: str, filters: SearchFilters | None, trace: Trace
     ) -> list[tuple[SubQuery, list[SearchHit]]]:
         """The indexes' candidate lists for `query`, read back from the store in one call."""
-        li, sem = self._local_settings, self._semantic_settings
+        li, sem = self._settings.local_index, self._settings.semantic
         lists: list[tuple[str, float, list[tuple[Memory, float]]]] = []
         if indexes.local is not None:
             meaning = None
@@ -106,7 +106,7 @@ class DerivedIndexes:
 
     def health_check(self) -> HealthCheck | None:
         """The semantic index's check when `[semantic]` is on; None otherwise."""
-        if not self._semantic_settings.enabled:
+        if not self._settings.semantic.enabled:
             return None
         index = self._load_semantic()
         if index is None:
@@ -122,7 +122,7 @@ class DerivedIndexes:
     # ------------------------------------------------------------------ internals
 
     def _local_index(self) -> LocalIndex | None:
-        li = self._local_settings
+        li = self._settings.local_index
         if not li.enabled:
             return None
         if self._local is None:
@@ -138,7 +138,7 @@ class DerivedIndexes:
 
     def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
         """The semantic index when `[semantic]` is on and its model loads (once)."""
-        if not self._semantic_settings.enabled:
+        if not self._settings.semantic.enabled:
             return None
         index = self._load_semantic()
         if index is None:
@@ -149,12 +149,12 @@ class DerivedIndexes:
         """Load the model once; a failure is kept (and reported) rather than retried."""
         if self._semantic is None and self._semantic_error is None:
             try:
-                embedder = load_embedder(self._semantic_settings.model)
+                embedder = load_embedder(self._settings.semantic.model)
             except SemanticUnavailable as exc:
                 self._semantic_error = str(exc)
             else:
                 self._semantic = SemanticIndex(
-                    embedder, max_memories=self._local_settings.max_memories
+                    embedder, max_memories=self._settings.local_index.max_memories
                 )
         return self._semantic
 
@@ -172,7 +172,7 @@ class DerivedIndexes:
         pulled = await self._feed.pull(
             self._lister,
             add,
-            interval_s=self._local_settings.sync_interval_s,
+            interval_s=self._settings.local_index.sync_interval_s,
             timeout_s=self._calls.timeout_s,
         )
         if pulled.note:

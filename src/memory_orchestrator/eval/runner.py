@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from memory_orchestrator.backends import registry
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.datasets import Dataset, EvalCase, EvalQuestion, WriteCheck
 from memory_orchestrator.eval.diagnose import diagnose, relabel
@@ -33,7 +32,6 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
 
 __all__ = ["CaseRunner", "KeyIndex"]
 
@@ -91,9 +89,11 @@ class CaseRunner:
         self.dataset, self.case, self.settings = dataset, case, settings
         self.options, self.advance = options, advance
         self.keys = KeyIndex(dataset)
-        backend = registry.create(options.backend, settings)
-        traces = TraceStore(None, keep=settings.traces.keep)
-        self.orchestrator = Orchestrator(backend, settings, traces=traces, clock=self._now)
+        # traces in memory: a case's run is explained from its answers, then dropped
+        quiet = settings.model_copy(
+            update={"traces": settings.traces.model_copy(update={"enabled": False})}
+        )
+        self.orchestrator = Orchestrator.from_settings(quiet, clock=self._now)
 
     def _now(self) -> datetime:
         return self.case.as_of

@@ -113,8 +113,8 @@ class Workbench:
         recall, ndcg, mrr = [], [], []
         for runner, questions in self.runners:
             case_settings = runner.settings
-            runner.orchestrator.settings = _case_settings(
-                settings, self.backend, case_settings.data_dir
+            runner.orchestrator.reconfigure(
+                _case_settings(settings, self.backend, case_settings.data_dir)
             )
             for q in questions:
                 answer = await runner._orchestrated(

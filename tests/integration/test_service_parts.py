@@ -1,0 +1,283 @@
+"""Each part behind the Orchestrator facade, on its own, over a real embedded store.
+
+The facade's own tests (`test_service.py`) drive all parts together; these pin what each part
+promises to the others: the bounded store call, the trace recorder, the known-entity cache,
+the derived indexes, the context-neighbour stage and the write path's one policy builder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.derived.entities import KnownEntities
+from memory_orchestrator.derived.indexes import DerivedIndexes
+from memory_orchestrator.errors import BackendError
+from memory_orchestrator.models import (
+    LOCAL_SOURCE,
+    Candidate,
+    Dropped,
+    DropReason,
+    ExpansionDecision,
+    NewMemory,
+    Trace,
+    WriteAction,
+    WriteRequest,
+)
+from memory_orchestrator.observability import Observer
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
+from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.settings import RankingSettings, Settings
+from memory_orchestrator.store_calls import StoreCalls
+from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.writing import WritePath
+from tests.factories import NOW, plan
+from tests.faults import FaultyBackend
+from tests.property.support import RecordingBackend
+
+pytestmark = pytest.mark.integration
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[EmbeddedBackend]:
+    backend = EmbeddedBackend(settings.embedded_path())
+    day = timedelta(days=1)
+    run(
+        lambda: backend.write_many(
+            [
+                NewMemory(content="Dana booked the Lisbon offsite venue", entities=["Dana"]),
+                NewMemory(
+                    content="The offsite agenda has three workshops", created_at=NOW - 2 * day
+                ),
+                NewMemory(content="Priya will run the firmware workshop", created_at=NOW - day),
+                NewMemory(content="Lunch is at the harbour on day two", created_at=NOW),
+            ]
+        )
+    )
+    yield backend
+    run(backend.close)
+
+
+def blank_trace(tool: str = "search") -> Trace:
+    return Trace(trace_id="t", tool=tool, created_at=NOW, backend="x", request={})
+
+
+def recorder(settings: Settings, store: EmbeddedBackend, stream: io.StringIO) -> TraceRecorder:
+    return TraceRecorder(TraceStore(None), settings, store, Observer(stream))
+
+
+# ---------------------------------------------------------------- StoreCalls
+
+
+def test_a_bounded_call_that_fails_notes_why_and_gives_the_fallback(settings: Settings) -> None:
+    calls = StoreCalls(settings)
+    trace = blank_trace()
+
+    async def broken() -> list[str]:
+        raise BackendError("disk on fire")
+
+    got = run(lambda: calls.bounded(trace, "known entities", broken, [], then="; partial"))
+    assert got == []
+    assert trace.notes == ["known entities unavailable: BackendError: disk on fire; partial"]
+    assert trace.backend_calls == 1
+
+
+def test_a_bounded_call_is_cut_off_at_the_configured_time(settings: Settings) -> None:
+    settings.retrieval.timeout_s = 0.05
+    calls = StoreCalls(settings)
+    trace = blank_trace()
+
+    async def hangs() -> int:
+        await anyio.sleep(3600)
+        return 1
+
+    assert run(lambda: calls.bounded(trace, "seed memories", hangs, None)) is None
+    assert trace.notes == ["seed memories unavailable: TimeoutError"]
+
+
+# ---------------------------------------------------------------- TraceRecorder
+
+
+def test_the_recorder_finishes_a_trace_once_logs_it_and_keeps_it(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    stream = io.StringIO()
+    rec = recorder(settings, store, stream)
+    trace = rec.begin("search", {"query": "offsite"})
+    rec.finish(trace)
+    assert rec.get(trace.trace_id) == trace
+    line = json.loads(stream.getvalue())
+    assert (line["trace_id"], line["tool"], line["backend"]) == (
+        trace.trace_id,
+        "search",
+        "embedded",
+    )
+
+
+def test_minimal_traces_keep_only_accepted_expansions_and_no_candidates(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    settings.traces.verbosity = "minimal"
+    rec = recorder(settings, store, io.StringIO())
+    trace = rec.begin("search", {})
+    trace.expansions = [
+        ExpansionDecision(
+            seed_id="a", neighbor_id=n, edge_type="causal", hops=1, accepted=n == "b", reason="r"
+        )
+        for n in ("b", "c")
+    ]
+    rec.finish(trace)
+    assert [d.neighbor_id for d in trace.expansions] == ["b"]
+    assert rec.candidate_traces([], []) == []
+
+
+def test_an_answer_carries_at_most_25_drops_and_says_where_the_rest_are() -> None:
+    trace = blank_trace("context")
+    trace.dropped = [
+        Dropped(id=f"m{i}", reason=DropReason.OVER_BUDGET, stage="p") for i in range(30)
+    ]
+    summary = TraceRecorder.summary(trace)
+    assert len(summary.dropped) == 25
+    assert summary.notes[-1] == "5 more dropped; see memory_explain"
+
+
+def test_a_failed_request_is_kept_with_its_error(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    rec = recorder(settings, store, io.StringIO())
+    failed = rec.failure("write", {"content": ""}, "invalid arguments", 2.5)
+    kept = rec.get(failed.trace_id)
+    assert kept is not None
+    assert (kept.error, kept.timings_ms["total"]) == ("invalid arguments", 2.5)
+
+
+# ---------------------------------------------------------------- KnownEntities
+
+
+def test_known_entities_are_cached_for_their_ttl(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    now = [0.0]
+    spy = RecordingBackend(store)
+    asked: list[int] = []
+
+    async def known(limit: int = 500) -> list[str]:
+        asked.append(limit)
+        return await store.known_entities(limit)
+
+    spy.known_entities = known  # type: ignore[method-assign]
+    entities = KnownEntities(spy, StoreCalls(settings), lambda: 60.0, clock=lambda: now[0])
+    trace = blank_trace()
+    assert run(lambda: entities.names(trace)) == ["Dana"]
+    now[0] = 59.0
+    assert run(lambda: entities.names(trace)) == ["Dana"]
+    assert (len(asked), trace.cache_hits) == (1, 1)
+    now[0] = 61.0
+    run(lambda: entities.names(trace))
+    assert len(asked) == 2
+
+
+# ---------------------------------------------------------------- DerivedIndexes
+
+
+def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    settings.local_index.enabled = True
+    calls = StoreCalls(settings)
+    guarded = GuardedBackend(store, RetryPolicy())
+    indexes = DerivedIndexes(store, guarded, calls, settings)
+    trace = blank_trace()
+
+    async def main() -> list[str]:
+        got = await indexes.refresh(trace)
+        lists = await indexes.candidate_lists(got, "workshop", None, trace)
+        assert [sub.text for sub, _ in lists] == [LOCAL_SOURCE]
+        first = [h.memory.content for h in lists[0][1]]
+        hit = lists[0][1][0].memory
+        assert await store.forget(hit.id)  # gone from the store: never served from the cache
+        again = await indexes.candidate_lists(got, "workshop", None, trace)
+        assert hit.id not in {h.memory.id for h in again[0][1]}
+        return first
+
+    found = run(main)
+    assert any("workshop" in text for text in found)
+    assert "local index: 4 memories added" in trace.notes
+    assert indexes.health_check() is None  # semantic off: nothing to report
+
+
+# ---------------------------------------------------------------- the context-neighbour stage
+
+
+def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
+    store: EmbeddedBackend,
+) -> None:
+    hits = run(lambda: store.search("firmware workshop", 1))
+    seed = Candidate(memory=hits[0].memory, fused_score=1.0)
+    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
+    got = run(lambda: add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.5, 5.0)))
+    added = [c for c in got.candidates if c.memory.id != seed.memory.id]
+    assert added
+    assert all(c.expanded_from == seed.memory.id for c in added)
+    assert {m.id for m in got.ctx.around[seed.memory.id]} == {c.memory.id for c in added}
+    assert all(got.ctx.context_of[c.memory.id] == seed.memory.id for c in added)
+    assert [d.neighbor_id for d in got.decisions] == [c.memory.id for c in added]
+    assert got.calls == 1
+
+
+def test_without_a_neighbour_share_context_neighbours_only_lend_their_words(
+    store: EmbeddedBackend,
+) -> None:
+    hits = run(lambda: store.search("firmware workshop", 1))
+    seed = Candidate(memory=hits[0].memory, fused_score=1.0)
+    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
+    got = run(lambda: add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.0, 5.0)))
+    assert got.candidates == [seed]
+    assert got.ctx.around[seed.memory.id]
+    assert got.decisions == []
+
+
+# ---------------------------------------------------------------- WritePath
+
+
+def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The replay builds its policy with the same builder as the first try: its duplicate
+    lookup and its content-hash check are cut to `limits.max_query_chars` (the replay's own
+    copy of the policy left that limit out)."""
+    settings.limits.max_query_chars = 60
+    settings.retry.base_delay_s = settings.retry.max_delay_s = 0.001
+    content = " ".join(f"word{i}" for i in range(80))  # ~600 characters
+    outbox = Outbox(tmp_path / "outbox.db")
+    real = EmbeddedBackend(settings.embedded_path())
+    down = FaultyBackend(real, {"write": "transient"})
+    rec = recorder(settings, real, io.StringIO())
+    path = WritePath(GuardedBackend(down, RetryPolicy(2, 0.001, 0.001)), outbox, rec, settings)
+    queued = run(lambda: path.write(WriteRequest(memory=NewMemory(content=content))))
+    assert queued.action is WriteAction.QUEUED
+
+    spy = RecordingBackend(real)
+    back = WritePath(spy, outbox, rec, settings)
+    report = run(back.flush)
+    assert [d.action for d in report.delivered] == [WriteAction.ADDED]
+    assert spy.queries
+    assert max(len(q) for q in spy.queries) <= 60
+    assert path.policy(WriteRequest(memory=NewMemory(content="x"))).max_query_chars == 60
+    outbox.close()
