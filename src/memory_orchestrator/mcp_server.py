@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -29,6 +29,7 @@ from memory_orchestrator.errors import (
     BackendError,
     ConfigError,
     InvalidRequest,
+    OrchestratorError,
     TraceNotFound,
     UnknownBackend,
 )
@@ -114,8 +115,23 @@ LabelText = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
 
 
-def _describe(error: ValidationError) -> str:
-    return "invalid arguments: " + describe_errors(error)
+@overload
+def _tool_error(error: ValidationError) -> str: ...
+@overload
+def _tool_error(error: BaseException) -> str | None: ...
+def _tool_error(error: BaseException) -> str | None:
+    """The tool-error message for an error a caller can act on; None for anything else (a bug,
+    which the SDK reports as such). The one place the MCP face turns errors into words."""
+    if isinstance(error, ValidationError):
+        return "invalid arguments: " + describe_errors(error)
+    if isinstance(error, InvalidRequest):
+        return f"invalid arguments: {error}"
+    if isinstance(error, TraceNotFound):
+        return f"unknown trace id: {error}; use a trace_id returned by a tool"
+    if isinstance(error, BackendError):
+        hint = " (transient; retrying may succeed)" if error.transient else ""
+        return f"memory store error: {error}{hint}"
+    return None
 
 
 def _validated(model: type[ModelT], values: Mapping[str, Any]) -> ModelT:
@@ -123,7 +139,7 @@ def _validated(model: type[ModelT], values: Mapping[str, Any]) -> ModelT:
     try:
         return model.model_validate({k: v for k, v in values.items() if v is not None})
     except ValidationError as exc:
-        raise ToolError(_describe(exc)) from exc
+        raise ToolError(_tool_error(exc)) from exc
 
 
 def _orchestrator(ctx: ToolContext) -> Orchestrator:
@@ -161,7 +177,7 @@ class _MemoryServer(MCPServer[AppState]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                raise ToolError(f"Error executing tool {name}: {_describe(cause)}") from cause
+                raise ToolError(f"Error executing tool {name}: {_tool_error(cause)}") from cause
             raise
 
     def _observe(
@@ -171,7 +187,7 @@ class _MemoryServer(MCPServer[AppState]):
         # A client can send any tool name: unknown ones share one label, so they cannot grow
         # the metrics without bound.
         name = name if name in _TOOL_NAMES else "unknown"
-        store = self.state.orchestrator.backend.name if self.state else None
+        store = self.state.orchestrator.store_name if self.state else None
         failed_in_store = exc is not None and _store_failure(exc)
         if self.observer is not None:
             self.observer.tool_call(
@@ -244,13 +260,11 @@ async def _call(call: Awaitable[ResultT]) -> ResultT:
     """Await a service call, turning the failures a caller can act on into tool errors."""
     try:
         return await call
-    except InvalidRequest as exc:
-        raise ToolError(f"invalid arguments: {exc}") from exc
-    except TraceNotFound as exc:
-        raise ToolError(f"unknown trace id: {exc}; use a trace_id returned by a tool") from exc
-    except BackendError as exc:
-        hint = " (transient; retrying may succeed)" if exc.transient else ""
-        raise ToolError(f"memory store error: {exc}{hint}") from exc
+    except OrchestratorError as exc:
+        message = _tool_error(exc)
+        if message is None:
+            raise
+        raise ToolError(message) from exc
 
 
 # ---------------------------------------------------------------- tools
@@ -539,7 +553,7 @@ def main() -> None:
     except (ConfigError, UnknownBackend) as exc:
         sys.exit(f"memory-orchestrator: {exc}")
     except ValidationError as exc:
-        sys.exit(f"memory-orchestrator: settings {_describe(exc).removeprefix('invalid ')}")
+        sys.exit(f"memory-orchestrator: settings arguments: {describe_errors(exc)}")
 
 
 def _version() -> str:

@@ -135,6 +135,30 @@ def test_the_http_face_never_imports_the_cli() -> None:
     assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
 
 
+def test_the_faces_never_touch_a_backend() -> None:
+    """The faces reach the store only through the service: no backend module but the registry
+    (for the list of names), and no `<something>.backend.<attribute>`."""
+    faces = [ROOT / "mcp_server.py", ROOT / "http_server.py"]
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in faces
+        for imp in _imports(path)
+        if _reaches_a_backend_module(imp.module)
+        and not _is(imp.module, f"{PACKAGE}.backends.registry")
+    ]
+    for path in faces:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "backend"
+            ):
+                violations.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} reads .backend.{node.attr}"
+                )
+    assert violations == []
+
+
 def test_the_cli_imports_the_mcp_server_only_lazily_inside_serve() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"
