@@ -87,8 +87,13 @@ def _sources(*, under: str | None = None) -> list[Path]:
     return sorted(base.rglob("*.py"))
 
 
+def _face_sources() -> list[Path]:
+    """The MCP face (`mcp_*.py`) and the HTTP face (`http_*.py`) around it."""
+    return sorted(p for p in ROOT.glob("*.py") if p.name.startswith(("mcp_", "http_")))
+
+
 def _core_sources() -> list[Path]:
-    faces = {ROOT / "mcp_server.py", ROOT / "http_server.py"}
+    faces = set(_face_sources())
     return [p for p in _sources() if p not in faces and ROOT / "cli" not in p.parents]
 
 
@@ -124,21 +129,25 @@ def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> Non
     assert users == {"backends/mcp_stdio.py"}
 
 
-def test_the_mcp_server_never_imports_the_cli() -> None:
-    imports = _imports(ROOT / "mcp_server.py")
-    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+def test_the_faces_are_found() -> None:
+    names = {p.name for p in _face_sources()}
+    assert {"mcp_server.py", "mcp_tools.py", "http_server.py"} <= names
 
 
-def test_the_http_face_never_imports_the_cli() -> None:
-    imports = _imports(ROOT / "http_server.py")
-    assert imports, "the HTTP face should exist"
-    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+def test_the_mcp_and_http_faces_never_import_the_cli() -> None:
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _face_sources()
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.cli")
+    ]
+    assert violations == []
 
 
 def test_the_faces_never_touch_a_backend() -> None:
     """The faces reach the store only through the service: no backend module but the registry
     (for the list of names), and no `<something>.backend.<attribute>`."""
-    faces = [ROOT / "mcp_server.py", ROOT / "http_server.py"]
+    faces = _face_sources()
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
         for path in faces
