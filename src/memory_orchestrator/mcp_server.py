@@ -1,7 +1,8 @@
 """The MCP face: the server that carries the six memory tools (`mcp_tools`) over stdio or HTTP.
 
 `create_server(settings)` builds it: the orchestrator opens with the server and closes after it;
-every tool call is counted (metrics) and a failed one kept as a trace.
+every tool call is counted (metrics) and a failed one kept as a trace; per-token tool
+permissions apply where the SDK hands over each parsed request (`mcp_access.ToolAccess`).
 
 Run it with `orchestrator serve` or `python -m memory_orchestrator.mcp_server` (stdio; settings
 come from the environment and the config file, see `memory_orchestrator.settings`).
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
+from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
 from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.observability import Observer, calling
@@ -96,19 +98,14 @@ class _MemoryServer(MCPServer[AppState]):
             )
 
 
-CALLER_KEY = "memory_orchestrator.token"  # the HTTP auth check leaves the token's name here
-
-
 def _caller_of(context: Context[AppState, Any] | None) -> str | None:
-    """The token name the HTTP auth check put in the request's ASGI state (None on stdio)."""
+    """The name of the HTTP token making this call (None on stdio or without auth)."""
     try:
         request = context.request_context.request if context is not None else None
     except ValueError:  # no request context: called outside a request
         return None
-    scope = getattr(request, "scope", None)
-    state = scope.get("state") if isinstance(scope, dict) else None
-    name = state.get(CALLER_KEY) if isinstance(state, dict) else None
-    return name if isinstance(name, str) else None
+    token = caller_of(request_scope(request))
+    return token.name if token is not None else None
 
 
 def _store_failure(exc: BaseException) -> bool:
@@ -143,6 +140,8 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         # Our own JSON line per request replaces the SDK's INFO lines (sessions opened and
         # closed, tool failures), which would interleave multi-line text with it on stderr.
         log_level="WARNING",
+        # Where the SDK has parsed each request: per-token tool permissions (HTTP only).
+        middleware=[ToolAccess(observer)],
     )
     server.observer = observer
     for tool, hints in TOOLS:
@@ -172,7 +171,13 @@ def run(
         return
     from memory_orchestrator import http_server
 
-    http_server.serve(settings, host=host, port=port, insecure_no_auth=insecure_no_auth)
+    http_server.serve(
+        settings,
+        lambda observer: create_server(settings, observer),
+        host=host,
+        port=port,
+        insecure_no_auth=insecure_no_auth,
+    )
 
 
 def main() -> None:

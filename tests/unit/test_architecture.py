@@ -144,18 +144,29 @@ def test_the_mcp_and_http_faces_never_import_the_cli() -> None:
     assert violations == []
 
 
+def test_the_http_face_never_imports_the_mcp_server_or_its_tools() -> None:
+    # `mcp_server.run` serves over HTTP, so the other direction would be an import circle.
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _face_sources()
+        if path.name.startswith("http_")
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.mcp_server") or _is(imp.module, f"{PACKAGE}.mcp_tools")
+    ]
+    assert violations == []
+
+
 def test_the_faces_never_touch_a_backend() -> None:
     """The faces reach the store only through the service: no backend module but the registry
     (for the list of names), and no `<something>.backend.<attribute>`."""
-    faces = _face_sources()
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
-        for path in faces
+        for path in _face_sources()
         for imp in _imports(path)
         if _reaches_a_backend_module(imp.module)
         and not _is(imp.module, f"{PACKAGE}.backends.registry")
     ]
-    for path in faces:
+    for path in _face_sources():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Attribute)
