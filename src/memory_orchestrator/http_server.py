@@ -8,9 +8,9 @@ uvicorn on loopback by default. Every HTTP request passes `BearerAuth` first:
 
 A known token goes on in the request as a `TokenUser`. What it may do inside MCP is decided
 where the SDK has parsed the JSON-RPC message (`mcp_access.ToolAccess`: tool allowlist,
-read-only tokens, the `tools/list` a token sees); the SDK's session manager gives each
-session to the token that opened it. `/metrics` (Prometheus text) sits behind the same check:
-any valid token may read it. Without tokens the server refuses to start unless `insecure_no_auth` is
+read-only tokens, the `tools/list` a token sees); which sessions it owns and how many it may
+hold, in `http_sessions`. `/metrics` (Prometheus text) sits behind the same check: any valid
+token may read it. Without tokens the server refuses to start unless `insecure_no_auth` is
 given, which opens everything.
 
 This module never imports the MCP face (`mcp_server`): the server to serve is built by the
@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
 from memory_orchestrator.errors import ConfigError
+from memory_orchestrator.http_sessions import SessionBook, SessionGauge, SessionLimits
 from memory_orchestrator.mcp_access import FORBIDDEN, TokenUser, peer_of
 from memory_orchestrator.observability import Metrics, Observer
 from memory_orchestrator.settings import Settings
@@ -157,7 +158,8 @@ def build_app(
     observer: Observer | None = None,
     host: str | None = None,
 ) -> Starlette:
-    """The whole HTTP app: `/mcp` (the SDK's endpoint) and `/metrics`, behind `BearerAuth`.
+    """The whole HTTP app: `/mcp` (the SDK's endpoint, with a cap on sessions per token) and
+    `/metrics`, behind `BearerAuth`.
 
     Raises ConfigError when no token is configured and `insecure_no_auth` is not set."""
     http = settings.http
@@ -172,14 +174,19 @@ def build_app(
     # The SDK builds its session manager (and DNS-rebinding protection for loopback hosts)
     # here; we wrap its endpoint and run the manager in our own lifespan. Plain JSON answers
     # instead of one SSE stream per call: the tools send no progress notifications, and in a
-    # side-by-side check over loopback calls were about 15% faster.
+    # side-by-side check over loopback calls were about 15% faster. The SDK's overall session
+    # cap is the sum of the per-token caps (one caller's worth without auth).
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host or http.host,
         max_request_body_size=MAX_BODY_BYTES,
         json_response=True,
+        session_idle_timeout=http.session_idle_timeout_s,
+        max_sessions=http.max_sessions_per_token * (len(book) if book is not None else 1),
     )
+    sessions = SessionBook(http.max_sessions_per_token, http.session_idle_timeout_s)
     metrics = observer.metrics
+    metrics.registry.register(SessionGauge(sessions))
 
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
@@ -189,7 +196,7 @@ def build_app(
         async with server.session_manager.run():
             yield
 
-    mcp_endpoint = StreamableHTTPASGIApp(server.session_manager)
+    mcp_endpoint = SessionLimits(StreamableHTTPASGIApp(server.session_manager), sessions, observer)
     app = Starlette(
         routes=[
             Route(MCP_PATH, mcp_endpoint),
