@@ -96,6 +96,49 @@ AsOf = Annotated[
 LabelText = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
 
+# memory_write's
+WriteContent = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="One self-contained statement, readable without this conversation.",
+    ),
+]
+WriteType = Annotated[
+    MemoryType,
+    Field(
+        description="semantic: a fact or preference; episodic: something that happened; "
+        "procedural: how to do something; resource: a pointer to a document or link."
+    ),
+]
+WriteEntities = Annotated[
+    tuple[LabelText, ...],
+    Field(max_length=MAX_LIST_ITEMS, description="People, projects, things it is about."),
+]
+WriteTags = Annotated[
+    tuple[LabelText, ...], Field(max_length=MAX_LIST_ITEMS, description="Free labels.")
+]
+WriteCreatedAt = Annotated[
+    datetime | None, Field(description="When it happened or was learned (ISO 8601).")
+]
+WriteSource = Annotated[
+    str | None,
+    Field(max_length=MAX_LABEL_CHARS, description="Where it came from (session, doc, url)."),
+]
+WriteMetadata = Annotated[
+    dict[str, MetaValue] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Extra key/value fields to keep."),
+]
+OnDuplicate = Annotated[
+    Literal["skip", "update"] | None,
+    Field(description="When a near-duplicate exists: skip (keep the old) or update it."),
+]
+LinkRelated = Annotated[
+    bool, Field(description="Link it to existing memories that share its entities.")
+]
+DryRun = Annotated[bool, Field(description="Report what would happen without writing anything.")]
+
 
 @overload
 def tool_error(error: ValidationError) -> str: ...
@@ -267,52 +310,19 @@ async def memory_expand(
 
 
 async def memory_write(
-    content: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=MAX_CONTENT_CHARS,
-            description="One self-contained statement, readable without this conversation.",
-        ),
-    ],
+    content: WriteContent,
     ctx: ToolContext,
-    type: Annotated[
-        MemoryType,
-        Field(
-            description="semantic: a fact or preference; episodic: something that happened; "
-            "procedural: how to do something; resource: a pointer to a document or link."
-        ),
-    ] = MemoryType.SEMANTIC,
-    entities: Annotated[
-        tuple[LabelText, ...],
-        Field(max_length=MAX_LIST_ITEMS, description="People, projects, things it is about."),
-    ] = (),
-    tags: Annotated[
-        tuple[LabelText, ...], Field(max_length=MAX_LIST_ITEMS, description="Free labels.")
-    ] = (),
-    created_at: Annotated[
-        datetime | None, Field(description="When it happened or was learned (ISO 8601).")
-    ] = None,
-    source: Annotated[
-        str | None,
-        Field(max_length=MAX_LABEL_CHARS, description="Where it came from (session, doc, url)."),
-    ] = None,
+    type: WriteType = MemoryType.SEMANTIC,
+    entities: WriteEntities = (),
+    tags: WriteTags = (),
+    created_at: WriteCreatedAt = None,
+    source: WriteSource = None,
     importance: Annotated[Unit, Field(description="0..1, how much it matters.")] = None,
     confidence: Annotated[Unit, Field(description="0..1, how sure you are it is true.")] = None,
-    metadata: Annotated[
-        dict[str, MetaValue] | None,
-        Field(max_length=MAX_LIST_ITEMS, description="Extra key/value fields to keep."),
-    ] = None,
-    on_duplicate: Annotated[
-        Literal["skip", "update"] | None,
-        Field(description="When a near-duplicate exists: skip (keep the old) or update it."),
-    ] = None,
-    link_related: Annotated[
-        bool, Field(description="Link it to existing memories that share its entities.")
-    ] = True,
-    dry_run: Annotated[
-        bool, Field(description="Report what would happen without writing anything.")
-    ] = False,
+    metadata: WriteMetadata = None,
+    on_duplicate: OnDuplicate = None,
+    link_related: LinkRelated = True,
+    dry_run: DryRun = False,
 ) -> WriteReport:
     """Store a memory worth recalling in later sessions: a decision, a fact, a preference, an
     event, a procedure. Write one self-contained statement per call, name its entities, and
