@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,12 +91,19 @@ def orchestrator_command() -> list[str]:
 
 @contextmanager
 def http_server(
-    data_dir: Path, tokens: Sequence[TokenSpec], *, extra_args: Sequence[str] = ()
+    data_dir: Path,
+    tokens: Sequence[TokenSpec],
+    *,
+    extra_args: Sequence[str] = (),
+    http: Mapping[str, int | float] | None = None,
 ) -> Iterator[ServerProcess]:
-    """`orchestrator serve --transport http` on a free loopback port, until the block ends."""
+    """`orchestrator serve --transport http` on a free loopback port, until the block ends;
+    `http` sets more `[http]` settings (`max_sessions_per_token`, ...)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     config = data_dir / "orchestrator.toml"
     lines = [f"data_dir = {json.dumps(str(data_dir))}", ""]
+    if http:
+        lines += ["[http]", *(f"{key} = {value!r}" for key, value in http.items()), ""]
     lines += [spec.toml() for spec in tokens]
     config.write_text("\n".join(lines), encoding="utf-8")
     port = _free_port()
@@ -144,13 +151,31 @@ def _wait_for_port(server: ServerProcess, port: int) -> None:
 
 
 @asynccontextmanager
-async def mcp_session(url: str, secret: str | None) -> AsyncIterator[ClientSession]:
-    """An initialised MCP client session over streamable HTTP with a bearer token."""
+async def mcp_session(
+    url: str,
+    secret: str | None,
+    *,
+    terminate_on_close: bool = True,
+    session_ids: list[str] | None = None,
+) -> AsyncIterator[ClientSession]:
+    """An initialised MCP client session over streamable HTTP with a bearer token; without
+    `terminate_on_close` the client leaves without ending the session (no DELETE). The session
+    id the server gives is appended to `session_ids`."""
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     timeout = httpx2.Timeout(CALL_TIMEOUT_S, read=CALL_TIMEOUT_S)
+
+    async def note_session(response: httpx2.Response) -> None:
+        given = response.headers.get("mcp-session-id")
+        if session_ids is not None and given and given not in session_ids:
+            session_ids.append(given)
+
+    hooks = {"response": [note_session]}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
+        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
+        streamable_http_client(url, http_client=http, terminate_on_close=terminate_on_close) as (
+            read,
+            write,
+        ),
         ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT_S) as session,
     ):
         with anyio.fail_after(START_TIMEOUT_S):

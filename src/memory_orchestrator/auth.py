@@ -6,7 +6,8 @@ slow password hash would protect. Every presented secret is compared with every 
 constant time, so timing tells nothing about which hash came close.
 
 This module is pure: the HTTP face (`http_server.py`) asks it who a secret belongs to and
-whether that token may call a tool on a store; the CLI uses it to mint tokens.
+whether that token may reach the served store, the MCP face (`mcp_access.py`) whether it may
+call a tool; the CLI uses it to mint tokens.
 """
 
 from __future__ import annotations
@@ -100,6 +101,17 @@ class HttpSettings(_Section):
     port: int = Field(default=8765, ge=1, le=65535)
     tokens: list[TokenSpec] = Field(
         default_factory=list, description="bearer tokens; none = the server refuses to start"
+    )
+    max_sessions_per_token: int = Field(
+        default=64,
+        ge=1,
+        description="MCP sessions one token may hold open at once; one more is refused (429)",
+    )
+    session_idle_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="an MCP session with no request for this long is closed",
     )
 
 

@@ -4,13 +4,17 @@ The SDK's streamable-HTTP endpoint (`/mcp`) is mounted in our own Starlette app,
 uvicorn on loopback by default. Every HTTP request passes `BearerAuth` first:
 
 - no or unknown token: 401, an empty JSON body and `WWW-Authenticate: Bearer` (nothing else);
-- a token not allowed the served store: 403;
-- a `tools/call` of a tool the token may not call (or `memory_write` with a read-only token):
-  403 with a JSON-RPC error naming the tool, which MCP clients raise as an `MCPError`;
-- `tools/list` answers list only the tools the token may call.
+- a token not allowed the served store: 403.
 
-`/metrics` (Prometheus text) sits behind the same check: any valid token may read it. Without
-tokens the server refuses to start unless `insecure_no_auth` is given, which opens everything.
+A known token goes on in the request as a `TokenUser`. What it may do inside MCP is decided
+where the SDK has parsed the JSON-RPC message (`mcp_access.ToolAccess`: tool allowlist,
+read-only tokens, the `tools/list` a token sees); which sessions it owns and how many it may
+hold, in `http_sessions`. `/metrics` (Prometheus text) sits behind the same check: any valid
+token may read it. Without tokens the server refuses to start unless `insecure_no_auth` is
+given, which opens everything.
+
+This module never imports the MCP face (`mcp_server`): the server to serve is built by the
+`make_server` factory it is handed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,16 +36,24 @@ from starlette.routing import Route
 
 from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
 from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.mcp_server import CALLER_KEY, create_server
+from memory_orchestrator.http_sessions import SessionBook, SessionGauge, SessionLimits
+from memory_orchestrator.mcp_access import FORBIDDEN, TokenUser, peer_of
 from memory_orchestrator.observability import Metrics, Observer
 from memory_orchestrator.settings import Settings
 
-__all__ = ["MCP_PATH", "METRICS_PATH", "BearerAuth", "build_app", "is_loopback", "serve"]
+__all__ = [
+    "MCP_PATH",
+    "METRICS_PATH",
+    "BearerAuth",
+    "ServerFactory",
+    "build_app",
+    "is_loopback",
+    "serve",
+]
 
 MCP_PATH = "/mcp"
 METRICS_PATH = "/metrics"
 MAX_BODY_BYTES = 4 * 1024 * 1024
-FORBIDDEN = -32003  # a JSON-RPC server error code: the caller may not do this
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -70,7 +84,11 @@ def is_loopback(host: str) -> bool:
 
 
 class BearerAuth:
-    """ASGI middleware: who is calling (401), on which store (403), which tool (403)."""
+    """ASGI middleware: who is calling (401) and on which store (403).
+
+    A known token is left in the scope as a `TokenUser` (`scope["user"]`), where the SDK finds
+    whom a session belongs to and the MCP face (`mcp_access.ToolAccess`) which tools it may
+    call."""
 
     def __init__(
         self, app: ASGIApp, book: TokenBook | None, store: str, observer: Observer | None = None
@@ -96,146 +114,29 @@ class BearerAuth:
         denied = TokenBook.check_store(token, self.store)
         if denied is not None:
             self._refused(scope, denied.status, token.name, denied.reason)
-            await _reply(send, denied.status, _error_body(None, denied))
+            await _reply(send, denied.status, _error_body(denied))
             return
-        scope.setdefault("state", {})[CALLER_KEY] = token.name
-        if scope["method"] == "POST" and scope["path"] == MCP_PATH:
-            checked = await self._checked_call(scope, receive, send, token)
-            if checked is not None:
-                await self.app(scope, *checked)
-            return
-        await self.app(scope, receive, send)
+        scope["user"] = TokenUser(token)
+        await self.app(scope, receive, self._watch_size(scope, send, token.name))
 
-    async def _checked_call(
-        self, scope: Scope, receive: Receive, send: Send, token: TokenSpec
-    ) -> tuple[Receive, Send] | None:
-        """Read the JSON-RPC body and refuse it (None), or hand back a `receive` that replays
-        it and a `send` that shows a `tools/list` answer only the tools the token may call."""
-        body = await _read_body(receive, MAX_BODY_BYTES)
-        if body is None:
-            self._refused(scope, 413, token.name, "request body too large")
-            await _reply(send, 413, b'{"error": "request body too large"}')
-            return None
-        messages = _messages(body)
-        refusal = _refusal(token, messages)
-        if refusal is not None:
-            self._refused(scope, refusal[1].status, token.name, refusal[1].reason)
-            await _reply(send, refusal[1].status, _error_body(*refusal))
-            return None
-        if any(m.get("method") == "tools/list" for m in messages):
-            send = _listing_for(token, send)
-        return _replay(body, receive), send
+    def _watch_size(self, scope: Scope, send: Send, token: str) -> Send:
+        """A `send` that reports the SDK's 413 (a body over `MAX_BODY_BYTES`) as a refusal."""
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                self._refused(scope, 413, token, "request body too large")
+            await send(message)
+
+        return watched
 
     def _refused(self, scope: Scope, status: int, token: str | None, reason: str) -> None:
         if self.observer is not None:
-            client = scope.get("client")
-            peer = f"{client[0]}:{client[1]}" if client else None
-            self.observer.refused(status, scope.get("path", ""), token, reason, peer)
+            self.observer.refused(status, scope.get("path", ""), token, reason, peer_of(scope))
 
 
-def _messages(body: bytes) -> list[dict[str, Any]]:
-    """The JSON-RPC messages in a body; malformed JSON gives none (the SDK answers it)."""
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return []
-    found = document if isinstance(document, list) else [document]
-    return [message for message in found if isinstance(message, dict)]
-
-
-def _refusal(token: TokenSpec, messages: list[dict[str, Any]]) -> tuple[Any, Denied] | None:
-    """The first `tools/call` the token may not make (JSON-RPC id, why)."""
-    for message in messages:
-        if message.get("method") != "tools/call":
-            continue
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        denied = TokenBook.check_tool(token, name if isinstance(name, str) else "")
-        if denied is not None:
-            return message.get("id"), denied
-    return None
-
-
-def _listing_for(token: TokenSpec, send: Send) -> Send:
-    """A `send` that drops the tools `token` may not call from a JSON `tools/list` answer."""
-    start: Message | None = None
-    chunks: list[bytes] = []
-
-    async def filtered(message: Message) -> None:
-        nonlocal start
-        if message["type"] == "http.response.start" and _is_json(message):
-            start = message
-            return
-        if start is None or message["type"] != "http.response.body":
-            await send(message)
-            return
-        chunks.append(message.get("body", b""))
-        if message.get("more_body", False):
-            return
-        body = _visible_tools(b"".join(chunks), token)
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-        headers.append((b"content-length", b"%d" % len(body)))
-        await send({**start, "headers": headers})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
-
-    return filtered
-
-
-def _is_json(start: Message) -> bool:
-    for key, value in start.get("headers", []):
-        if key.lower() == b"content-type":
-            return bool(value.lower().startswith(b"application/json"))
-    return False
-
-
-def _visible_tools(body: bytes, token: TokenSpec) -> bytes:
-    try:
-        answer = json.loads(body)
-        tools = answer["result"]["tools"]
-    except (ValueError, KeyError, TypeError):
-        return body
-    if not isinstance(tools, list):
-        return body
-    answer["result"]["tools"] = [
-        tool
-        for tool in tools
-        if isinstance(tool, dict) and TokenBook.check_tool(token, str(tool.get("name"))) is None
-    ]
-    return json.dumps(answer, separators=(",", ":")).encode()
-
-
-def _error_body(request_id: Any, denied: Denied) -> bytes:
+def _error_body(denied: Denied) -> bytes:
     error = {"code": FORBIDDEN, "message": f"forbidden: {denied.reason}"}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def again() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return again
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
 
 
 async def _reply(send: Send, status: int, body: bytes, extra: dict[str, str] | None = None) -> None:
@@ -245,36 +146,47 @@ async def _reply(send: Send, status: int, body: bytes, extra: dict[str, str] | N
     await send({"type": "http.response.body", "body": body})
 
 
+ServerFactory = Callable[[Observer], MCPServer[Any]]
+"""Builds the MCP server to serve, counting into the given observer (`mcp_server` passes one)."""
+
+
 def build_app(
     settings: Settings,
+    make_server: ServerFactory,
     *,
     insecure_no_auth: bool = False,
     observer: Observer | None = None,
     host: str | None = None,
 ) -> Starlette:
-    """The whole HTTP app: `/mcp` (the SDK's endpoint) and `/metrics`, behind `BearerAuth`.
+    """The whole HTTP app: `/mcp` (the SDK's endpoint, with a cap on sessions per token) and
+    `/metrics`, behind `BearerAuth`.
 
     Raises ConfigError when no token is configured and `insecure_no_auth` is not set."""
-    tokens = settings.http.tokens
-    if not tokens and not insecure_no_auth:
+    http = settings.http
+    if not http.tokens and not insecure_no_auth:
         raise ConfigError(
             "refusing to serve HTTP without tokens: add [[http.tokens]] to the config "
             "(`orchestrator token new --name NAME` prints one), or pass --insecure-no-auth"
         )
-    book = None if insecure_no_auth else _book(tokens)
+    book = None if insecure_no_auth else _book(http.tokens)
     observer = observer or Observer(metrics=Metrics())
-    server = create_server(settings, observer)
+    server = make_server(observer)
     # The SDK builds its session manager (and DNS-rebinding protection for loopback hosts)
-    # here; we keep its `/mcp` route and run the manager in our own lifespan. Plain JSON
-    # answers instead of one SSE stream per call: the tools send no progress notifications,
-    # and in a side-by-side check over loopback calls were about 15% faster.
-    sdk_app = server.streamable_http_app(
+    # here; we wrap its endpoint and run the manager in our own lifespan. Plain JSON answers
+    # instead of one SSE stream per call: the tools send no progress notifications, and in a
+    # side-by-side check over loopback calls were about 15% faster. The SDK's overall session
+    # cap is the sum of the per-token caps (one caller's worth without auth).
+    server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        host=host or settings.http.host,
+        host=host or http.host,
         max_request_body_size=MAX_BODY_BYTES,
         json_response=True,
+        session_idle_timeout=http.session_idle_timeout_s,
+        max_sessions=http.max_sessions_per_token * (len(book) if book is not None else 1),
     )
+    sessions = SessionBook(http.max_sessions_per_token, http.session_idle_timeout_s)
     metrics = observer.metrics
+    metrics.registry.register(SessionGauge(sessions))
 
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
@@ -284,8 +196,12 @@ def build_app(
         async with server.session_manager.run():
             yield
 
+    mcp_endpoint = SessionLimits(StreamableHTTPASGIApp(server.session_manager), sessions, observer)
     app = Starlette(
-        routes=[*sdk_app.routes, Route(METRICS_PATH, metrics_endpoint, methods=["GET"])],
+        routes=[
+            Route(MCP_PATH, mcp_endpoint),
+            Route(METRICS_PATH, metrics_endpoint, methods=["GET"]),
+        ],
         lifespan=lifespan,
     )
     app.add_middleware(BearerAuth, book=book, store=settings.backend, observer=observer)
@@ -301,6 +217,7 @@ def _book(tokens: list[TokenSpec]) -> TokenBook:
 
 def serve(
     settings: Settings,
+    make_server: ServerFactory,
     *,
     host: str | None = None,
     port: int | None = None,
@@ -308,7 +225,7 @@ def serve(
 ) -> None:
     """Serve until stopped (Ctrl-C)."""
     bind = host or settings.http.host
-    app = build_app(settings, insecure_no_auth=insecure_no_auth, host=bind)
+    app = build_app(settings, make_server, insecure_no_auth=insecure_no_auth, host=bind)
     where = f"http://{bind}:{port or settings.http.port}{MCP_PATH}"
     if not is_loopback(bind):
         print(EXPOSED_WARNING.format(host=bind), file=sys.stderr, flush=True)

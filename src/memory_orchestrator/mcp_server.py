@@ -1,8 +1,8 @@
-"""The MCP face: six thin tools over the `Orchestrator`.
+"""The MCP face: the server that carries the six memory tools (`mcp_tools`) over stdio or HTTP.
 
-Each tool validates its arguments (the SDK checks the typed signature, then the request model
-checks the rules that span fields), calls one service method and returns the service's
-Pydantic record, so clients get `structured_content` that matches the tool's output schema.
+`create_server(settings)` builds it: the orchestrator opens with the server and closes after it;
+every tool call is counted (metrics) and a failed one kept as a trace; per-token tool
+permissions apply where the SDK hands over each parsed request (`mcp_access.ToolAccess`).
 
 Run it with `orchestrator serve` or `python -m memory_orchestrator.mcp_server` (stdio; settings
 come from the environment and the config file, see `memory_orchestrator.settings`).
@@ -12,60 +12,27 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
 
-from memory_orchestrator.backends import registry
-from memory_orchestrator.errors import (
-    BackendError,
-    ConfigError,
-    InvalidRequest,
-    TraceNotFound,
-    UnknownBackend,
-)
-from memory_orchestrator.models import (
-    MAX_CONTENT_CHARS,
-    MAX_IDS,
-    MAX_LABEL_CHARS,
-    MAX_LIST_ITEMS,
-    MAX_QUERY_CHARS,
-    MAX_TOP_K,
-    ContextPackage,
-    ContextRequest,
-    ExpandRequest,
-    ExplainRequest,
-    Explanation,
-    GroupBy,
-    HealthReport,
-    MemoryType,
-    MetaValue,
-    NewMemory,
-    ResponseBudget,
-    SearchFilters,
-    SearchRequest,
-    SearchResult,
-    WriteReport,
-    WriteRequest,
-    describe_errors,
-)
+from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
+from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
+from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error
+from memory_orchestrator.models import describe_errors
 from memory_orchestrator.observability import Observer, calling
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 
 __all__ = ["AppState", "create_server", "main", "run"]
 
 Transport = Literal["stdio", "streamable-http"]
-ModelT = TypeVar("ModelT", bound=BaseModel)
-ResultT = TypeVar("ResultT")
 
 INSTRUCTIONS = """\
 Long-term memory shared across sessions. Call memory_context before answering anything that \
@@ -73,62 +40,6 @@ may depend on earlier sessions, decisions, preferences or project history, and c
 ids you rely on. Use memory_search to look something up, memory_expand to follow links from \
 memories you already have, memory_write to keep a durable fact or event, memory_explain to see \
 why a result was chosen, and memory_health when memory tools fail."""
-
-
-@dataclass(frozen=True)
-class AppState:
-    """What the server shares across requests: one orchestrator over one store."""
-
-    orchestrator: Orchestrator
-
-
-ToolContext = Context[AppState, Any]
-
-# ---------------------------------------------------------------- argument types
-# The limits come from `models`, so the published schema and the request models agree.
-
-QueryText = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description="What to recall, in natural language (a question or topic).",
-    ),
-]
-TaskText = Annotated[
-    str | None,
-    Field(
-        max_length=MAX_QUERY_CHARS,
-        description="The task you are working on; shapes what counts as relevant.",
-    ),
-]
-Filters = Annotated[
-    SearchFilters | None,
-    Field(description="Restrict to entities, a time range (ISO 8601) and memory types."),
-]
-AsOf = Annotated[
-    datetime | None,
-    Field(description="Answer as if now were this instant (ISO 8601); default: now."),
-]
-LabelText = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
-Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
-
-
-def _describe(error: ValidationError) -> str:
-    return "invalid arguments: " + describe_errors(error)
-
-
-def _validated(model: type[ModelT], values: Mapping[str, Any]) -> ModelT:
-    """Build a request model, leaving out unset values so the model's defaults apply."""
-    try:
-        return model.model_validate({k: v for k, v in values.items() if v is not None})
-    except ValidationError as exc:
-        raise ToolError(_describe(exc)) from exc
-
-
-def _orchestrator(ctx: ToolContext) -> Orchestrator:
-    return ctx.request_context.lifespan_context.orchestrator
-
 
 _MAX_FAILED_REQUEST_CHARS = 4000
 
@@ -161,7 +72,7 @@ class _MemoryServer(MCPServer[AppState]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                raise ToolError(f"Error executing tool {name}: {_describe(cause)}") from cause
+                raise ToolError(f"Error executing tool {name}: {tool_error(cause)}") from cause
             raise
 
     def _observe(
@@ -170,7 +81,7 @@ class _MemoryServer(MCPServer[AppState]):
         seconds = time.perf_counter() - started
         # A client can send any tool name: unknown ones share one label, so they cannot grow
         # the metrics without bound.
-        name = name if name in _TOOL_NAMES else "unknown"
+        name = name if name in TOOL_NAMES else "unknown"
         store = self.state.orchestrator.store_name if self.state else None
         failed_in_store = exc is not None and _store_failure(exc)
         if self.observer is not None:
@@ -186,19 +97,14 @@ class _MemoryServer(MCPServer[AppState]):
             )
 
 
-CALLER_KEY = "memory_orchestrator.token"  # the HTTP auth check leaves the token's name here
-
-
 def _caller_of(context: Context[AppState, Any] | None) -> str | None:
-    """The token name the HTTP auth check put in the request's ASGI state (None on stdio)."""
+    """The name of the HTTP token making this call (None on stdio or without auth)."""
     try:
         request = context.request_context.request if context is not None else None
     except ValueError:  # no request context: called outside a request
         return None
-    scope = getattr(request, "scope", None)
-    state = scope.get("state") if isinstance(scope, dict) else None
-    name = state.get(CALLER_KEY) if isinstance(state, dict) else None
-    return name if isinstance(name, str) else None
+    token = caller_of(request_scope(request))
+    return token.name if token is not None else None
 
 
 def _store_failure(exc: BaseException) -> bool:
@@ -233,277 +139,13 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         # Our own JSON line per request replaces the SDK's INFO lines (sessions opened and
         # closed, tool failures), which would interleave multi-line text with it on stderr.
         log_level="WARNING",
+        # Where the SDK has parsed each request: per-token tool permissions (HTTP only).
+        middleware=[ToolAccess(observer)],
     )
     server.observer = observer
-    for tool, hints in _TOOLS:
+    for tool, hints in TOOLS:
         server.add_tool(tool, annotations=hints)
     return server
-
-
-async def _call(call: Awaitable[ResultT]) -> ResultT:
-    """Await a service call, turning the failures a caller can act on into tool errors."""
-    try:
-        return await call
-    except InvalidRequest as exc:
-        raise ToolError(f"invalid arguments: {exc}") from exc
-    except TraceNotFound as exc:
-        raise ToolError(f"unknown trace id: {exc}; use a trace_id returned by a tool") from exc
-    except BackendError as exc:
-        hint = " (transient; retrying may succeed)" if exc.transient else ""
-        raise ToolError(f"memory store error: {exc}{hint}") from exc
-
-
-# ---------------------------------------------------------------- tools
-
-
-async def memory_context(
-    query: QueryText,
-    ctx: ToolContext,
-    task: TaskText = None,
-    response_budget: Annotated[
-        ResponseBudget | None,
-        Field(description="Size limits of the package: max_items and max_chars."),
-    ] = None,
-    filters: Filters = None,
-    expand: Annotated[
-        bool | None,
-        Field(description="Follow graph links from the best hits; default: decided per query."),
-    ] = None,
-    as_of: AsOf = None,
-    group_by: Annotated[
-        GroupBy | None, Field(description="How to group the context block; default: auto.")
-    ] = None,
-) -> ContextPackage:
-    """Call this before answering anything that may depend on past sessions: earlier decisions,
-    user preferences, people, projects or events. Returns a compact, ranked context package:
-    `context_block` (text to read before you answer), `items` (memory_id, summary, score,
-    reasons, timestamp), the linked entities and the time span covered. Cite the memory ids you
-    rely on. Say what you are doing in `task`; bound the size with `response_budget`. An empty
-    `items` list means nothing relevant is stored: say so rather than guess.
-    """
-    request = _validated(
-        ContextRequest,
-        {
-            "query": query,
-            "task": task,
-            "response_budget": response_budget,
-            "filters": filters,
-            "expand": expand,
-            "as_of": as_of,
-            "group_by": group_by,
-        },
-    )
-    return await _call(_orchestrator(ctx).context(request))
-
-
-async def memory_search(
-    query: QueryText,
-    ctx: ToolContext,
-    task: TaskText = None,
-    filters: Filters = None,
-    top_k: Annotated[
-        int, Field(ge=1, le=MAX_TOP_K, description="How many items to return at most.")
-    ] = 10,
-    expand: Annotated[
-        bool, Field(description="Also follow graph links from the best hits (multi-hop).")
-    ] = False,
-    as_of: AsOf = None,
-    passthrough: Annotated[
-        bool | None,
-        Field(description="Return the store's raw ranking unchanged (for comparison)."),
-    ] = None,
-) -> SearchResult:
-    """Look up stored memories and get them ranked, each with memory_id, summary, score,
-    reasons, entities and timestamp. Use it to check what is already known (for example before
-    memory_write) or to find ids to pass to memory_expand. For answering a question, prefer
-    memory_context, which also returns a ready-to-read context block. Keep `trace_id` to ask
-    memory_explain why items were chosen.
-    """
-    request = _validated(
-        SearchRequest,
-        {
-            "query": query,
-            "task": task,
-            "filters": filters,
-            "top_k": top_k,
-            "expand": expand,
-            "as_of": as_of,
-            "passthrough": passthrough,
-        },
-    )
-    return await _call(_orchestrator(ctx).search(request))
-
-
-async def memory_expand(
-    ctx: ToolContext,
-    seed_ids: Annotated[
-        tuple[LabelText, ...],
-        Field(max_length=MAX_IDS, description="Memory ids to start from (from earlier results)."),
-    ] = (),
-    entities: Annotated[
-        tuple[LabelText, ...],
-        Field(max_length=MAX_LIST_ITEMS, description="Entity names to start from."),
-    ] = (),
-    query: Annotated[
-        str | None,
-        Field(max_length=MAX_QUERY_CHARS, description="Rank what is reached by this question."),
-    ] = None,
-    hops: Annotated[int, Field(ge=1, le=4, description="How many links to follow outward.")] = 1,
-    edge_types: Annotated[
-        tuple[LabelText, ...] | None,
-        Field(
-            max_length=MAX_LIST_ITEMS,
-            description="Only follow these link types (temporal, entity, causal, semantic, "
-            "related, update); default: all allowed.",
-        ),
-    ] = None,
-    limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most items to return.")] = 20,
-) -> SearchResult:
-    """Follow the memory graph outward from memories you already have (`seed_ids`, e.g. ids
-    from memory_search or memory_context) or from entity names, and return the connected
-    memories (same entity, same period, causes, later updates) ranked by relevance to the
-    optional `query`. Use it when a first lookup found part of an answer and you need the
-    linked facts: who was involved, why it happened, what happened next. Give seed_ids or
-    entities (at least one).
-    """
-    request = _validated(
-        ExpandRequest,
-        {
-            "seed_ids": seed_ids,
-            "entities": entities,
-            "query": query,
-            "hops": hops,
-            "edge_types": edge_types,
-            "limit": limit,
-        },
-    )
-    return await _call(_orchestrator(ctx).expand(request))
-
-
-async def memory_write(
-    content: Annotated[
-        str,
-        Field(
-            min_length=1,
-            max_length=MAX_CONTENT_CHARS,
-            description="One self-contained statement, readable without this conversation.",
-        ),
-    ],
-    ctx: ToolContext,
-    type: Annotated[
-        MemoryType,
-        Field(
-            description="semantic: a fact or preference; episodic: something that happened; "
-            "procedural: how to do something; resource: a pointer to a document or link."
-        ),
-    ] = MemoryType.SEMANTIC,
-    entities: Annotated[
-        tuple[LabelText, ...],
-        Field(max_length=MAX_LIST_ITEMS, description="People, projects, things it is about."),
-    ] = (),
-    tags: Annotated[
-        tuple[LabelText, ...], Field(max_length=MAX_LIST_ITEMS, description="Free labels.")
-    ] = (),
-    created_at: Annotated[
-        datetime | None, Field(description="When it happened or was learned (ISO 8601).")
-    ] = None,
-    source: Annotated[
-        str | None,
-        Field(max_length=MAX_LABEL_CHARS, description="Where it came from (session, doc, url)."),
-    ] = None,
-    importance: Annotated[Unit, Field(description="0..1, how much it matters.")] = None,
-    confidence: Annotated[Unit, Field(description="0..1, how sure you are it is true.")] = None,
-    metadata: Annotated[
-        dict[str, MetaValue] | None,
-        Field(max_length=MAX_LIST_ITEMS, description="Extra key/value fields to keep."),
-    ] = None,
-    on_duplicate: Annotated[
-        Literal["skip", "update"] | None,
-        Field(description="When a near-duplicate exists: skip (keep the old) or update it."),
-    ] = None,
-    link_related: Annotated[
-        bool, Field(description="Link it to existing memories that share its entities.")
-    ] = True,
-    dry_run: Annotated[
-        bool, Field(description="Report what would happen without writing anything.")
-    ] = False,
-) -> WriteReport:
-    """Store a memory worth recalling in later sessions: a decision, a fact, a preference, an
-    event, a procedure. Write one self-contained statement per call, name its entities, and
-    give `created_at` for events. Near-duplicates are detected first (skipped, or updated with
-    on_duplicate="update") and the new memory is linked to related ones. Returns the action
-    taken (added, updated, skipped, queued), the memory id and `duplicate_of` when skipped. Use
-    dry_run=true to preview. Never store secrets or passing chatter.
-    """
-    memory = _validated(
-        NewMemory,
-        {
-            "content": content,
-            "type": type,
-            "entities": entities,
-            "tags": tags,
-            "created_at": created_at,
-            "source": source,
-            "importance": importance,
-            "confidence": confidence,
-            "metadata": metadata,
-        },
-    )
-    request = _validated(
-        WriteRequest,
-        {
-            "memory": memory,
-            "on_duplicate": on_duplicate,
-            "link_related": link_related,
-            "dry_run": dry_run,
-        },
-    )
-    return await _call(_orchestrator(ctx).write(request))
-
-
-async def memory_explain(
-    ctx: ToolContext,
-    trace_id: Annotated[
-        str | None,
-        Field(max_length=64, description="The trace_id returned by an earlier memory tool call."),
-    ] = None,
-    query: Annotated[
-        str | None,
-        Field(max_length=MAX_QUERY_CHARS, description="Run a fresh search and explain it."),
-    ] = None,
-) -> Explanation:
-    """Explain how a result was produced: the query plan and subqueries, every candidate with
-    its score breakdown, graph expansion decisions, and why items were dropped. Pass exactly
-    one of `trace_id` (from an earlier memory_search, memory_context, memory_expand or
-    memory_write result) or `query` (runs a fresh search and explains it). Use it when results
-    look wrong or to justify why a memory was used.
-    """
-    request = _validated(ExplainRequest, {"trace_id": trace_id, "query": query})
-    return await _call(_orchestrator(ctx).explain(request))
-
-
-async def memory_health(ctx: ToolContext) -> HealthReport:
-    """Check that the memory store is reachable and ready. Returns the overall status (ok,
-    degraded or error), each check with its detail and latency, and what the store can do
-    (graph links, timestamps, filters). Call it when another memory tool fails, or before
-    relying on memory_expand.
-    """
-    return await _call(_orchestrator(ctx).health())
-
-
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-_TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
-    (memory_context, _READ),
-    (memory_search, _READ),
-    (memory_expand, _READ),
-    (memory_write, _WRITE),
-    (memory_explain, _READ),
-    (memory_health, _READ),
-)
-_TOOL_NAMES = frozenset(tool.__name__ for tool, _ in _TOOLS)
 
 
 # ---------------------------------------------------------------- running
@@ -519,16 +161,22 @@ def run(
 ) -> None:
     """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
     refuses to start without tokens unless `insecure_no_auth` (see `http_server`)."""
-    if settings.backend not in registry.names():
+    if settings.backend not in store_names():
         raise UnknownBackend(
-            f"unknown backend {settings.backend!r}; known: {', '.join(registry.names())}"
+            f"unknown backend {settings.backend!r}; known: {', '.join(store_names())}"
         )
     if transport == "stdio":
         create_server(settings, Observer()).run("stdio")
         return
     from memory_orchestrator import http_server
 
-    http_server.serve(settings, host=host, port=port, insecure_no_auth=insecure_no_auth)
+    http_server.serve(
+        settings,
+        lambda observer: create_server(settings, observer),
+        host=host,
+        port=port,
+        insecure_no_auth=insecure_no_auth,
+    )
 
 
 def main() -> None:
@@ -539,7 +187,7 @@ def main() -> None:
     except (ConfigError, UnknownBackend) as exc:
         sys.exit(f"memory-orchestrator: {exc}")
     except ValidationError as exc:
-        sys.exit(f"memory-orchestrator: settings {_describe(exc).removeprefix('invalid ')}")
+        sys.exit(f"memory-orchestrator: settings arguments: {describe_errors(exc)}")
 
 
 def _version() -> str:

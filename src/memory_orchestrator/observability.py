@@ -77,7 +77,7 @@ class Metrics:
         )
         self.refusals = Counter(
             "orchestrator_http_refusals",
-            "HTTP requests refused by the auth check, by status (401, 403, 413)",
+            "Requests refused by the auth checks, by status (401, 403, 413, 429; a tool call: 403)",
             ["status"],
             registry=self.registry,
         )

@@ -152,6 +152,40 @@ def test_a_read_only_token_cannot_write_and_nothing_is_stored(server: ServerProc
     _answered(_call(server, TOKENS["reader"], "memory_search", {"query": "firmware"}))
 
 
+def test_a_forbidden_call_is_answered_with_a_json_rpc_error_inside_the_session(
+    server: ServerProcess,
+) -> None:
+    headers = {
+        **MCP_HEADERS,
+        "Authorization": f"Bearer {TOKENS['reader'].secret}",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    with httpx2.Client(base_url=server.base_url, headers=headers, timeout=10) as http:
+        opened = http.post("/mcp", json=INITIALIZE)
+        headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert http.post("/mcp", json=initialized, headers=headers).status_code == 202
+        write = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"content": "never stored"}},
+        }
+        refused = http.post("/mcp", json=write, headers=headers)
+        http.delete("/mcp", headers=headers)
+    # The SDK answers every JSON-RPC error with HTTP 200; MCP clients raise it as MCPError.
+    assert refused.status_code == 200
+    assert refused.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32003,
+            "message": "forbidden: token 'reader' is read-only and may not call memory_write",
+        },
+    }
+    assert stored_contents(server.data_dir)["never stored"] == 0
+
+
 def test_a_token_may_call_only_its_tools(server: ServerProcess) -> None:
     refusal = _refused(_call(server, TOKENS["searcher"], "memory_context", {"query": "budget"}))
     assert "'searcher' may not call memory_context" in refusal

@@ -87,8 +87,13 @@ def _sources(*, under: str | None = None) -> list[Path]:
     return sorted(base.rglob("*.py"))
 
 
+def _face_sources() -> list[Path]:
+    """The MCP face (`mcp_*.py`) and the HTTP face (`http_*.py`) around it."""
+    return sorted(p for p in ROOT.glob("*.py") if p.name.startswith(("mcp_", "http_")))
+
+
 def _core_sources() -> list[Path]:
-    faces = {ROOT / "mcp_server.py", ROOT / "http_server.py"}
+    faces = set(_face_sources())
     return [p for p in _sources() if p not in faces and ROOT / "cli" not in p.parents]
 
 
@@ -124,15 +129,181 @@ def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> Non
     assert users == {"backends/mcp_stdio.py"}
 
 
-def test_the_mcp_server_never_imports_the_cli() -> None:
-    imports = _imports(ROOT / "mcp_server.py")
-    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+def test_the_faces_are_found() -> None:
+    names = {p.name for p in _face_sources()}
+    assert {"mcp_server.py", "mcp_tools.py", "http_server.py"} <= names
 
 
-def test_the_http_face_never_imports_the_cli() -> None:
-    imports = _imports(ROOT / "http_server.py")
-    assert imports, "the HTTP face should exist"
-    assert [i.module for i in imports if _is(i.module, f"{PACKAGE}.cli")] == []
+def test_the_mcp_and_http_faces_never_import_the_cli() -> None:
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _face_sources()
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.cli")
+    ]
+    assert violations == []
+
+
+def test_the_http_face_never_imports_the_mcp_server_or_its_tools() -> None:
+    # `mcp_server.run` serves over HTTP, so the other direction would be an import circle.
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _face_sources()
+        if path.name.startswith("http_")
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.mcp_server") or _is(imp.module, f"{PACKAGE}.mcp_tools")
+    ]
+    assert violations == []
+
+
+def _clients_of_the_service() -> list[Path]:
+    """Everything that serves a caller: the MCP and HTTP faces, the CLI, the eval harness and
+    the demo loader."""
+    return [
+        *_face_sources(),
+        *_sources(under="cli"),
+        *_sources(under="eval"),
+        ROOT / "demo.py",
+    ]
+
+
+def test_the_faces_never_touch_a_backend() -> None:
+    """The faces, the CLI, the eval harness and the demo reach the store only through the
+    service: no backend module at all (not even the registry: `service.store_names` lists
+    the stores), and no `<something>.backend.<attribute>` or `._store`."""
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _clients_of_the_service()
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.backends")
+    ]
+    for path in _clients_of_the_service():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Attribute):
+                continue
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "backend":
+                violations.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} reads .backend.{node.attr}"
+                )
+            if node.attr in {"_store", "_recorder", "_writes", "_reads", "_indexes"}:
+                violations.append(f"{path.relative_to(ROOT)}:{node.lineno} reads .{node.attr}")
+    assert violations == []
+
+
+def test_the_orchestrator_keeps_its_store_private() -> None:
+    from memory_orchestrator.service import Orchestrator
+
+    public = {name for name in dir(Orchestrator) if not name.startswith("_")}
+    assert not public & {"backend", "traces", "outbox", "store"}
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports when it is imported (module level, not
+    under TYPE_CHECKING; an import inside a function runs later and cannot close a circle
+    at import time)."""
+    names = {_module_name(p) for p in _sources()}
+    graph: dict[str, set[str]] = {}
+    for path in _sources():
+        here = _module_name(path)
+        graph[here] = {
+            imp.module
+            for imp in _imports(path)
+            if imp.function is None and not imp.type_only and imp.module in names
+        } - {here}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_there_are_no_import_circles() -> None:
+    # a package's __init__ importing its own modules is not a circle worth reporting
+    graph = {
+        module: {m for m in deps if not module.startswith(m + ".")}
+        for module, deps in _module_graph().items()
+    }
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+PUBLIC_API = [
+    "BackendError",
+    "Capabilities",
+    "CapabilityMissing",
+    "ConfigError",
+    "ContextPackage",
+    "ContextRequest",
+    "ExpandRequest",
+    "ExplainRequest",
+    "Explanation",
+    "HealthReport",
+    "InvalidRequest",
+    "MemoryBackend",
+    "MemoryType",
+    "NewMemory",
+    "Orchestrator",
+    "OrchestratorError",
+    "OutboxReport",
+    "ReplayReport",
+    "ResponseBudget",
+    "SearchFilters",
+    "SearchRequest",
+    "SearchResult",
+    "Settings",
+    "Status",
+    "TimeRange",
+    "Trace",
+    "TraceNotFound",
+    "WriteAction",
+    "WriteReport",
+    "WriteRequest",
+    "load_settings",
+    "queued_writes",
+    "register_backend",
+    "request_stats",
+]
+
+
+def test_the_public_api_is_pinned() -> None:
+    """What `from memory_orchestrator import *` gives is a promise: a change here is a
+    deliberate change of the public API."""
+    assert memory_orchestrator.__all__ == PUBLIC_API
+    assert all(getattr(memory_orchestrator, name, None) is not None for name in PUBLIC_API)
 
 
 def test_the_cli_imports_the_mcp_server_only_lazily_inside_serve() -> None:

@@ -1,11 +1,14 @@
 """Bearer tokens: hashing, the access decision, config round-trip, and the HTTP middleware
-driven in process (no socket, no MCP session: refusals happen before the SDK sees a request).
+driven in process (no socket, no MCP session: these refusals happen before the SDK sees a
+request). What a token may do inside a session is tested over real HTTP in
+`tests/integration/test_http_server.py`.
 """
 
 from __future__ import annotations
 
 import io
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +122,14 @@ def _request(
     return anyio.run(go)
 
 
+def _app(settings: Settings, **options: Any) -> Any:
+    return build_app(settings, partial(create_server, settings), **options)
+
+
 def test_without_tokens_the_http_app_refuses_to_build(settings: Settings) -> None:
     with pytest.raises(ConfigError, match="refusing to serve HTTP without tokens"):
-        build_app(settings)
-    app = build_app(settings, insecure_no_auth=True)
+        _app(settings)
+    app = _app(settings, insecure_no_auth=True)
     assert _request(app, "GET", "/metrics").status_code == 200
 
 
@@ -135,7 +142,7 @@ def _with_tokens(settings: Settings, *specs: TokenSpec) -> Settings:
 def test_every_path_needs_a_known_token(settings: Settings) -> None:
     secret, spec = _token("ops")
     log = io.StringIO()
-    app = build_app(_with_tokens(settings, spec), observer=Observer(log))
+    app = _app(_with_tokens(settings, spec), observer=Observer(log))
     for method, path in (("GET", "/metrics"), ("POST", "/mcp"), ("GET", "/anything")):
         refused = _request(app, method, path, "mo_wrong")
         assert refused.status_code == 401, path
@@ -170,24 +177,6 @@ def test_websocket_connections_are_closed_unchecked_never_passed_on() -> None:
     anyio.run(middleware, {"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
     assert called == []
     assert sent == [{"type": "websocket.close", "code": 1008}]
-
-
-def test_a_forbidden_tool_call_is_refused_before_the_mcp_server(settings: Settings) -> None:
-    secret, spec = _token("reader", read_only=True)
-    app = build_app(_with_tokens(settings, spec))
-    call = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "tools/call",
-        "params": {"name": "memory_write", "arguments": {"content": "x"}},
-    }
-    refused = _request(app, "POST", "/mcp", secret, call)
-    assert refused.status_code == 403
-    answer = json.loads(refused.text)
-    assert answer["id"] == 7
-    assert "read-only" in answer["error"]["message"]
-    batch = _request(app, "POST", "/mcp", secret, [{"jsonrpc": "2.0", "method": "ping"}, call])
-    assert batch.status_code == 403
 
 
 def test_the_tool_names_tokens_may_name_are_the_served_tools(settings: Settings) -> None:
