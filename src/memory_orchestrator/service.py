@@ -121,6 +121,7 @@ class Orchestrator:
             outbox or Outbox(None),
             self._recorder,
             settings,
+            entities,
             on_written=self._indexes.stale,
         )
         self._calls = calls
@@ -343,10 +344,13 @@ class Orchestrator:
         memories: Sequence[NewMemory],
         links: Sequence[tuple[int, int, str, float]] = (),
     ) -> list[WriteOutcome]:
-        """Load memories as they are (no duplicate check, no outbox), in one batch where the
-        store allows, then add `links` between them (by position; skipped without a graph,
-        and between two memories the store merged into one). For demos and evaluations."""
+        """Load memories as they are (no duplicate check, no outbox; those without entities
+        get the names their text carries, as a write does), in one batch where the store
+        allows, then add `links` between them (by position; skipped without a graph, and
+        between two memories the store merged into one). For demos and evaluations."""
         caps = self._store.capabilities
+        trace = self._recorder.begin("ingest", {"memories": len(memories)})
+        memories = await self._writes.with_entities(memories, trace)
         if caps.bulk_write:
             outcomes = await self._store.write_many(memories)
         else:

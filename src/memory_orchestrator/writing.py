@@ -12,11 +12,12 @@ for its content hash). Both the first try and the replay use one policy builder 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.errors import BackendError, CapabilityMissing, InvalidRequest, describe
 from memory_orchestrator.models import (
     HealthCheck,
@@ -30,6 +31,7 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.pipeline.planner import extract_entities
 from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
 from memory_orchestrator.recorder import TraceRecorder
 from memory_orchestrator.resilience import find_written
@@ -49,13 +51,15 @@ class WritePath:
         outbox: Outbox,
         recorder: TraceRecorder,
         settings: Settings,
+        entities: KnownEntities,
         *,
         on_written: Callable[[], None] = lambda: None,
     ) -> None:
         # `settings` is read at each call (its sections: dedup, write, limits, outbox and
-        # retrieval's time limit); `on_written` tells the derived indexes to pull.
+        # retrieval's time limit); `entities` gives the names the store knows, for the
+        # extraction; `on_written` tells the derived indexes to pull.
         self._store, self._outbox, self._recorder = store, outbox, recorder
-        self._settings = settings
+        self._settings, self._entities = settings, entities
         self._on_written = on_written
         self._replaying = False
 
@@ -103,6 +107,7 @@ class WritePath:
         self.check(request.memory)
         started = time.perf_counter()
         trace = self._recorder.begin("write", request.model_dump(mode="json"))
+        request = await self._with_entities(request, trace)
         outbox_on = self._settings.outbox.enabled
         if outbox_on and not request.dry_run:
             waiting = await self.replay()
@@ -120,7 +125,7 @@ class WritePath:
             return self._queued(trace, request, why, started)
         self._on_written()
         trace.backend_calls = written.calls
-        trace.notes = [written.reason, *written.notes]
+        trace.notes = [*trace.notes, written.reason, *written.notes]
         trace.result_ids = [written.id] if written.id else []
         trace.timings_ms["total"] = _ms(started)
         self._recorder.finish(trace)
@@ -132,7 +137,34 @@ class WritePath:
             similarity=written.similarity,
             links=tuple(written.links),
             trace_id=trace.trace_id,
+            entities=request.memory.entities,
         )
+
+    async def with_entities(self, memories: Sequence[NewMemory], trace: Trace) -> list[NewMemory]:
+        """`memories`, each written without entities given the names its text carries
+        (`write.extract_entities`): names the store knows, capitalised names, identifiers."""
+        if not self._settings.write.extract_entities:
+            return list(memories)
+        if all(m.entities for m in memories):
+            return list(memories)
+        known = await self._entities.names(trace)
+        most = self._settings.limits.max_labels
+        lim = self._settings.limits.max_label_chars
+        out = []
+        for memory in memories:
+            if not memory.entities:
+                names = [n for n in extract_entities(memory.content, known) if len(n) <= lim]
+                memory = memory.model_copy(update={"entities": names[:most]})
+            out.append(memory)
+        return out
+
+    async def _with_entities(self, request: WriteRequest, trace: Trace) -> WriteRequest:
+        if request.memory.entities or not self._settings.write.extract_entities:
+            return request
+        (memory,) = await self.with_entities([request.memory], trace)
+        if memory.entities:
+            trace.notes.append(f"entities extracted: {', '.join(memory.entities)}")
+        return request.model_copy(update={"memory": memory})
 
     # ------------------------------------------------------------------ the outbox
 
@@ -255,7 +287,7 @@ class WritePath:
             f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
             " is back (next write or health call, or `orchestrator outbox flush`)"
         )
-        trace.notes = [reason]
+        trace.notes = [*trace.notes, reason]
         trace.timings_ms["total"] = _ms(started)
         self._recorder.finish(trace)
         return WriteReport(

@@ -233,3 +233,64 @@ def test_explain_a_fresh_query(orch: Orchestrator) -> None:
 def test_the_sample_is_fully_loaded(orch: Orchestrator) -> None:
     report = run(orch.health)
     assert any(str(len(SAMPLE)) in c.detail for c in report.checks) or report.status is Status.OK
+
+
+ATLAS_FACTS = [
+    "Project Atlas kickoff is on Monday with the Acme Corp team.",
+    "The blocker for Project Atlas is the firmware from Vendor Q.",
+    "We moved the Project Atlas demo to the Lisbon office.",
+    "Budget for Project Atlas was approved by Helena.",
+    "Project Atlas needs two more gateway prototypes.",
+    "The Project Atlas retro happens every second Friday.",
+]
+
+
+def test_memories_written_without_entities_get_the_names_their_text_carries(
+    settings: Settings,
+) -> None:
+    """Agents send content only; expand-by-entity, links and the cross-reference boost then
+    need the entities the orchestrator extracts (it answered "0 memories" before)."""
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
+
+    async def main() -> None:
+        reports = [await o.write(WriteRequest(memory=NewMemory(content=c))) for c in ATLAS_FACTS]
+        assert all("Project Atlas" in r.entities for r in reports)
+        assert "Vendor Q" in reports[1].entities
+        assert any(e.type == "related" for r in reports[1:] for e in r.links)
+        around = await o.expand(ExpandRequest(entities=["Project Atlas"], limit=10))
+        assert len(around.items) >= 3
+        trace = o.trace(reports[0].trace_id)
+        assert trace is not None
+        assert any(n.startswith("entities extracted:") for n in trace.notes)
+        await o.close()
+
+    run(main)
+
+
+def test_entity_extraction_can_be_switched_off_and_given_entities_are_kept(
+    settings: Settings,
+) -> None:
+    settings.write.extract_entities = False
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
+
+    async def main() -> None:
+        plain = await o.write(WriteRequest(memory=NewMemory(content=ATLAS_FACTS[0])))
+        assert plain.entities == ()
+        settings.write.extract_entities = True
+        given = NewMemory(content=ATLAS_FACTS[1], entities=["firmware"])
+        assert (await o.write(WriteRequest(memory=given))).entities == ("firmware",)
+        await o.close()
+
+    run(main)
+
+
+def test_ingest_gives_content_only_memories_their_entities_too(settings: Settings) -> None:
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
+
+    async def main() -> None:
+        outcomes = await o.ingest([NewMemory(content=c) for c in ATLAS_FACTS])
+        stored = await o.memories([x.id for x in outcomes if x.id])
+        assert all("Project Atlas" in m.entities for m in stored)
+        await o.close()
+
+    run(main)

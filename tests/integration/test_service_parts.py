@@ -269,12 +269,15 @@ def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
     real = EmbeddedBackend(settings.embedded_path())
     down = FaultyBackend(real, {"write": "transient"})
     rec = recorder(settings, real, io.StringIO())
-    path = WritePath(GuardedBackend(down, RetryPolicy(2, 0.001, 0.001)), outbox, rec, settings)
+    entities = KnownEntities(real, StoreCalls(settings), lambda: 60.0)
+    path = WritePath(
+        GuardedBackend(down, RetryPolicy(2, 0.001, 0.001)), outbox, rec, settings, entities
+    )
     queued = run(lambda: path.write(WriteRequest(memory=NewMemory(content=content))))
     assert queued.action is WriteAction.QUEUED
 
     spy = RecordingBackend(real)
-    back = WritePath(spy, outbox, rec, settings)
+    back = WritePath(spy, outbox, rec, settings, entities)
     report = run(back.flush)
     assert [d.action for d in report.delivered] == [WriteAction.ADDED]
     assert spy.queries

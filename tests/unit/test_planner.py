@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_orchestrator.models import Intent, MemoryType, QueryPlan, QuestionType, Strategy
-from memory_orchestrator.pipeline.planner import plan_query
+from memory_orchestrator.pipeline.planner import extract_entities, plan_query
 
 NOW = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)  # a Thursday
 
@@ -458,3 +458,42 @@ def test_any_text_plans_without_raising(
     assert 0 <= p.hop_budget <= 3
     if p.time_window and p.time_window.start and p.time_window.end:
         assert p.time_window.start <= p.time_window.end
+
+
+# ---------------------------------------------------------------- entities in memory text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "We decided to use Kafka instead of RabbitMQ for the Atlas event bus",
+            ("Kafka", "RabbitMQ", "Atlas"),
+        ),
+        (
+            "Vendor X firmware 2.2 drops the LTE link; ticket VX-1142 is a P1.",
+            ("Vendor X", "LTE", "VX-1142", "P1"),
+        ),
+        ("Project Atlas slipped again.", ("Project Atlas",)),
+        ("Melanie: Wow, love that painting! Yeah totally.", ("Melanie",)),
+        (
+            "Caroline: Thanks, Mel! I felt liberated. Painting helps me explore.",
+            ("Caroline", "Mel"),
+        ),
+        ("Honestly the Redis cache is flaky.", ("Redis",)),
+        ("Yeah John, that's true", ("John",)),
+        ("the deploy of atlas-core failed twice", ("atlas-core",)),
+    ],
+)
+def test_names_are_extracted_from_memory_text_without_the_capitals_of_chat(
+    text: str, expected: tuple[str, ...]
+) -> None:
+    assert extract_entities(text) == expected
+
+
+def test_a_name_that_opens_a_sentence_counts_when_the_store_knows_it_or_the_text_repeats_it() -> (
+    None
+):
+    assert extract_entities("Kafka is our event bus now.") == ()
+    assert extract_entities("Kafka is our event bus now.", known=["Kafka"]) == ("Kafka",)
+    assert extract_entities("Dana moved it, so we asked Dana why.") == ("Dana",)

@@ -9,6 +9,7 @@ fresh temporary store, so `--data-dir` plays no part here.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypeVar
@@ -49,6 +50,11 @@ from memory_orchestrator.settings import Settings, load_settings
 __all__ = ["evaluate"]
 
 T = TypeVar("T")
+
+
+class IngestMode(StrEnum):
+    PROTOCOL = "protocol"
+    CONTENT = "content"
 
 
 class OutputFormat(StrEnum):
@@ -104,6 +110,14 @@ def evaluate(
         str | None,
         typer.Option("--conversations", help="The first N cases, or comma-separated case ids."),
     ] = None,
+    ingest: Annotated[
+        IngestMode,
+        typer.Option(
+            "--ingest",
+            help="protocol: memories as the dataset gives them (LoCoMo: speaker as entity);"
+            " content: as an agent writes them, content and time only.",
+        ),
+    ] = IngestMode.PROTOCOL,
     output: Annotated[
         OutputFormat, typer.Option("--format", help="How to print the report.")
     ] = OutputFormat.TABLE,
@@ -122,6 +136,7 @@ def evaluate(
     root: _RootOptions | None = ctx.find_root().obj
     settings = _settings(root, backend)
     options = _options(settings.backend, k, systems, limit_questions, conversations)
+    options = replace(options, ingest=ingest.value)
     data = guarded(lambda: load_dataset(dataset))
     run = guarded(lambda: _run_with_bars(data, settings, options))
     report = build_report(run, worst=worst)

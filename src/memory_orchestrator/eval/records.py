@@ -46,6 +46,10 @@ class RunOptions:
     cases: int | tuple[str, ...] | None = None  # the first N cases, or these ids
     measure_context: bool = True
     diagnose: bool = True
+    # "protocol": each memory as the dataset gives it (LoCoMo: the speaker as its entity, its
+    # turn id as tag and metadata); "content": as an agent writes it, content (and the time
+    # it was written) only, so whatever entities it gets come from the orchestrator
+    ingest: Literal["protocol", "content"] = "protocol"
 
     def __post_init__(self) -> None:
         if not self.k or any(not 1 <= k <= MAX_TOP_K for k in self.k):

@@ -119,6 +119,7 @@ def build_report(run: EvalRun, *, worst: int = _WORST) -> dict[str, Any]:
     report: dict[str, Any] = {
         "dataset": dataset.name,
         "backend": options.backend,
+        "ingest": options.ingest,
         "k": list(options.k),
         "questions": len(main),
         "skipped": sum(1 for q in skipped if q.category in headline),

@@ -139,6 +139,7 @@ class WriteReport(Frozen):
     links: tuple[Edge, ...] = ()
     trace_id: str
     outbox_seq: int | None = None  # set when queued: the write's place in the outbox
+    entities: tuple[str, ...] = ()  # what the memory was stored with (extracted if none given)
 
 
 class OutboxState(StrEnum):

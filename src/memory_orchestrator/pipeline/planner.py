@@ -51,6 +51,15 @@ _COMMON_PARTS = frozenset(
     year day week end side mid sub inter cross single double good best follow check sign log
     set back hand home law mother father sister brother""".split()
 )
+# Words that open a sentence of chat but name nothing (extraction from memory text only).
+_CHAT_OPENERS = frozenset(
+    """wow yeah yep yup nope yes no oh ah aw aww um hmm haha lol omg btw sure nice cool great
+    good glad sorry awesome amazing congrats congratulations definitely absolutely exactly
+    totally really honestly seriously agreed true right gonna wanna gotta love thanks thx
+    also just so anyway actually plus ugh yay whoa woah woohoo hooray cheers bye hey hi hello
+    ok okay btw""".split()
+)
+_GRAMMAR_ENDINGS = ("ing", "ly", "ed")
 _NAME_CONNECTORS = frozenset("of the de del la le van von der da du".split())
 _CLAUSE_STARTERS = QUESTION_WORDS | frozenset(
     "did does do is are was were has have had can could should would will".split()
@@ -470,3 +479,48 @@ def _planned_subqueries(
     if task_query and task_query in subqueries:
         notes.append("task added as a low-priority subquery")
     return subqueries
+
+
+def _chatty(word: str) -> bool:
+    return word in _CHAT_OPENERS or word.endswith(_GRAMMAR_ENDINGS)
+
+
+def extract_entities(text: str, known: Sequence[str] = (), *, most: int = 50) -> tuple[str, ...]:
+    """The entity names in a memory's text, by the planner's own rules (names the store
+    already knows, runs of capitalised words, identifiers such as `atlas-core` or `VX-1142`),
+    in the order they appear, at most `most`. What a write without entities is given, so
+    that linking, `memory_expand` by entity and the cross-reference boost work for the
+    content-only memories agents write.
+
+    A memory is prose, where every sentence opens with a capital, so a capitalised word that
+    opens a sentence is weak evidence: alone it counts only when the store knows it, when the
+    text capitalises it elsewhere too, when it labels a speaker ("Dana: ..."), or when it
+    has capitals or digits inside ("RabbitMQ"); a run it opens loses it when it reads as
+    chat or grammar ("Yeah John" is John, "Honestly the Redis" is Redis)."""
+    normalized = normalize(text)
+    toks = _tokenize(normalized)
+    known_found = _known_matches(normalized, known)
+    taken = [(s, e) for s, e, _ in known_found]
+    mid = {t.lower for t in toks if not t.sentence_start and t.text[:1].isupper()}
+    found = list(known_found)
+    for start, end, name in _capitalised(toks, names=not _title_case(toks)):
+        if any(start < e and s < end for s, e in taken):
+            continue
+        span = [t for t in toks if start <= t.start and t.end <= end]
+        first = span[0] if span else None
+        if first is None or not first.sentence_start or first.ident or first.lower in mid:
+            found.append((start, end, name))
+        elif len(span) == 1:
+            inner = any(c.isupper() or c.isdigit() for c in first.text[1:])
+            if inner or normalized[end : end + 1] == ":":
+                found.append((start, end, name))
+        elif _chatty(first.lower):
+            rest = [t for t in span[1:]]
+            while rest and rest[0].lower in _NAME_CONNECTORS:
+                rest.pop(0)
+            if rest:
+                found.append((rest[0].start, end, name[rest[0].start - start :]))
+        else:
+            found.append((start, end, name))
+    names = _dedupe(name for _, _, name in sorted(found, key=lambda c: c[0]))
+    return tuple(names[:most])

@@ -246,6 +246,10 @@ class WriteSettings(Section):
     link_related: int = Field(
         default=3, ge=0, le=20, description="links to memories sharing entities"
     )
+    extract_entities: bool = Field(
+        default=True,
+        description="give a memory written without entities the names its text carries",
+    )
 
 
 class LimitsSettings(Section):
