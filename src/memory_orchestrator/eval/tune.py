@@ -11,11 +11,11 @@ values as a TOML preset.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.datasets import Dataset, EvalQuestion
@@ -77,9 +77,16 @@ class Workbench:
     """The dataset's stores, ingested once, and a way to score one setting on them."""
 
     def __init__(
-        self, dataset: Dataset, backend: str, system: str, k: int, cases: int | None
+        self,
+        dataset: Dataset,
+        backend: str,
+        system: str,
+        k: int,
+        cases: int | None,
+        ingest: Literal["protocol", "content"] = "protocol",
     ) -> None:
         self.dataset, self.backend, self.system, self.k = dataset, backend, system, k
+        self.ingest = ingest
         self.cases = select_cases(dataset, cases)
         self.runners: list[tuple[CaseRunner, list[EvalQuestion]]] = []
         self._stack = AsyncExitStack()
@@ -95,7 +102,11 @@ class Workbench:
     async def prepare(self, settings: Settings) -> None:
         headline = set(self.dataset.headline_categories)
         options = RunOptions(
-            backend=self.backend, k=(self.k,), measure_context=False, diagnose=False
+            backend=self.backend,
+            k=(self.k,),
+            measure_context=False,
+            diagnose=False,
+            ingest=self.ingest,
         )
         for case in self.cases:
             folder = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="tune-"))
@@ -109,9 +120,13 @@ class Workbench:
             ]
             self.runners.append((runner, asked))
 
-    async def score(self, settings: Settings) -> Score:
+    async def score(self, settings: Settings, cases: Collection[str] | None = None) -> Score:
+        """The objective (and its parts) of `settings` over the questions of `cases` (by id;
+        default all), pooled over questions."""
         recall, ndcg, mrr = [], [], []
         for runner, questions in self.runners:
+            if cases is not None and runner.case.id not in cases:
+                continue
             case_settings = runner.settings
             runner.orchestrator.reconfigure(
                 _case_settings(settings, self.backend, case_settings.data_dir)
@@ -138,10 +153,12 @@ async def coordinate_search(
     grid: Mapping[str, Sequence[Any]],
     rounds: int = 1,
     report: Callable[[Step], None] = lambda _: None,
+    cases: Collection[str] | None = None,
 ) -> TuneResult:
-    """Walk `grid` one parameter at a time, keeping a value only when it wins."""
+    """Walk `grid` one parameter at a time, keeping a value only when it wins (on `cases`,
+    default all)."""
     current = settings
-    best = await bench.score(current)
+    best = await bench.score(current, cases)
     result = TuneResult(start=best, best=best, values={})
     for _ in range(rounds):
         improved = False
@@ -150,7 +167,7 @@ async def coordinate_search(
                 trial = with_value(current, path, value)
                 if trial == current:
                     continue
-                score = await bench.score(trial)
+                score = await bench.score(trial, cases)
                 kept = score["objective"] > best["objective"]
                 step = Step(path, value, score, kept)
                 result.steps.append(step)

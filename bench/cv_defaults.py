@@ -1,0 +1,172 @@
+"""Choose default values by leave-one-conversation-out cross-validation, and say per lever
+what it is worth on conversations it was not tuned on.
+
+    .venv/bin/python bench/cv_defaults.py \\
+        --dataset ../shared/datasets/locomo/locomo-dev.json --out bench/cv-defaults.json
+
+Every case (conversation) is ingested once. For each fold, a coordinate search
+(`eval/tune.py`, deterministic) tunes the grid on the other cases, starting from the
+configured settings; the tuned values are then scored on the held-out case, and so is the
+start. Per lever, the held-out objective with the lever switched off (its neutral value,
+`OFF`) shows what it adds on unseen data: the mean and spread over folds. The proposed
+default of a lever is the median (numbers) or the majority (switches) of the folds' choices,
+never a value fitted to all cases at once. The objective is the mean of recall@k, nDCG@k and
+MRR of the `--system` over the headline categories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from memory_orchestrator.eval.datasets import load_dataset
+from memory_orchestrator.eval.tune import Step, Workbench, coordinate_search, with_value
+from memory_orchestrator.settings import Settings
+
+GRID: dict[str, list[Any]] = {
+    "local_index.weight": [2.0, 4.0, 6.0],
+    "local_index.candidates": [20, 30, 40],
+    "local_index.context_weight": [0.5, 1.0],
+    "local_index.k1": [0.9, 1.2],
+    "local_index.b": [0.5, 0.75],
+    "ranking.local_share": [0.2, 0.4, 0.6],
+    "ranking.lexical_share": [0.6, 0.7, 0.8],
+    "ranking.context_seeds": [3, 4, 5],
+    "ranking.neighbor_share": [0.6, 0.8, 0.9],
+    "ranking.context_window": [0.4, 0.6],
+    "retrieval.rrf_k": [10, 30, 60],
+    "ranking.weights.cross_reference": [0.15, 0.3],
+    "ranking.weights.recency": [0.05, 0.1],
+    "ranking.when_time_boost": [0.1, 0.2],
+}
+
+# What "off" means for each lever whose worth is reported (the held-out ablation).
+OFF: dict[str, Any] = {
+    "local_index.enabled": False,
+    "local_index.date_terms": False,
+    "local_index.lend_context": False,
+    "ranking.local_share": 0.0,
+    "ranking.context_seeds": 0,
+    "ranking.neighbor_share": 0.0,
+    "ranking.context_window": 0.0,
+    "ranking.weights.cross_reference": 0.0,
+    "ranking.when_time_boost": 0.0,
+    "ranking.semantic_share": 0.0,
+    "write.extract_entities": False,
+}
+
+
+def _value_of(settings: Settings, path: str) -> Any:
+    node: Any = settings
+    for name in path.split("."):
+        node = getattr(node, name)
+    return node
+
+
+def _proposed(choices: list[Any]) -> Any:
+    if all(isinstance(c, bool) for c in choices):
+        return max(set(choices), key=choices.count)
+    if all(isinstance(c, int | float) for c in choices):
+        middle = statistics.median_low(sorted(choices))
+        return middle
+    return max(set(map(str, choices)), key=[str(c) for c in choices].count)
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", required=True)
+    parser.add_argument("--backend", default="embedded")
+    parser.add_argument("--system", choices=("orchestrated", "expanded"), default="orchestrated")
+    parser.add_argument("--ingest", choices=("protocol", "content"), default="protocol")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--grid", type=Path, default=None, help="a JSON {path: [values]}")
+    parser.add_argument("--off", action="append", default=[], help="only these levers' worth")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    grid = json.loads(args.grid.read_text()) if args.grid else GRID
+    off = {p: OFF[p] for p in args.off} if args.off else OFF
+    start = Settings()
+    dataset = load_dataset(args.dataset)
+    folds: list[dict[str, Any]] = []
+
+    def report(step: Step) -> None:
+        mark = "kept" if step.kept else "    "
+        print(f"  {mark} {step.path} = {step.value!r}: {step.score}", file=sys.stderr, flush=True)
+
+    async with Workbench(
+        dataset, args.backend, args.system, args.k, None, ingest=args.ingest
+    ) as bench:
+        await bench.prepare(start)
+        ids = [case.id for case in bench.cases]
+        for held in ids:
+            train = [i for i in ids if i != held]
+            print(f"fold: held out {held}", file=sys.stderr, flush=True)
+            tuned = await coordinate_search(bench, start, grid, args.rounds, report, train)
+            assert tuned.settings is not None
+            fold: dict[str, Any] = {
+                "held_out": held,
+                "train": tuned.best,
+                "start_held_out": await bench.score(start, [held]),
+                "tuned_held_out": await bench.score(tuned.settings, [held]),
+                "values": {p: _value_of(tuned.settings, p) for p in grid},
+                "off": {},
+            }
+            for path, value in off.items():
+                if _value_of(tuned.settings, path) == value:
+                    continue
+                score = await bench.score(with_value(tuned.settings, path, value), [held])
+                fold["off"][path] = score
+            print(json.dumps(fold), file=sys.stderr, flush=True)
+            folds.append(fold)
+    summary = _summary(folds, grid, off)
+    document = {
+        "dataset": str(args.dataset),
+        "system": args.system,
+        "ingest": args.ingest,
+        "folds": folds,
+        "summary": summary,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(document, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def _summary(
+    folds: list[dict[str, Any]], grid: dict[str, Any], off: dict[str, Any]
+) -> dict[str, Any]:
+    def spread(values: list[float]) -> dict[str, float]:
+        return {
+            "mean": round(statistics.mean(values), 4),
+            "sd": round(statistics.pstdev(values), 4),
+            "min": round(min(values), 4),
+            "max": round(max(values), 4),
+        }
+
+    keys = [k for k in folds[0]["tuned_held_out"] if k != "objective"] + ["objective"]
+    out: dict[str, Any] = {
+        "start_held_out": {k: spread([f["start_held_out"][k] for f in folds]) for k in keys},
+        "tuned_held_out": {k: spread([f["tuned_held_out"][k] for f in folds]) for k in keys},
+        "proposed": {p: _proposed([f["values"][p] for f in folds]) for p in grid},
+        "choices": {p: [f["values"][p] for f in folds] for p in grid},
+        "lever_worth": {},
+    }
+    for path in off:
+        gains = [
+            f["tuned_held_out"]["objective"] - f["off"][path]["objective"]
+            for f in folds
+            if path in f["off"]
+        ]
+        if gains:
+            out["lever_worth"][path] = spread(gains)
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
