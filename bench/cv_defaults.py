@@ -29,7 +29,7 @@ from memory_orchestrator.eval.tune import Step, Workbench, coordinate_search, wi
 from memory_orchestrator.settings import Settings
 
 GRID: dict[str, list[Any]] = {
-    "local_index.weight": [2.0, 4.0, 6.0],
+    "local_index.weight": [2.0, 3.0, 4.0],
     "local_index.candidates": [20, 30, 40],
     "local_index.context_weight": [0.5, 1.0],
     "local_index.k1": [0.9, 1.2],
