@@ -28,13 +28,22 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
+from memory_orchestrator.backends.kit import (
+    SHARED_ENTITY_WEIGHT,
+    Step,
+    checked_edge,
+    clean_ids,
+    require_known,
+    walk_in_order,
+    walk_request,
+)
 from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
@@ -60,7 +69,6 @@ PACKAGE = "@modelcontextprotocol/server-memory"
 NAME = "kg-memory"
 DEFAULT_ENTITY = "notes"
 _TIME = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?\] ")
-_ENTITY_WEIGHT = 0.5
 _RELATION_WEIGHT = 0.7
 
 
@@ -274,7 +282,7 @@ class KgMemoryBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = clean_ids(ids)
         if not wanted:
             return []
         memories = (await self._graph()).memories()
@@ -287,54 +295,31 @@ class KgMemoryBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
+        """The other observations of a memory's entity, and those of the entities related to
+        it (relations first: they are the stronger edge)."""
+        walk = walk_request(node_ids, edge_types, hops, limit)
+        if walk is None:
             return []
         graph = await self._graph()
-        memories = graph.memories()
-        allowed = None if edge_types is None else set(edge_types)
         adjacent: dict[str, list[tuple[str, str]]] = {}  # entity -> (other entity, relation)
         for rel in graph.relations:
             kind = str(rel.get("relationType") or "related")
             adjacent.setdefault(rel["from"], []).append((rel["to"], kind))
             adjacent.setdefault(rel["to"], []).append((rel["from"], kind))
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(memories[s], s) for s in seeds if s in memories]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[Memory, str]] = []
-            for memory, seed in frontier:
-                entity = str(memory.metadata.get("entity"))
-                steps = [(entity, "entity", _ENTITY_WEIGHT)]
-                steps += [
-                    (other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])
-                ]
-                steps.sort(key=lambda s: -s[2])
-                for other_entity, kind, weight in steps:
-                    if allowed is not None and kind not in allowed:
-                        continue
-                    node = graph.entities.get(other_entity)
-                    for obs in _observations(node) if node else []:
-                        found = _to_memory(node, obs) if node else None
-                        if found is None or found.id in seen:
-                            continue
-                        if len(out) >= limit:
-                            return out
-                        seen.add(found.id)
-                        out.append(
-                            Neighbor(
-                                memory=found,
-                                seed_id=seed,
-                                via_id=memory.id,
-                                edge_type=kind,
-                                weight=weight,
-                                hops=hop,
-                            )
-                        )
-                        nxt.append((found, seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> Iterator[Step]:
+            entity = str(memory.metadata.get("entity"))
+            edges = [(entity, "entity", SHARED_ENTITY_WEIGHT)]
+            edges += [(other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])]
+            edges.sort(key=lambda s: -s[2])
+            for other_entity, kind, weight in edges:
+                node = graph.entities.get(other_entity)
+                if node is None or (walk.allowed is not None and kind not in walk.allowed):
+                    continue
+                for obs in _observations(node):
+                    yield _to_memory(node, obs), kind, weight
+
+        return walk_in_order(walk, graph.memories(), steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         graph = await self._graph()
@@ -394,24 +379,15 @@ class KgMemoryBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         """A relation between the two memories' entities (the graph has no memory-level edge)."""
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
+        edge = checked_edge(source_id, target_id, relation, weight, meta)
         memories = (await self._graph()).memories()
-        missing = [i for i in (source_id, target_id) if i not in memories]
-        if missing:
-            raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+        require_known([source_id, target_id], memories)
         source = str(memories[source_id].metadata["entity"])
         target = str(memories[target_id].metadata["entity"])
         if source != target:
-            rel = {"from": source, "to": target, "relationType": relation.strip()}
+            rel = {"from": source, "to": target, "relationType": edge.type}
             await self._call("create_relations", {"relations": [rel]})
-        return Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=weight,
-            meta=dict(meta or {}),
-        )
+        return edge
 
     async def forget(self, memory_id: str) -> bool:
         """Deletes the observation (the server has no soft delete)."""

@@ -56,7 +56,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,6 +68,14 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
+from memory_orchestrator.backends.kit import (
+    Reach,
+    Walk,
+    checked_edge,
+    clean_ids,
+    walk_request,
+    walk_strongest_first,
+)
 from memory_orchestrator.errors import BackendError, StoreTimeout
 from memory_orchestrator.models import (
     Capabilities,
@@ -290,12 +298,6 @@ def _error_message(stderr: bytes) -> str:
         if line.startswith("Error: "):
             return line.removeprefix("Error: ")
     return lines[-1] if lines else "no error text"
-
-
-def _valid_ids(ids: Iterable[object]) -> list[str]:
-    return list(
-        dict.fromkeys(i for i in ids if isinstance(i, str) and i.strip() and "\x00" not in i)
-    )
 
 
 async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
@@ -676,7 +678,7 @@ class MnemonBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = _valid_ids(ids)
+        wanted = clean_ids(ids, argv_safe=True)
         if not wanted:
             return []
         found = await self._direct(lambda conn: _rows_by_id(conn, wanted))
@@ -717,14 +719,13 @@ class MnemonBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = _valid_ids(node_ids)
-        allowed = None if edge_types is None else frozenset(edge_types) & set(NATIVE_EDGES)
-        if not seeds or hops < 1 or limit < 1 or allowed == frozenset():
+        walk = walk_request(node_ids, edge_types, hops, limit, known=NATIVE_EDGES, argv_safe=True)
+        if walk is None:
             return []
-        found = await self._direct(lambda conn: _walk(conn, seeds, allowed, hops, limit))
+        found = await self._direct(lambda conn: _walk(conn, walk))
         if found is not None:
             return found
-        return await self._related(seeds, allowed, hops, limit)
+        return await self._related(walk.seeds, walk.allowed, hops, limit)
 
     async def _related(
         self, seeds: list[str], allowed: frozenset[str] | None, hops: int, limit: int
@@ -865,13 +866,7 @@ class MnemonBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         self._check_store()
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
-        if not 0.0 <= weight <= 1.0:
-            raise BackendError(f"link: weight must be within 0..1, got {weight}")
-        if len(_valid_ids([source_id, target_id])) != 2:
-            raise BackendError("link: source and target must be two different memory ids")
-        relation = relation.strip()
+        relation = checked_edge(source_id, target_id, relation, weight, argv_safe=True).type
         kind = RELATIONS.get(relation, relation if relation in NATIVE_EDGES else "semantic")
         metadata = {k: str(v) for k, v in (meta or {}).items() if v is not None}
         if kind != relation:
@@ -901,7 +896,7 @@ class MnemonBackend:
         )
 
     async def forget(self, memory_id: str) -> bool:
-        if not _valid_ids([memory_id]):
+        if not clean_ids([memory_id], argv_safe=True):
             return False
         try:
             await self._json("forget", (), [memory_id], write=True)
@@ -1044,25 +1039,15 @@ def _rows_by_id(conn: sqlite3.Connection | None, ids: Sequence[str]) -> dict[str
     return found
 
 
-def _walk(
-    conn: sqlite3.Connection | None,
-    seeds: list[str],
-    allowed: frozenset[str] | None,
-    hops: int,
-    limit: int,
-) -> list[Neighbor]:
+def _walk(conn: sqlite3.Connection | None, walk: Walk) -> list[Neighbor]:
     """Breadth-first over the edges table, both directions, live memories only; within a hop
     the strongest edge first, then the nearest in time (what `related` does, plus weights,
     the node each neighbour was reached through, and a limit)."""
     if conn is None:
         return []
-    live = _rows_by_id(conn, seeds)
-    frontier = {s: s for s in seeds if s in live}  # node -> the seed it was reached from
-    born = {s: _epoch(live[s]) for s in frontier}  # created_at, for nearest-in-time ties
-    seen, out = set(seeds), list[Neighbor]()
-    kinds = sorted(allowed) if allowed is not None else []
-    for hop in range(1, hops + 1):
-        found: dict[str, tuple[str, str, str, float]] = {}  # id -> seed, via, type, weight
+    kinds = sorted(walk.allowed) if walk.allowed is not None else []
+
+    def reach(frontier: Mapping[str, Json]) -> Iterator[Reach]:
         nodes = list(frontier)
         for start in range(0, len(nodes), SQL_CHUNK):
             chunk = nodes[start : start + SQL_CHUNK]
@@ -1076,39 +1061,20 @@ def _walk(
                 sql += f" AND edge_type IN ({','.join('?' * len(kinds))})"
                 args += kinds
             for src, dst, kind, weight in conn.execute(sql, args):
-                for via, other in ((src, dst), (dst, src)):
-                    if via not in frontier or other in seen:
-                        continue
-                    w = float(weight) if weight is not None else 0.0
-                    if other not in found or w > found[other][3]:
-                        found[other] = (frontier[via], via, str(kind), w)
-        rows = _rows_by_id(conn, list(found))
-        born.update((c, _epoch(rows[c])) for c in rows)
+                w = float(weight) if weight is not None else 0.0
+                yield src, dst, str(kind), w
+                yield dst, src, str(kind), w
 
-        keys = {
-            c: (-f[3], abs(born[c] - born.get(f[1], born[c])), c)
-            for c, f in found.items()
-            if c in rows
-        }
-        ranked = sorted(keys, key=keys.__getitem__)
-        frontier = {}
-        for cand in ranked[: limit - len(out)]:
-            seed, via, kind, weight = found[cand]
-            out.append(
-                Neighbor(
-                    memory=to_memory(rows[cand]),
-                    seed_id=seed,
-                    via_id=via,
-                    edge_type=kind,
-                    weight=min(max(weight, 0.0), 1.0),
-                    hops=hop,
-                )
-            )
-            frontier[cand] = seed
-        seen.update(found)
-        if len(out) >= limit or not frontier:
-            break
-    return out
+    def nearest(cand: str, row: Json, via: Json) -> tuple[float, str]:
+        return abs(_epoch(row) - _epoch(via)), cand
+
+    return walk_strongest_first(
+        walk,
+        load=lambda ids: _rows_by_id(conn, ids),
+        reach=reach,
+        memory=to_memory,
+        tie_break=nearest,
+    )
 
 
 def _epoch(row: Json) -> float:

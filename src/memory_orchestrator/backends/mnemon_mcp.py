@@ -39,6 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
+from memory_orchestrator.backends.kit import (
+    SHARED_ENTITY_WEIGHT,
+    Step,
+    by_time_distance,
+    clean_ids,
+    walk_in_order,
+    walk_request,
+)
 from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
@@ -285,7 +293,7 @@ class MnemonMcpBackend:
         return [_to_memory(r) for r in fresh], json.dumps([last, sorted(under)])
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = clean_ids(ids)
         if not wanted:
             return []
         by_id = {r["id"]: r for r in await self._all()}
@@ -298,10 +306,9 @@ class MnemonMcpBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
-            return []
-        if edge_types is not None and "entity" not in edge_types:
+        """Memories sharing the entity_name, the nearest in event time first."""
+        walk = walk_request(node_ids, edge_types, hops, limit, known=("entity",))
+        if walk is None:
             return []
         rows = await self._all()
         by_id = {r["id"]: r for r in rows}
@@ -309,37 +316,15 @@ class MnemonMcpBackend:
         for row in rows:
             if row.get("entity_name"):
                 by_entity.setdefault(str(row["entity_name"]).casefold(), []).append(row)
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(s, s) for s in seeds if s in by_id]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[str, str]] = []
-            for node, seed in frontier:
-                row = by_id[node]
-                key = str(row.get("entity_name") or "").casefold()
-                when = _to_memory(row).created_at
-                sharers = [r for r in by_entity.get(key, []) if r["id"] not in seen] if key else []
-                if when is not None:
-                    sharers.sort(key=lambda r: abs((_to_memory(r).created_at or when) - when))
-                for other in sharers:
-                    if len(out) >= limit:
-                        return out
-                    seen.add(other["id"])
-                    memory = _to_memory(other)
-                    out.append(
-                        Neighbor(
-                            memory=memory,
-                            seed_id=seed,
-                            via_id=node,
-                            edge_type="entity",
-                            weight=0.5,
-                            hops=hop,
-                        )
-                    )
-                    nxt.append((other["id"], seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> list[Step]:
+            key = str(by_id[memory.id].get("entity_name") or "").casefold()
+            sharers = [_to_memory(r) for r in by_entity.get(key, [])] if key else []
+            nearest = by_time_distance(sharers, memory.created_at, undated_first=True)
+            return [(m, "entity", SHARED_ENTITY_WEIGHT) for m in nearest]
+
+        start = {s: _to_memory(by_id[s]) for s in walk.seeds if s in by_id}
+        return walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         counts: dict[str, int] = {}

@@ -40,6 +40,17 @@ import anyio.to_thread
 import yaml
 
 from memory_orchestrator import text
+from memory_orchestrator.backends.kit import (
+    SHARED_ENTITY_WEIGHT,
+    Step,
+    Walk,
+    by_time_distance,
+    checked_edge,
+    clean_ids,
+    require_known,
+    walk_in_order,
+    walk_request,
+)
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -77,7 +88,6 @@ HALF_LIFE = {
 }
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(/[A-Za-z0-9][A-Za-z0-9_-]*)*$")
 _K1, _B = 1.2, 0.75
-_ENTITY_WEIGHT = 0.5
 
 
 def _iso(when: datetime) -> str:
@@ -375,7 +385,7 @@ class MnemonicBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = clean_ids(ids)
 
         def run() -> list[Memory]:
             self._scan()
@@ -390,16 +400,14 @@ class MnemonicBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
-            return []
-        allowed = None if edge_types is None else set(edge_types)
-        return await self._run(lambda: self._walk(seeds, allowed, hops, limit))
+        walk = walk_request(node_ids, edge_types, hops, limit)
+        return [] if walk is None else await self._run(lambda: self._walk(walk))
 
-    def _walk(
-        self, seeds: list[str], allowed: set[str] | None, hops: int, limit: int
-    ) -> list[Neighbor]:
+    def _walk(self, walk: Walk) -> list[Neighbor]:
+        """Explicit relations (either direction, the strongest first), then memories sharing
+        an entity (the nearest in time first)."""
         self._scan()
+        allowed = walk.allowed
         edges: dict[str, list[tuple[str, str, float]]] = {}
         for doc in self._by_id.values():
             for rel in doc.relations:
@@ -412,52 +420,24 @@ class MnemonicBackend:
         for doc in self._by_id.values():
             for entity in doc.memory.entities:
                 by_entity.setdefault(entity.casefold(), []).append(doc.memory)
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(self._by_id[s].memory, s) for s in seeds if s in self._by_id]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[Memory, str]] = []
-            for memory, seed in frontier:
-                steps = [
-                    (self._by_id[o].memory, k, w)
-                    for o, k, w in edges.get(memory.id, [])
-                    if o in self._by_id and (allowed is None or k in allowed)
-                ]
-                steps.sort(key=lambda s: -s[2])
-                if allowed is None or "entity" in allowed:
-                    sharers = {
-                        m.id: m for e in memory.entities for m in by_entity.get(e.casefold(), [])
-                    }
-                    when = memory.created_at
-                    ordered = sorted(
-                        sharers.values(),
-                        key=lambda m: (
-                            abs((m.created_at - when).total_seconds())
-                            if m.created_at and when
-                            else math.inf
-                        ),
-                    )
-                    steps += [(m, "entity", _ENTITY_WEIGHT) for m in ordered]
-                for found, kind, weight in steps:
-                    if found.id in seen:
-                        continue
-                    if len(out) >= limit:
-                        return out
-                    seen.add(found.id)
-                    out.append(
-                        Neighbor(
-                            memory=found,
-                            seed_id=seed,
-                            via_id=memory.id,
-                            edge_type=kind,
-                            weight=weight,
-                            hops=hop,
-                        )
-                    )
-                    nxt.append((found, seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> list[Step]:
+            found = [
+                (self._by_id[o].memory, k, w)
+                for o, k, w in edges.get(memory.id, [])
+                if o in self._by_id and (allowed is None or k in allowed)
+            ]
+            found.sort(key=lambda s: -s[2])
+            if allowed is None or "entity" in allowed:
+                sharers = {
+                    m.id: m for e in memory.entities for m in by_entity.get(e.casefold(), [])
+                }
+                nearest = by_time_distance(sharers.values(), memory.created_at)
+                found += [(m, "entity", SHARED_ENTITY_WEIGHT) for m in nearest]
+            return found
+
+        start = {s: self._by_id[s].memory for s in walk.seeds if s in self._by_id}
+        return walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         def run() -> list[str]:
@@ -552,23 +532,11 @@ class MnemonicBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
-        if not 0.0 <= weight <= 1.0:
-            raise BackendError(f"link: weight must be within 0..1, got {weight}")
-        edge = Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=float(weight),
-            meta=dict(meta or {}),
-        )
+        edge = checked_edge(source_id, target_id, relation, weight, meta)
 
         def run() -> Edge:
             self._scan(force=True)
-            missing = [i for i in (source_id, target_id) if i not in self._by_id]
-            if missing or source_id == target_id:
-                raise BackendError(f"link: unknown or equal memory ids: {source_id}, {target_id}")
+            require_known([source_id, target_id], self._by_id)
             doc = self._by_id[source_id]
             split = split_frontmatter(doc.path.read_text(encoding="utf-8"))
             assert split is not None
