@@ -52,6 +52,7 @@ from memory_orchestrator.backends.kit import (
     walk_request,
 )
 from memory_orchestrator.errors import BackendError
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -368,7 +369,7 @@ class MnemonicBackend:
         }
         scored: list[tuple[float, Memory]] = []
         for doc in docs:
-            if filters is not None and not _passes(doc.memory, filters):
+            if not matches(doc.memory, filters):
                 continue
             score = 0.0
             for s in stems:
@@ -620,17 +621,6 @@ class MnemonicBackend:
 
     async def close(self) -> None:
         return None
-
-
-def _passes(memory: Memory, filters: SearchFilters) -> bool:
-    if filters.memory_types and memory.type not in filters.memory_types:
-        return False
-    if filters.entity_ids:
-        wanted = {e.casefold() for e in filters.entity_ids}
-        if not wanted & {e.casefold() for e in memory.entities}:
-            return False
-    span = filters.time_range
-    return span is None or memory.created_at is None or span.contains(memory.created_at)
 
 
 def from_settings(settings: Settings) -> MnemonicBackend:
