@@ -26,8 +26,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import shutil
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,7 +42,8 @@ from memory_orchestrator.backends.kit import (
     walk_in_order,
     walk_request,
 )
-from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.backends.mcp_stdio import ToolError
+from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -191,28 +190,21 @@ class KgMemoryBackend:
     ) -> None:
         self.native_search = native_search
         self.memory_file = Path(memory_file).resolve()
-        self.script = find_npm_script("@modelcontextprotocol/server-memory", explicit=script)
-        self.node = node or shutil.which("node") or "node"
-        self.client = McpStdio(
+        self.server = NpmServer(
             NAME,
-            self.node,
-            [str(self.script or f"<{PACKAGE} not installed>")],
+            PACKAGE,
+            self.memory_file,
             {"MEMORY_FILE_PATH": str(self.memory_file)},
+            section="kg_memory",
+            script=script,
+            node=node,
             timeout_s=timeout_s,
             serialize=True,  # it loses overlapping writes
         )
-
-    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
-        if self.script is None:
-            raise BackendError(
-                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
-                " .tools/npm) or set [kg_memory] script"
-            )
-        self.memory_file.parent.mkdir(parents=True, exist_ok=True)
-        return await self.client.call(tool, args, idempotent=read)
+        self.client = self.server.client  # the process, for tests and fault injection
 
     async def _graph(self) -> Graph:
-        return Graph.parse(await self._call("read_graph", {}, read=True))
+        return Graph.parse(await self.server.call("read_graph", {}, read=True))
 
     # ------------------------------------------------------------------ reading
 
@@ -228,7 +220,7 @@ class KgMemoryBackend:
             return []
         found: dict[str, dict[str, Any]] = {}
         for term in terms:
-            result = Graph.parse(await self._call("search_nodes", {"query": term}, read=True))
+            result = Graph.parse(await self.server.call("search_nodes", {"query": term}, read=True))
             found.update(result.entities)
         wanted = (
             {e.casefold() for e in filters.entity_ids} if filters and filters.entity_ids else None
@@ -272,7 +264,7 @@ class KgMemoryBackend:
         order (the server does not rank)."""
         if not query.strip():
             return []
-        found = Graph.parse(await self._call("search_nodes", {"query": query}, read=True))
+        found = Graph.parse(await self.server.call("search_nodes", {"query": query}, read=True))
         needle = query.casefold()
         rows = [(e, o) for e in found.entities.values() for o in _observations(e)]
         rows.sort(key=lambda eo: needle not in eo[1].casefold())
@@ -341,10 +333,10 @@ class KgMemoryBackend:
             for other in memory.entities[1:]
         ]
         try:
-            created = await self._call("create_entities", {"entities": new})
+            created = await self.server.call("create_entities", {"entities": new})
             names = {e.get("name") for e in (created or {}).get("entities", [])}
             if entity not in names:  # it existed: add the observation to it
-                added = await self._call(
+                added = await self.server.call(
                     "add_observations",
                     {"observations": [{"entityName": entity, "contents": [observation]}]},
                 )
@@ -362,7 +354,7 @@ class KgMemoryBackend:
                     for other in memory.entities[1:]
                     if other != entity
                 ]
-                await self._call("create_relations", {"relations": relations})
+                await self.server.call("create_relations", {"relations": relations})
         except ToolError as exc:
             raise BackendError(str(exc)) from exc
         return WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail=f"observation of {entity}")
@@ -386,7 +378,7 @@ class KgMemoryBackend:
         target = str(memories[target_id].metadata["entity"])
         if source != target:
             rel = {"from": source, "to": target, "relationType": edge.type}
-            await self._call("create_relations", {"relations": [rel]})
+            await self.server.call("create_relations", {"relations": [rel]})
         return edge
 
     async def forget(self, memory_id: str) -> bool:
@@ -398,43 +390,30 @@ class KgMemoryBackend:
             for obs in _observations(entity):
                 if observation_id(str(entity["name"]), obs) == memory_id:
                     deletion = {"entityName": entity["name"], "observations": [obs]}
-                    await self._call("delete_observations", {"deletions": [deletion]})
+                    await self.server.call("delete_observations", {"deletions": [deletion]})
                     return True
         return False
 
     # ------------------------------------------------------------------ lifecycle
 
     async def health(self) -> list[HealthCheck]:
-        start = time.perf_counter()
-        try:
+        async def probe() -> tuple[Status, str]:
             graph = await self._graph()
-        except Exception as exc:
-            ms = round((time.perf_counter() - start) * 1000, 3)
-            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
-        ms = round((time.perf_counter() - start) * 1000, 3)
-        observations = sum(len(_observations(e)) for e in graph.entities.values())
-        detail = (
-            f"{len(graph.entities)} entities, {observations} observations,"
-            f" {len(graph.relations)} relations in {self.memory_file}"
-        )
-        status = Status.OK
-        restarted = self.client.unreported_restart()
-        if restarted:
-            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
-        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
+            observations = sum(len(_observations(e)) for e in graph.entities.values())
+            detail = (
+                f"{len(graph.entities)} entities, {observations} observations,"
+                f" {len(graph.relations)} relations in {self.memory_file}"
+            )
+            return Status.OK, detail
+
+        return await self.server.health(probe)
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.server.close()
 
 
 def from_settings(settings: Settings) -> KgMemoryBackend:
     """The registry's factory: `[kg_memory]` settings. Starts no process."""
     section = settings.kg_memory
     path = section.path or settings.data_dir / "kg-memory.jsonl"
-    return KgMemoryBackend(
-        path,
-        script=section.script,
-        node=section.node,
-        timeout_s=section.timeout_s,
-        native_search=section.native_search,
-    )
+    return KgMemoryBackend(path, **server_options(section))

@@ -1,7 +1,7 @@
 """The layered store of the mnemon-mcp blog post: npm `mnemon-mcp@1.3.0`, over MCP stdio.
 
 One `node <abs>/dist/index.js` process per store (`MNEMON_DB_PATH`), spawned on first use and
-kept open (`mcp_stdio.McpStdio`); a crashed process is restarted on the next call.
+kept open (`npm_server.NpmServer`); a crashed process is restarted on the next call.
 
 Mapping:
 - memory type <-> layer (episodic, semantic, procedural, resource: the same four names);
@@ -31,7 +31,6 @@ in event time first), read from a cached `memory_export` that is refreshed after
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -47,7 +46,8 @@ from memory_orchestrator.backends.kit import (
     walk_in_order,
     walk_request,
 )
-from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.backends.mcp_stdio import ToolError
+from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     Capabilities,
@@ -169,18 +169,19 @@ class MnemonMcpBackend:
         native_search: bool = False,
     ) -> None:
         self.db_path = Path(db_path).resolve()
-        self.script = find_npm_script(PACKAGE, explicit=script)
-        self.node = node or shutil.which("node") or "node"
         self.scope = scope
         self.native_search = native_search
-        env = {"MNEMON_DB_PATH": str(self.db_path), **(extra_env or {})}
-        self.client = McpStdio(
+        self.server = NpmServer(
             NAME,
-            self.node,
-            [str(self.script or f"<{PACKAGE} not installed>")],
-            env,
+            PACKAGE,
+            self.db_path,
+            {"MNEMON_DB_PATH": str(self.db_path), **(extra_env or {})},
+            section="mnemon_mcp",
+            script=script,
+            node=node,
             timeout_s=timeout_s,
         )
+        self.client = self.server.client  # the process, for tests and fault injection
         self._export: list[dict[str, Any]] | None = None
         self._export_at = 0.0
         self._forget_fallback = False
@@ -191,15 +192,6 @@ class MnemonMcpBackend:
         if self._forget_fallback:
             notes.append("mnemon-mcp: memory_delete failed; forgotten memories have confidence 0")
         return tuple(notes)
-
-    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
-        if self.script is None:
-            raise BackendError(
-                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
-                " .tools/npm) or set [mnemon_mcp] script"
-            )
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        return await self.client.call(tool, args, idempotent=read)
 
     # ------------------------------------------------------------------ reading
 
@@ -216,7 +208,7 @@ class MnemonMcpBackend:
         for entity in entities:
             call = dict(args, entity_name=entity) if entity else args
             try:
-                found = await self._call("memory_search", call, read=True)
+                found = await self.server.call("memory_search", call, read=True)
             except ToolError:
                 continue  # "Invalid search query": a bad query gives []
             for row in (found or {}).get("memories", []) if isinstance(found, dict) else []:
@@ -258,7 +250,7 @@ class MnemonMcpBackend:
     async def _all(self) -> list[dict[str, Any]]:
         """Every live memory, from `memory_export` (cached until the next write)."""
         if self._export is None:
-            found = await self._call(
+            found = await self.server.call(
                 "memory_export", {"format": "json", "limit": _EXPORT_LIMIT}, read=True
             )
             content = found.get("content") if isinstance(found, dict) else None
@@ -346,7 +338,7 @@ class MnemonMcpBackend:
                 "new_content": memory.content,
             }
             try:
-                done = await self._call("memory_update", args)
+                done = await self.server.call("memory_update", args)
             except ToolError as exc:
                 raise BackendError(str(exc)) from exc
             new_id = str(done.get("new_id") or done.get("updated_id") or supersedes)
@@ -358,7 +350,7 @@ class MnemonMcpBackend:
             )
         args = self._add_args(memory)
         try:
-            done = await self._call("memory_add", args)
+            done = await self.server.call("memory_add", args)
         except ToolError as exc:
             raise BackendError(str(exc)) from exc
         if not isinstance(done, dict) or "id" not in done:
@@ -412,7 +404,7 @@ class MnemonMcpBackend:
             return False
         self._export = None
         try:
-            await self._call("memory_delete", {"id": memory_id})
+            await self.server.call("memory_delete", {"id": memory_id})
             return True
         except ToolError as exc:
             message = str(exc)
@@ -422,14 +414,14 @@ class MnemonMcpBackend:
                 raise BackendError(message) from exc
         # 1.3.0 deletes the row, then fails on the absent vector table: check which it was.
         try:
-            await self._call("memory_inspect", {"id": memory_id}, read=True)
+            await self.server.call("memory_inspect", {"id": memory_id}, read=True)
         except ToolError as exc:
             if "not found" in str(exc).casefold():
                 return True
             raise BackendError(str(exc)) from exc
         self._forget_fallback = True
         try:
-            await self._call(
+            await self.server.call(
                 "memory_update", {"id": memory_id, "confidence": _FORGOTTEN, "importance": 0.0}
             )
         except ToolError as exc:
@@ -441,37 +433,24 @@ class MnemonMcpBackend:
     # ------------------------------------------------------------------ lifecycle
 
     async def health(self) -> list[HealthCheck]:
-        start = time.perf_counter()
-        try:
-            found = await self._call("memory_health", {}, read=True)
-        except Exception as exc:
-            ms = round((time.perf_counter() - start) * 1000, 3)
-            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
-        ms = round((time.perf_counter() - start) * 1000, 3)
-        state = found.get("status") if isinstance(found, dict) else None
-        stats = found.get("stats", {}) if isinstance(found, dict) else {}
-        detail = f"{state}; {stats.get('total_active', '?')} active memories; restarts " + str(
-            max(self.client.starts - 1, 0)
-        )
-        status = Status.OK if state == "healthy" else Status.DEGRADED
-        restarted = self.client.unreported_restart()
-        if restarted:
-            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
-        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
+        async def probe() -> tuple[Status, str]:
+            found = await self.server.call("memory_health", {}, read=True)
+            state = found.get("status") if isinstance(found, dict) else None
+            stats = found.get("stats", {}) if isinstance(found, dict) else {}
+            restarts = max(self.client.starts - 1, 0)
+            detail = (
+                f"{state}; {stats.get('total_active', '?')} active memories; restarts {restarts}"
+            )
+            return (Status.OK if state == "healthy" else Status.DEGRADED), detail
+
+        return await self.server.health(probe)
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.server.close()
 
 
 def from_settings(settings: Settings) -> MnemonMcpBackend:
     """The registry's factory: `[mnemon_mcp]` settings. Starts no process."""
     section = settings.mnemon_mcp
     db = section.path or settings.data_dir / "mnemon-mcp.db"
-    return MnemonMcpBackend(
-        db,
-        script=section.script,
-        node=section.node,
-        timeout_s=section.timeout_s,
-        scope=section.scope,
-        native_search=section.native_search,
-    )
+    return MnemonMcpBackend(db, scope=section.scope, **server_options(section))
