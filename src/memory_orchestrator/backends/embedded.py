@@ -32,16 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.kit import (
-    SHARED_ENTITY_WEIGHT,
-    Reach,
-    Walk,
-    checked_edge,
-    clean_ids,
-    require_known,
-    walk_request,
-    walk_strongest_first,
-)
+from memory_orchestrator.backends import kit
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -369,7 +360,7 @@ class EmbeddedBackend:
         return [s for s in stems if df.get(s, 0) * 2 <= self._live] or stems
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = clean_ids(ids)
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         rows = await self._call(lambda conn: self._rows(conn, wanted))
@@ -397,24 +388,24 @@ class EmbeddedBackend:
         limit: int = 50,
     ) -> list[Neighbor]:
         """Breadth-first from the live seeds; within a hop, the strongest edges first."""
-        walk = walk_request(node_ids, edge_types, hops, limit)
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
         if walk is None:
             return []
 
         def run(conn: sqlite3.Connection) -> list[Neighbor]:
-            def reach(frontier: Mapping[str, Row]) -> Iterator[Reach]:
+            def reach(frontier: Mapping[str, Row]) -> Iterator[kit.Reach]:
                 for node, row in frontier.items():
                     for other, kind, weight in self._adjacent(conn, node, row[3], walk):
                         yield node, other, kind, weight
 
-            return walk_strongest_first(
+            return kit.walk_strongest_first(
                 walk, load=lambda ids: self._rows(conn, ids), reach=reach, memory=_to_memory
             )
 
         return await self._call(run)
 
     def _adjacent(
-        self, conn: sqlite3.Connection, node: str, created: int, walk: Walk
+        self, conn: sqlite3.Connection, node: str, created: int, walk: kit.Walk
     ) -> list[tuple[str, str, float]]:
         """Neighbours of one live memory: materialized edges, then memories sharing an entity
         (nearest in time first; weight grows with the number of entities shared)."""
@@ -436,7 +427,7 @@ class EmbeddedBackend:
                 shared[other] = shared.get(other, 0) + 1
                 distance[other] = abs(when - created)
         for other in sorted(shared, key=distance.__getitem__):
-            weight = min(1.0, SHARED_ENTITY_WEIGHT + 0.25 * (shared[other] - 1))
+            weight = min(1.0, kit.SHARED_ENTITY_WEIGHT + 0.25 * (shared[other] - 1))
             result.append((other, "entity", weight))
         return result
 
@@ -520,13 +511,13 @@ class EmbeddedBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        edge = checked_edge(source_id, target_id, relation, weight, meta)
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
         ids = [source_id, target_id]
         values = (source_id, target_id, edge.type, edge.weight, json.dumps(edge.meta))
 
         def run(conn: sqlite3.Connection) -> Edge:
             with _transaction(conn):
-                require_known(ids, self._rows(conn, ids))
+                kit.require_known(ids, self._rows(conn, ids))
                 conn.execute(_UPSERT_EDGE, (*values, _now_us()))
             return edge
 

@@ -33,15 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.kit import (
-    SHARED_ENTITY_WEIGHT,
-    Step,
-    checked_edge,
-    clean_ids,
-    require_known,
-    walk_in_order,
-    walk_request,
-)
+from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mcp_stdio import ToolError
 from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError
@@ -274,7 +266,7 @@ class KgMemoryBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = clean_ids(ids)
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         memories = (await self._graph()).memories()
@@ -289,7 +281,7 @@ class KgMemoryBackend:
     ) -> list[Neighbor]:
         """The other observations of a memory's entity, and those of the entities related to
         it (relations first: they are the stronger edge)."""
-        walk = walk_request(node_ids, edge_types, hops, limit)
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
         if walk is None:
             return []
         graph = await self._graph()
@@ -299,9 +291,9 @@ class KgMemoryBackend:
             adjacent.setdefault(rel["from"], []).append((rel["to"], kind))
             adjacent.setdefault(rel["to"], []).append((rel["from"], kind))
 
-        def steps(memory: Memory) -> Iterator[Step]:
+        def steps(memory: Memory) -> Iterator[kit.Step]:
             entity = str(memory.metadata.get("entity"))
-            edges = [(entity, "entity", SHARED_ENTITY_WEIGHT)]
+            edges = [(entity, "entity", kit.SHARED_ENTITY_WEIGHT)]
             edges += [(other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])]
             edges.sort(key=lambda s: -s[2])
             for other_entity, kind, weight in edges:
@@ -311,7 +303,7 @@ class KgMemoryBackend:
                 for obs in _observations(node):
                     yield _to_memory(node, obs), kind, weight
 
-        return walk_in_order(walk, graph.memories(), steps)
+        return kit.walk_in_order(walk, graph.memories(), steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         graph = await self._graph()
@@ -371,9 +363,9 @@ class KgMemoryBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         """A relation between the two memories' entities (the graph has no memory-level edge)."""
-        edge = checked_edge(source_id, target_id, relation, weight, meta)
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
         memories = (await self._graph()).memories()
-        require_known([source_id, target_id], memories)
+        kit.require_known([source_id, target_id], memories)
         source = str(memories[source_id].metadata["entity"])
         target = str(memories[target_id].metadata["entity"])
         if source != target:

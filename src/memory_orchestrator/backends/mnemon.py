@@ -68,14 +68,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
-from memory_orchestrator.backends.kit import (
-    Reach,
-    Walk,
-    checked_edge,
-    clean_ids,
-    walk_request,
-    walk_strongest_first,
-)
+from memory_orchestrator.backends import kit
 from memory_orchestrator.errors import BackendError, StoreTimeout
 from memory_orchestrator.models import (
     Capabilities,
@@ -678,7 +671,7 @@ class MnemonBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = clean_ids(ids, argv_safe=True)
+        wanted = kit.clean_ids(ids, argv_safe=True)
         if not wanted:
             return []
         found = await self._direct(lambda conn: _rows_by_id(conn, wanted))
@@ -719,7 +712,9 @@ class MnemonBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        walk = walk_request(node_ids, edge_types, hops, limit, known=NATIVE_EDGES, argv_safe=True)
+        walk = kit.walk_request(
+            node_ids, edge_types, hops, limit, known=NATIVE_EDGES, argv_safe=True
+        )
         if walk is None:
             return []
         found = await self._direct(lambda conn: _walk(conn, walk))
@@ -866,7 +861,7 @@ class MnemonBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         self._check_store()
-        relation = checked_edge(source_id, target_id, relation, weight, argv_safe=True).type
+        relation = kit.checked_edge(source_id, target_id, relation, weight, argv_safe=True).type
         kind = RELATIONS.get(relation, relation if relation in NATIVE_EDGES else "semantic")
         metadata = {k: str(v) for k, v in (meta or {}).items() if v is not None}
         if kind != relation:
@@ -896,7 +891,7 @@ class MnemonBackend:
         )
 
     async def forget(self, memory_id: str) -> bool:
-        if not clean_ids([memory_id], argv_safe=True):
+        if not kit.clean_ids([memory_id], argv_safe=True):
             return False
         try:
             await self._json("forget", (), [memory_id], write=True)
@@ -1039,7 +1034,7 @@ def _rows_by_id(conn: sqlite3.Connection | None, ids: Sequence[str]) -> dict[str
     return found
 
 
-def _walk(conn: sqlite3.Connection | None, walk: Walk) -> list[Neighbor]:
+def _walk(conn: sqlite3.Connection | None, walk: kit.Walk) -> list[Neighbor]:
     """Breadth-first over the edges table, both directions, live memories only; within a hop
     the strongest edge first, then the nearest in time (what `related` does, plus weights,
     the node each neighbour was reached through, and a limit)."""
@@ -1047,7 +1042,7 @@ def _walk(conn: sqlite3.Connection | None, walk: Walk) -> list[Neighbor]:
         return []
     kinds = sorted(walk.allowed) if walk.allowed is not None else []
 
-    def reach(frontier: Mapping[str, Json]) -> Iterator[Reach]:
+    def reach(frontier: Mapping[str, Json]) -> Iterator[kit.Reach]:
         nodes = list(frontier)
         for start in range(0, len(nodes), SQL_CHUNK):
             chunk = nodes[start : start + SQL_CHUNK]
@@ -1068,7 +1063,7 @@ def _walk(conn: sqlite3.Connection | None, walk: Walk) -> list[Neighbor]:
     def nearest(cand: str, row: Json, via: Json) -> tuple[float, str]:
         return abs(_epoch(row) - _epoch(via)), cand
 
-    return walk_strongest_first(
+    return kit.walk_strongest_first(
         walk,
         load=lambda ids: _rows_by_id(conn, ids),
         reach=reach,

@@ -38,14 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.kit import (
-    SHARED_ENTITY_WEIGHT,
-    Step,
-    by_time_distance,
-    clean_ids,
-    walk_in_order,
-    walk_request,
-)
+from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mcp_stdio import ToolError
 from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError, CapabilityMissing
@@ -285,7 +278,7 @@ class MnemonMcpBackend:
         return [_to_memory(r) for r in fresh], json.dumps([last, sorted(under)])
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = clean_ids(ids)
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         by_id = {r["id"]: r for r in await self._all()}
@@ -299,7 +292,7 @@ class MnemonMcpBackend:
         limit: int = 50,
     ) -> list[Neighbor]:
         """Memories sharing the entity_name, the nearest in event time first."""
-        walk = walk_request(node_ids, edge_types, hops, limit, known=("entity",))
+        walk = kit.walk_request(node_ids, edge_types, hops, limit, known=("entity",))
         if walk is None:
             return []
         rows = await self._all()
@@ -309,14 +302,14 @@ class MnemonMcpBackend:
             if row.get("entity_name"):
                 by_entity.setdefault(str(row["entity_name"]).casefold(), []).append(row)
 
-        def steps(memory: Memory) -> list[Step]:
+        def steps(memory: Memory) -> list[kit.Step]:
             key = str(by_id[memory.id].get("entity_name") or "").casefold()
             sharers = [_to_memory(r) for r in by_entity.get(key, [])] if key else []
-            nearest = by_time_distance(sharers, memory.created_at, undated_first=True)
-            return [(m, "entity", SHARED_ENTITY_WEIGHT) for m in nearest]
+            nearest = kit.by_time_distance(sharers, memory.created_at, undated_first=True)
+            return [(m, "entity", kit.SHARED_ENTITY_WEIGHT) for m in nearest]
 
         start = {s: _to_memory(by_id[s]) for s in walk.seeds if s in by_id}
-        return walk_in_order(walk, start, steps)
+        return kit.walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         counts: dict[str, int] = {}

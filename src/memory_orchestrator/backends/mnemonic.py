@@ -40,17 +40,7 @@ import anyio.to_thread
 import yaml
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.kit import (
-    SHARED_ENTITY_WEIGHT,
-    Step,
-    Walk,
-    by_time_distance,
-    checked_edge,
-    clean_ids,
-    require_known,
-    walk_in_order,
-    walk_request,
-)
+from memory_orchestrator.backends import kit
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
@@ -386,7 +376,7 @@ class MnemonicBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = clean_ids(ids)
+        wanted = kit.clean_ids(ids)
 
         def run() -> list[Memory]:
             self._scan()
@@ -401,10 +391,10 @@ class MnemonicBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        walk = walk_request(node_ids, edge_types, hops, limit)
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
         return [] if walk is None else await self._run(lambda: self._walk(walk))
 
-    def _walk(self, walk: Walk) -> list[Neighbor]:
+    def _walk(self, walk: kit.Walk) -> list[Neighbor]:
         """Explicit relations (either direction, the strongest first), then memories sharing
         an entity (the nearest in time first)."""
         self._scan()
@@ -422,7 +412,7 @@ class MnemonicBackend:
             for entity in doc.memory.entities:
                 by_entity.setdefault(entity.casefold(), []).append(doc.memory)
 
-        def steps(memory: Memory) -> list[Step]:
+        def steps(memory: Memory) -> list[kit.Step]:
             found = [
                 (self._by_id[o].memory, k, w)
                 for o, k, w in edges.get(memory.id, [])
@@ -433,12 +423,12 @@ class MnemonicBackend:
                 sharers = {
                     m.id: m for e in memory.entities for m in by_entity.get(e.casefold(), [])
                 }
-                nearest = by_time_distance(sharers.values(), memory.created_at)
-                found += [(m, "entity", SHARED_ENTITY_WEIGHT) for m in nearest]
+                nearest = kit.by_time_distance(sharers.values(), memory.created_at)
+                found += [(m, "entity", kit.SHARED_ENTITY_WEIGHT) for m in nearest]
             return found
 
         start = {s: self._by_id[s].memory for s in walk.seeds if s in self._by_id}
-        return walk_in_order(walk, start, steps)
+        return kit.walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         def run() -> list[str]:
@@ -533,11 +523,11 @@ class MnemonicBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        edge = checked_edge(source_id, target_id, relation, weight, meta)
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
 
         def run() -> Edge:
             self._scan(force=True)
-            require_known([source_id, target_id], self._by_id)
+            kit.require_known([source_id, target_id], self._by_id)
             doc = self._by_id[source_id]
             split = split_frontmatter(doc.path.read_text(encoding="utf-8"))
             assert split is not None
