@@ -540,7 +540,7 @@ def test_a_missing_binary_is_a_clear_error_saying_how_to_install_it(tmp_path: Pa
     assert "go install" in checks[0].detail
 
 
-def test_binary_from_config_then_project_tools_then_path(
+def test_binary_from_config_then_tools_in_the_working_directory_then_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_path = fast_launcher(tmp_path / "path-bin")
@@ -549,10 +549,14 @@ def test_binary_from_config_then_project_tools_then_path(
     configured = fast_launcher(tmp_path / "configured")
     assert MnemonBackend(MnemonSettings(binary=configured)).binary() == configured
     assert MnemonBackend(MnemonSettings(binary=Path("mnemon"))).binary() == on_path
-    if not (Path(__file__).resolve().parents[2] / ".tools/bin/mnemon").exists():
-        assert MnemonBackend(MnemonSettings()).binary() == local
-        local.unlink()
-        assert MnemonBackend(MnemonSettings()).binary() == on_path
+    assert MnemonBackend(MnemonSettings()).binary() == local
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not the source checkout's, nor the last directory's
+    assert MnemonBackend(MnemonSettings()).binary() == on_path
+    monkeypatch.chdir(tmp_path)
+    local.unlink()
+    assert MnemonBackend(MnemonSettings()).binary() == on_path
 
 
 def test_a_bad_store_name_is_refused_before_anything_runs(mnemon: Mnemon, tmp_path: Path) -> None:
