@@ -222,6 +222,7 @@ class EmbeddedBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        listing=True,  # by rowid
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
