@@ -13,6 +13,8 @@ Mapping (one memory per observation, with its entity):
   time field), parsed and stripped when read back;
 - relations are graph edges: neighbours of a memory are the other observations of its entity
   (`entity`) and the observations of related entities (the relation type), nearest first.
+Listing (`list_memories`): every observation from `read_graph`, in the file's order; the cursor
+keeps, per entity, the last observation handed out.
 Search: the server's `search_nodes` is one case-insensitive substring match of the whole query,
 unranked and unlimited. The adapter sends each content word (cut to the part it shares with its
 stem, so "hiking" also matches "hike") as its own `search_nodes`, unions the entities found and
@@ -24,6 +26,7 @@ writes.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -123,6 +126,18 @@ class Graph:
         }
 
 
+def _handed(cursor: str | None) -> dict[str, str]:
+    """A listing cursor read back: entity name -> the last observation id handed out (an
+    unreadable cursor starts over)."""
+    try:
+        found = json.loads(cursor) if cursor else {}
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, str)}
+
+
 def _observations(entity: dict[str, Any]) -> list[str]:
     return [o for o in entity.get("observations") or [] if isinstance(o, str)]
 
@@ -167,6 +182,7 @@ class KgMemoryBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        listing=True,  # from read_graph; see list_memories
         edge_types=("entity", "mentions"),
     )
     notes: tuple[str, ...] = ()
@@ -271,6 +287,30 @@ class KgMemoryBackend:
             return []
         memories = (await self._graph()).memories()
         return [memories[i] for i in wanted if i in memories]
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Every observation (`EnumerableBackend`), from `read_graph`: entities in the file's
+        order, each one's observations in theirs. The server appends a new entity at the end
+        and a new observation at the end of its entity, so the cursor names, per entity, the
+        last observation handed out: what comes after it is new. An entity whose last handed
+        observation was deleted is listed again from its start (nothing is skipped)."""
+        graph = await self._graph()
+        handed = {n: i for n, i in _handed(cursor).items() if n in graph.entities}
+        page: list[Memory] = []
+        for name, entity in graph.entities.items():
+            observations = _observations(entity)
+            ids = [observation_id(name, o) for o in observations]
+            start = ids.index(handed[name]) + 1 if handed.get(name) in ids else 0
+            for observation, mem_id in list(zip(observations, ids, strict=True))[start:]:
+                if len(page) >= max(1, limit):
+                    break
+                page.append(_to_memory(entity, observation))
+                handed[name] = mem_id
+        if not page:
+            return [], cursor
+        return page, json.dumps(handed, ensure_ascii=False, separators=(",", ":"))
 
     async def neighbors(
         self,
