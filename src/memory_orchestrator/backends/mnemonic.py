@@ -15,6 +15,9 @@ Mapping: type <-> type (`resource`, which MIF lacks, is written as semantic with
 `temporal.valid_from`; `confidence` <-> `provenance.confidence`; decay half-life per type as
 the seed's table (P30D, P7D, P14D).
 
+Listing (`list_memories`): in the order this backend read each file (a changed file is read
+anew, so it comes again).
+
 Search: a small in-process index (stemmed terms, BM25) over the files, refreshed from the
 file times at most every `rescan_s` seconds, and at once after this process writes. Neighbours:
 explicit `relations` (either direction) and memories sharing an entity, nearest in time first.
@@ -24,6 +27,7 @@ root is not one); git runs with list arguments, never a shell.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import subprocess
@@ -131,6 +135,7 @@ class Doc:
     digest: str
     stems: dict[str, int]
     length: int
+    seq: int = 0  # when this backend read the file as it is now (see list_memories)
 
 
 def _float(value: object) -> float | None:
@@ -205,6 +210,10 @@ def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
     return Doc(path, stamp, memory, relations, _digest(content), stems, max(len(words), 1))
 
 
+def _seq(doc: Doc) -> int:
+    return doc.seq
+
+
 def render(front: dict[str, Any], title: str, content: str) -> str:
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
     return f"---\n{head}---\n\n# {title}\n\n{content.rstrip()}\n"
@@ -224,6 +233,7 @@ class MnemonicBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        listing=True,  # in the order files were read; see list_memories
         edge_types=("entity", "related"),
     )
     notes: tuple[str, ...] = ()
@@ -247,6 +257,8 @@ class MnemonicBackend:
         self._by_digest: dict[str, str] = {}
         self._scanned = -math.inf
         self.skipped_files = 0
+        self._sequence = itertools.count(1)
+        self._token = uuid.uuid4().hex[:8]  # names this backend's cursors
 
     # ------------------------------------------------------------------ plumbing
 
@@ -276,7 +288,7 @@ class MnemonicBackend:
                 seen[path] = old
                 continue
             try:
-                doc = parse_doc(path, path.read_text(encoding="utf-8"), stamp)
+                doc = self._parse(path, path.read_text(encoding="utf-8"), stamp)
             except (OSError, UnicodeDecodeError):
                 doc = None
             if doc is None:
@@ -288,6 +300,13 @@ class MnemonicBackend:
             self._reindex()
         self.skipped_files = skipped
         self._scanned = time.monotonic()
+
+    def _parse(self, path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
+        """`parse_doc`, numbered: every file read anew (new, or changed) gets the next number."""
+        doc = parse_doc(path, raw, stamp)
+        if doc is not None:
+            doc.seq = next(self._sequence)
+        return doc
 
     def _files(self) -> list[Path]:
         if not self.root.is_dir():
@@ -383,6 +402,26 @@ class MnemonicBackend:
             return [self._by_id[i].memory for i in wanted if i in self._by_id]
 
         return await self._run(run) if wanted else []
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Every memory (`EnumerableBackend`) in the order this backend read its file: a file
+        new to it, or changed since (by this process or another, seen at the next rescan),
+        is numbered anew, so it comes after the cursor whatever its time stamps say. The
+        numbers belong to this backend object; a cursor from another one starts over."""
+        token, _, number = (cursor or "").partition(":")
+        after = int(number) if token == self._token and number.isdigit() else 0
+
+        def run() -> tuple[list[Memory], str | None]:
+            self._scan()
+            fresh = sorted((d for d in self._by_id.values() if d.seq > after), key=_seq)
+            page = fresh[: max(1, limit)]
+            if not page:
+                return [], cursor
+            return [d.memory for d in page], f"{self._token}:{page[-1].seq}"
+
+        return await self._run(run)
 
     async def neighbors(
         self,
@@ -507,7 +546,7 @@ class MnemonicBackend:
         tmp.write_text(body, encoding="utf-8")
         tmp.replace(path)
         st = path.stat()
-        doc = parse_doc(path, body, (st.st_mtime_ns, st.st_size))
+        doc = self._parse(path, body, (st.st_mtime_ns, st.st_size))
         if doc is None:
             raise BackendError(f"{NAME}: wrote an unreadable file {path}")
         self._add_doc(doc)
