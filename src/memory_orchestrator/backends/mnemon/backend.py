@@ -27,8 +27,10 @@ from memory_orchestrator.backends.mnemon.mapping import (
     has_signal,
     import_row,
     importance_out,
+    linked_edge,
     outcome,
     recall_results,
+    related_neighbors,
     to_memory,
 )
 from memory_orchestrator.backends.mnemon.process import Cached, MnemonRunner
@@ -301,24 +303,7 @@ class MnemonBackend:
         async with anyio.create_task_group() as group:
             for seed in seeds:
                 group.start_soon(one, seed)
-        best: dict[str, Neighbor] = {}
-        for seed in seeds:
-            for row in per_seed.get(seed, []):
-                kind, depth = str(row.get("via_edge_type") or ""), row.get("depth")
-                hop = depth if isinstance(depth, int) and depth > 0 else 1
-                if row.get("id") in seeds or (allowed is not None and kind not in allowed):
-                    continue
-                known = best.get(str(row["id"]))
-                if known is None or hop < known.hops:
-                    best[str(row["id"])] = Neighbor(
-                        memory=to_memory(row),
-                        seed_id=seed,
-                        via_id=seed,
-                        edge_type=kind,
-                        weight=1.0,
-                        hops=hop,
-                    )
-        return sorted(best.values(), key=lambda n: (n.hops, n.memory.id))[:limit]
+        return related_neighbors(per_seed, seeds, allowed)[:limit]
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         found = await self._direct(lambda conn: entity_names(conn, max(limit, 0)))
@@ -419,16 +404,7 @@ class MnemonBackend:
             flags += ["--meta", json.dumps(metadata, ensure_ascii=False)]
         data = await self._json("link", flags, [source_id, target_id], write=True)
         self._status.clear()
-        if not isinstance(data, dict):
-            raise BackendError("mnemon link printed no JSON object")
-        stored = data.get("metadata")
-        return Edge(
-            source_id=str(data.get("source_id") or source_id),
-            target_id=str(data.get("target_id") or target_id),
-            type=str(data.get("edge_type") or kind),
-            weight=float(data.get("weight", weight)),
-            meta={str(k): str(v) for k, v in stored.items()} if isinstance(stored, dict) else {},
-        )
+        return linked_edge(data, source_id, target_id, kind, weight)
 
     async def forget(self, memory_id: str) -> bool:
         if not kit.clean_ids([memory_id], argv_safe=True):

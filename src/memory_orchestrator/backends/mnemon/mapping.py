@@ -17,9 +17,11 @@ from typing import Any
 
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
+    Edge,
     Memory,
     MemoryType,
     MetaValue,
+    Neighbor,
     NewMemory,
     WriteAction,
     WriteOutcome,
@@ -210,3 +212,43 @@ def outcome(data: Json, command: str) -> WriteOutcome:
         detail = f"mnemon {command}: the store already holds this as {kept}; nothing written"
         return WriteOutcome(id=kept, action=WriteAction.SKIPPED, existing_id=kept, detail=detail)
     raise BackendError(f"mnemon {command} reported an unknown action {action!r}")
+
+
+def related_neighbors(
+    per_seed: dict[str, list[Json]], seeds: list[str], allowed: frozenset[str] | None
+) -> list[Neighbor]:
+    """What `related` printed for each seed as neighbours, nearest first (then by id): each
+    memory once, at its smallest depth, never a seed, only along `allowed` edge types.
+    `related` prints neither weights (1.0 is used) nor the node a memory was reached from."""
+    best: dict[str, Neighbor] = {}
+    for seed in seeds:
+        for row in per_seed.get(seed, []):
+            kind, depth = str(row.get("via_edge_type") or ""), row.get("depth")
+            hop = depth if isinstance(depth, int) and depth > 0 else 1
+            if row.get("id") in seeds or (allowed is not None and kind not in allowed):
+                continue
+            known = best.get(str(row["id"]))
+            if known is None or hop < known.hops:
+                best[str(row["id"])] = Neighbor(
+                    memory=to_memory(row),
+                    seed_id=seed,
+                    via_id=seed,
+                    edge_type=kind,
+                    weight=1.0,
+                    hops=hop,
+                )
+    return sorted(best.values(), key=lambda n: (n.hops, n.memory.id))
+
+
+def linked_edge(data: object, source_id: str, target_id: str, kind: str, weight: float) -> Edge:
+    """The edge `link` printed (what was asked where it printed nothing)."""
+    if not isinstance(data, dict):
+        raise BackendError("mnemon link printed no JSON object")
+    stored = data.get("metadata")
+    return Edge(
+        source_id=str(data.get("source_id") or source_id),
+        target_id=str(data.get("target_id") or target_id),
+        type=str(data.get("edge_type") or kind),
+        weight=float(data.get("weight", weight)),
+        meta={str(k): str(v) for k, v in stored.items()} if isinstance(stored, dict) else {},
+    )
