@@ -41,6 +41,16 @@ def test_every_store_declares_listing_exactly_when_it_can_list(name: str, tmp_pa
         anyio.run(backend.close)
 
 
+def test_every_builtin_store_but_the_fused_one_can_list(tmp_path: Path) -> None:
+    listing = {name: built(name, tmp_path).capabilities.listing for name in registry.names()}
+    assert listing == {name: name != "fused" for name in registry.names()}
+
+
+def test_mnemon_lists_only_with_direct_reads_of_its_store_file(tmp_path: Path) -> None:
+    settings = load_settings(data_dir=tmp_path, mnemon={"direct_reads": False})
+    assert not registry.create("mnemon", settings).capabilities.listing
+
+
 def test_the_fused_store_lists_nothing_even_over_stores_that_can(tmp_path: Path) -> None:
     members = [
         Member("a", EmbeddedBackend(tmp_path / "a.db")),

@@ -41,8 +41,9 @@ class MemoryBackend(Protocol):
     - `forget` soft-deletes; returns False when the id is unknown.
     - `known_entities` lists entity names the store has seen (most frequent first).
     - `health` never raises: it reports ok / degraded / error per check.
-    - `list_memories(cursor, limit)` (see `EnumerableBackend`) exists exactly when
-      `capabilities.listing` is True; optional abilities are declared there, not guessed.
+    - `list_memories(cursor, limit)` (see `EnumerableBackend`) is there to call when
+      `capabilities.listing` is True, and only then; optional abilities are declared there,
+      not guessed (a store may have the method yet not list in its configuration).
     - `notes` names the fallbacks the store runs with (e.g. an older build without a
       command), one line each; the service copies them into every trace. Usually empty.
     - Every method may raise `BackendError`; `transient=True` means a retry may succeed.

@@ -25,6 +25,8 @@ Operations:
   `created_at` goes through a one-row `import`, since `remember` has no time flag.
   `added` / `updated` / `skipped` are mapped as Mnemon reports them (a skip names the kept
   memory, not Mnemon's fresh, never-stored id).
+- `list_memories`: pages of every memory in insertion order, from the store file (nothing is
+  listed without direct reads).
 - `write_many`: `import` (one process per 1,000 memories). `link`: `link --type --weight
   --meta`. `forget`: `forget`. `health`: the binary, `--version`, `status`, the store file.
 

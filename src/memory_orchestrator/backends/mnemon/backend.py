@@ -39,6 +39,7 @@ from memory_orchestrator.backends.mnemon.store_file import (
     StoreFile,
     edge_between,
     entity_names,
+    list_page,
     locate,
     rows_by_id,
 )
@@ -90,11 +91,14 @@ class MnemonBackend:
         entity_filter=False,  # recall has no entity filter
         entity_index=True,
         soft_delete=True,
+        listing=True,  # from the store file; off with direct_reads = false
         edge_types=NATIVE_EDGES,
     )
 
     def __init__(self, settings: MnemonSettings | None = None) -> None:
         self.settings = settings or MnemonSettings()
+        if not self.settings.direct_reads:  # the CLI has no listing that resumes
+            self.capabilities = self.capabilities.model_copy(update={"listing": False})
         where = locate(self.settings)
         self.data_dir, self.store, self.store_error = where.data_dir, where.store, where.store_error
         self.db_path = where.db_path
@@ -258,6 +262,24 @@ class MnemonBackend:
             for memory_id in wanted:
                 group.start_soon(one, memory_id)
         return found
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Every live memory in the order Mnemon inserted it (`EnumerableBackend`), read-only
+        from the store file; the cursor is the last row handed out (`list_page`). When the file
+        is not read directly (direct reads off, a schema this adapter does not know) nothing
+        is listed, and `notes` says why."""
+        rowid, _, mem_id = (cursor or "").partition(":")
+        anchor = (int(rowid), mem_id) if rowid.isdigit() and mem_id else None
+        found = await self._direct(lambda conn: list_page(conn, anchor, max(1, limit)))
+        if found is None:
+            self._note("list_memories: nothing listed, the store file is not read directly")
+            return [], cursor
+        rows, last = found
+        if not rows or last is None:
+            return [], cursor
+        return [to_memory(r) for r in rows], f"{last[0]}:{last[1]}"
 
     async def neighbors(
         self,

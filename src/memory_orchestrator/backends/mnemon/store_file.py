@@ -8,7 +8,8 @@ the file is `<data_dir>/data/<store>/mnemon.db`.
 Reads: read-only SQLite, never immutable (a live store is read safely as a WAL reader), and
 only when the schema is one this adapter knows (tables and columns checked,
 `PRAGMA user_version` <= 1): memories by id, the graph walk, entity names, the edge between
-two memories. Direct reads cost no process and leave Mnemon's access counters alone.
+two memories, and pages of every memory in insertion order (the listing). Direct reads cost
+no process and leave Mnemon's access counters alone.
 """
 
 from __future__ import annotations
@@ -209,6 +210,32 @@ def walk(conn: sqlite3.Connection | None, request: kit.Walk) -> list[Neighbor]:
         memory=to_memory,
         tie_break=nearest,
     )
+
+
+Anchor = tuple[int, str]  # a listing position: the rowid and id of the last row handed out
+
+
+def list_page(
+    conn: sqlite3.Connection | None, anchor: Anchor | None, limit: int
+) -> tuple[list[Json], Anchor | None]:
+    """Live insights after `anchor` in the order they were inserted (rowid), at most `limit`,
+    and the anchor to go on from. Rows are never deleted but soft-deleted, so a new row comes
+    after every older one; should the anchor's row be gone or hold another id (the table was
+    rebuilt, rowids renumbered), the listing starts over rather than skip a row."""
+    if conn is None:
+        return [], anchor
+    start = 0
+    if anchor is not None:
+        found = conn.execute("SELECT id FROM insights WHERE rowid = ?", (anchor[0],)).fetchone()
+        start = anchor[0] if found is not None and found[0] == anchor[1] else 0
+    rows = conn.execute(
+        f"SELECT rowid, {_COLS} FROM insights WHERE rowid > ? AND deleted_at IS NULL"
+        " ORDER BY rowid LIMIT ?",
+        (start, limit),
+    ).fetchall()
+    if not rows:
+        return [], anchor
+    return [_row(r[1:]) for r in rows], (int(rows[-1][0]), str(rows[-1][1]))
 
 
 def _epoch(row: Json) -> float:
