@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.mnemonic import MnemonicBackend, split_frontmatter
+from memory_orchestrator.backends.mnemonic import MnemonicBackend
+from memory_orchestrator.backends.mnemonic_files import split_frontmatter
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,

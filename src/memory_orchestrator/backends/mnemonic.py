@@ -1,19 +1,8 @@
 """Mnemonic's store: a directory of markdown files with YAML frontmatter (MIF level 3).
 
-No server: the adapter reads and writes the files. Layout: `<root>/<namespace>/<slug>-<id8>
-.memory.md`; every `*.memory.md` under the root is read (dot directories such as `.git` and
-`.blackboard` are skipped). Frontmatter written (and read):
-`id, type (semantic|episodic|procedural), namespace, created, modified, title, tags,
-temporal{valid_from, recorded_at, decay{model, half_life, strength}},
-provenance{source_type, agent, confidence}` plus `entities`, `importance` and `relations`
-(`[{id, type, weight}]`, written by `link`) which Mnemonic leaves alone. The body is
-"# <title>" and the content.
-
-Mapping: type <-> type (`resource`, which MIF lacks, is written as semantic with the tag
-`resource` and read back as resource); namespace <- `metadata["namespace"]`, else one per type
-(semantic -> context, episodic -> episodic, procedural -> patterns); `created_at` <->
-`temporal.valid_from`; `confidence` <-> `provenance.confidence`; decay half-life per type as
-the seed's table (P30D, P7D, P14D).
+No server: the adapter reads and writes the files (their format and the mapping to memories:
+`mnemonic_files`). Every `*.memory.md` under the root is read (dot directories such as `.git`
+and `.blackboard` are skipped).
 
 Listing (`list_memories`): in the order this backend read each file (a changed file is read
 anew, so it comes again).
@@ -29,22 +18,34 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio.to_thread
 import yaml
 
 from memory_orchestrator import text
 from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.mnemonic_files import (
+    NAME,
+    SUFFIX,
+    Doc,
+    by_seq,
+    digest,
+    iso,
+    new_front,
+    parse_doc,
+    render,
+    slug,
+    split_frontmatter,
+    unit,
+)
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
@@ -52,7 +53,6 @@ from memory_orchestrator.models import (
     Edge,
     HealthCheck,
     Memory,
-    MemoryType,
     MetaValue,
     Neighbor,
     NewMemory,
@@ -67,156 +67,7 @@ if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
-NAME = "mnemonic"
-SUFFIX = ".memory.md"
-NAMESPACES = {
-    MemoryType.SEMANTIC: "context",
-    MemoryType.EPISODIC: "episodic",
-    MemoryType.PROCEDURAL: "patterns",
-    MemoryType.RESOURCE: "context",
-}
-HALF_LIFE = {
-    MemoryType.SEMANTIC: "P30D",
-    MemoryType.EPISODIC: "P7D",
-    MemoryType.PROCEDURAL: "P14D",
-    MemoryType.RESOURCE: "P30D",
-}
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(/[A-Za-z0-9][A-Za-z0-9_-]*)*$")
 _K1, _B = 1.2, 0.75
-
-
-def _iso(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _slug(value: str) -> str:
-    words = re.findall(r"[a-z0-9]+", value.casefold())
-    return "-".join(words)[:48].strip("-") or "memory"
-
-
-def _digest(content: str) -> str:
-    return text.content_hash(content)
-
-
-def split_frontmatter(raw: str) -> tuple[dict[str, Any], str] | None:
-    """(frontmatter, body) of a file, or None when it has no valid YAML frontmatter."""
-    if not raw.startswith("---"):
-        return None
-    parts = re.split(r"^---[ \t]*$", raw, maxsplit=2, flags=re.MULTILINE)
-    if len(parts) < 3:
-        return None
-    try:
-        front = yaml.safe_load(parts[1])
-    except yaml.YAMLError:
-        return None
-    return (front, parts[2].lstrip("\n")) if isinstance(front, dict) else None
-
-
-@dataclass
-class Doc:
-    path: Path
-    stamp: tuple[int, int]  # mtime_ns, size
-    memory: Memory
-    relations: list[dict[str, Any]]
-    digest: str
-    stems: dict[str, int]
-    length: int
-    seq: int = 0  # when this backend read the file as it is now (see list_memories)
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return min(1.0, max(0.0, float(value)))
-    return None
-
-
-def _labels(value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return ()
-    return tuple(str(v) for v in value if isinstance(v, str | int | float) and str(v).strip())
-
-
-def _section(front: dict[str, Any], key: str) -> dict[str, Any]:
-    value = front.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
-    """A memory file read into a `Doc`; None when it is not one."""
-    split = split_frontmatter(raw)
-    if split is None:
-        return None
-    front, body = split
-    mem_id = front.get("id")
-    if not isinstance(mem_id, str | int) or not str(mem_id):
-        return None
-    title = str(front.get("title") or "")
-    content = body.strip()
-    heading = f"# {title}".strip()
-    if title and content.startswith(heading):
-        content = content[len(heading) :].strip()
-    if not content:
-        content = title
-    if not content:
-        return None
-    tags = _labels(front.get("tags"))
-    kind_name = str(front.get("type") or "semantic")
-    kind = MemoryType(kind_name) if kind_name in MemoryType._value2member_map_ else None
-    if kind is MemoryType.SEMANTIC and "resource" in tags:
-        kind = MemoryType.RESOURCE
-    temporal, provenance = _section(front, "temporal"), _section(front, "provenance")
-    when = _time(temporal.get("valid_from")) or _time(front.get("created"))
-    meta: dict[str, MetaValue] = {"path": str(path), "title": title}
-    if isinstance(front.get("namespace"), str):
-        meta["namespace"] = front["namespace"]
-    decay = _section(temporal, "decay")
-    if isinstance(decay.get("half_life"), str):
-        meta["half_life"] = decay["half_life"]
-    entities = _labels(front.get("entities"))
-    memory = Memory(
-        id=str(mem_id),
-        content=content,
-        type=kind or MemoryType.SEMANTIC,
-        entities=entities,
-        tags=tuple(t for t in tags if t != "resource" or kind is not MemoryType.RESOURCE),
-        created_at=when,
-        source=str(provenance["agent"]) if isinstance(provenance.get("agent"), str) else None,
-        importance=_float(front.get("importance")),
-        confidence=_float(provenance.get("confidence")),
-        store=NAME,
-        metadata=meta,
-    )
-    relations = [r for r in front.get("relations") or [] if isinstance(r, dict) and r.get("id")]
-    stems: dict[str, int] = {}
-    words = text.all_stems(f"{title} {content} {' '.join(entities)} {' '.join(tags)}")
-    for stem in words:
-        stems[stem] = stems.get(stem, 0) + 1
-    return Doc(path, stamp, memory, relations, _digest(content), stems, max(len(words), 1))
-
-
-def _seq(doc: Doc) -> int:
-    return doc.seq
-
-
-def render(front: dict[str, Any], title: str, content: str) -> str:
-    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
-    return f"---\n{head}---\n\n# {title}\n\n{content.rstrip()}\n"
 
 
 class MnemonicBackend:
@@ -415,7 +266,7 @@ class MnemonicBackend:
 
         def run() -> tuple[list[Memory], str | None]:
             self._scan()
-            fresh = sorted((d for d in self._by_id.values() if d.seq > after), key=_seq)
+            fresh = sorted((d for d in self._by_id.values() if d.seq > after), key=by_seq)
             page = fresh[: max(1, limit)]
             if not page:
                 return [], cursor
@@ -442,7 +293,7 @@ class MnemonicBackend:
         for doc in self._by_id.values():
             for rel in doc.relations:
                 other, kind = str(rel["id"]), str(rel.get("type") or "related")
-                weight = _float(rel.get("weight"))
+                weight = unit(rel.get("weight"))
                 w = 1.0 if weight is None else weight
                 edges.setdefault(doc.memory.id, []).append((other, kind, w))
                 edges.setdefault(other, []).append((doc.memory.id, kind, w))
@@ -491,52 +342,16 @@ class MnemonicBackend:
 
     def _write(self, memory: NewMemory) -> WriteOutcome:
         self._scan()
-        mid = self._by_digest.get(_digest(memory.content))
+        mid = self._by_digest.get(digest(memory.content))
         if mid is not None:
             return WriteOutcome(
                 id=mid, action=WriteAction.SKIPPED, existing_id=mid, detail="exact duplicate"
             )
-        namespace = memory.metadata.get("namespace")
-        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-            namespace = NAMESPACES[memory.type]
         mem_id = str(uuid.uuid4())
-        now = _iso(datetime.now(UTC))
-        title_meta = memory.metadata.get("title")
-        title = title_meta if isinstance(title_meta, str) and title_meta.strip() else None
-        title = title or " ".join(memory.content.split())[:80]
-        tags = list(memory.tags)
-        if memory.type is MemoryType.RESOURCE and "resource" not in tags:
-            tags.append("resource")
-        front: dict[str, Any] = {
-            "id": mem_id,
-            "type": "semantic" if memory.type is MemoryType.RESOURCE else memory.type.value,
-            "namespace": namespace,
-            "created": now,
-            "modified": now,
-            "title": title,
-            "tags": tags,
-            "temporal": {
-                "valid_from": _iso(memory.created_at) if memory.created_at else now,
-                "recorded_at": now,
-                "decay": {
-                    "model": "exponential",
-                    "half_life": HALF_LIFE[memory.type],
-                    "strength": 1.0,
-                },
-            },
-            "provenance": {
-                "source_type": "conversation",
-                "agent": memory.source or self.agent,
-                "confidence": memory.confidence if memory.confidence is not None else 0.8,
-            },
-        }
-        if memory.entities:
-            front["entities"] = list(memory.entities)
-        if memory.importance is not None:
-            front["importance"] = memory.importance
+        namespace, title, front = new_front(memory, mem_id, agent=self.agent)
         folder = self.root / namespace
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{_slug(title)}-{mem_id[:8]}{SUFFIX}"
+        path = folder / f"{slug(title)}-{mem_id[:8]}{SUFFIX}"
         self._write_file(path, render(front, title, memory.content))
         self._commit([path], f"memory: add {mem_id} ({namespace})")
         return WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail=str(path))
@@ -580,7 +395,7 @@ class MnemonicBackend:
             ]
             rels.append({"id": target_id, "type": edge.type, "weight": edge.weight})
             front["relations"] = rels
-            front["modified"] = _iso(datetime.now(UTC))
+            front["modified"] = iso(datetime.now(UTC))
             head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
             self._write_file(doc.path, f"---\n{head}---\n\n{body}")
             self._commit([doc.path], f"memory: link {source_id} -> {target_id} ({edge.type})")
