@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -14,7 +14,9 @@ from memory_orchestrator.backends.kit import (
     by_time_distance,
     checked_edge,
     clean_ids,
+    parse_time,
     require_known,
+    utc_text,
     walk_in_order,
     walk_request,
     walk_strongest_first,
@@ -95,6 +97,17 @@ def test_a_link_to_an_unknown_memory_names_it() -> None:
 
 
 # ---------------------------------------------------------------- time
+
+
+def test_times_are_written_in_utc_to_the_second_and_read_back_aware() -> None:
+    paris = timezone(timedelta(hours=2))
+    assert utc_text(datetime(2026, 5, 1, 14, 30, 15, 999, tzinfo=paris)) == "2026-05-01T12:30:15Z"
+    assert utc_text(datetime(2026, 5, 1, 12)) == "2026-05-01T12:00:00Z"
+    assert parse_time("2026-05-01T12:30:15Z") == datetime(2026, 5, 1, 12, 30, 15, tzinfo=UTC)
+    assert parse_time("2026-05-01T14:30:15+02:00") == datetime(2026, 5, 1, 14, 30, 15, tzinfo=paris)
+    assert parse_time("2026-05-01 12:00") == datetime(2026, 5, 1, 12, tzinfo=UTC)
+    assert parse_time(datetime(2026, 5, 1)) == datetime(2026, 5, 1, tzinfo=UTC)
+    assert [parse_time(v) for v in ("", "yesterday", None, 17)] == [None] * 4
 
 
 def test_nearest_in_time_first_with_undated_last_or_first() -> None:

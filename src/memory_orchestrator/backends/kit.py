@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from memory_orchestrator.errors import BackendError
@@ -30,7 +30,9 @@ __all__ = [
     "by_time_distance",
     "checked_edge",
     "clean_ids",
+    "parse_time",
     "require_known",
+    "utc_text",
     "walk_in_order",
     "walk_request",
     "walk_strongest_first",
@@ -121,6 +123,27 @@ def require_known(ids: Iterable[str], known: Container[str]) -> None:
     missing = [i for i in ids if i not in known]
     if missing:
         raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+
+
+def utc_text(when: datetime) -> str:
+    """`when` as the stores write times: UTC to the second, `Z` (a naive time is UTC)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: object) -> datetime | None:
+    """An ISO 8601 time (`Z` allowed) or a datetime, time-zone aware (a naive one is UTC);
+    None for anything else."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def by_time_distance(

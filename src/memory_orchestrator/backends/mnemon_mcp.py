@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,22 +67,6 @@ _MIN_CONFIDENCE = 0.001  # asked of every search, so forgotten memories never co
 _EXPORT_LIMIT = 10_000
 
 
-def _iso(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def query_terms(query: str) -> str:
     """What to send as `query`: the Snowball stems of the content words (all words when only
     stop words are left), plain word characters only, in order, without repeats."""
@@ -112,7 +95,7 @@ def _to_memory(row: dict[str, Any]) -> Memory:
             meta[key] = row[key]
     if isinstance(row.get("created_at"), str):
         meta["stored_at"] = row["created_at"]
-    when = _parse_time(row.get("event_at")) or _parse_time(row.get("created_at"))
+    when = kit.parse_time(row.get("event_at")) or kit.parse_time(row.get("created_at"))
     return Memory(
         id=str(row["id"]),
         content=str(row.get("content") or ""),
@@ -233,9 +216,9 @@ class MnemonMcpBackend:
             args["layers"] = [t.value for t in filters.memory_types]
         span = filters.time_range
         if span is not None and span.start is not None:
-            args["date_from"] = _iso(span.start)
+            args["date_from"] = kit.utc_text(span.start)
         if span is not None and span.end is not None:
-            args["date_to"] = _iso(span.end)
+            args["date_to"] = kit.utc_text(span.end)
         entities: list[str | None] = [None]
         if filters.entity_ids:
             entities = list(dict.fromkeys(filters.entity_ids))
@@ -359,7 +342,7 @@ class MnemonMcpBackend:
         if memory.entities:
             args["entity_name"] = memory.entities[0]
         if memory.created_at is not None:
-            args["event_at"] = _iso(memory.created_at)
+            args["event_at"] = kit.utc_text(memory.created_at)
         if memory.importance is not None:
             args["importance"] = memory.importance
         if memory.confidence is not None:

@@ -38,7 +38,6 @@ from memory_orchestrator.backends.mnemonic_files import (
     Doc,
     by_seq,
     digest,
-    iso,
     new_front,
     parse_doc,
     render,
@@ -395,7 +394,7 @@ class MnemonicBackend:
             ]
             rels.append({"id": target_id, "type": edge.type, "weight": edge.weight})
             front["relations"] = rels
-            front["modified"] = iso(datetime.now(UTC))
+            front["modified"] = kit.utc_text(datetime.now(UTC))
             head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
             self._write_file(doc.path, f"---\n{head}---\n\n{body}")
             self._commit([doc.path], f"memory: link {source_id} -> {target_id} ({edge.type})")

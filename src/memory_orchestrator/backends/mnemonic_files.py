@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from memory_orchestrator import text
+from memory_orchestrator.backends import kit
 from memory_orchestrator.models import Memory, MemoryType, MetaValue, NewMemory
 
 NAME = "mnemonic"
@@ -42,24 +43,6 @@ HALF_LIFE = {
     MemoryType.RESOURCE: "P30D",
 }
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(/[A-Za-z0-9][A-Za-z0-9_-]*)*$")
-
-
-def iso(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def slug(value: str) -> str:
@@ -140,7 +123,7 @@ def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
     if kind is MemoryType.SEMANTIC and "resource" in tags:
         kind = MemoryType.RESOURCE
     temporal, provenance = _section(front, "temporal"), _section(front, "provenance")
-    when = _time(temporal.get("valid_from")) or _time(front.get("created"))
+    when = kit.parse_time(temporal.get("valid_from")) or kit.parse_time(front.get("created"))
     meta: dict[str, MetaValue] = {"path": str(path), "title": title}
     if isinstance(front.get("namespace"), str):
         meta["namespace"] = front["namespace"]
@@ -183,7 +166,7 @@ def new_front(memory: NewMemory, mem_id: str, *, agent: str) -> tuple[str, str, 
     namespace = memory.metadata.get("namespace")
     if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
         namespace = NAMESPACES[memory.type]
-    now = iso(datetime.now(UTC))
+    now = kit.utc_text(datetime.now(UTC))
     title_meta = memory.metadata.get("title")
     title = title_meta if isinstance(title_meta, str) and title_meta.strip() else None
     title = title or " ".join(memory.content.split())[:80]
@@ -199,7 +182,7 @@ def new_front(memory: NewMemory, mem_id: str, *, agent: str) -> tuple[str, str, 
         "title": title,
         "tags": tags,
         "temporal": {
-            "valid_from": iso(memory.created_at) if memory.created_at else now,
+            "valid_from": kit.utc_text(memory.created_at) if memory.created_at else now,
             "recorded_at": now,
             "decay": {
                 "model": "exponential",
