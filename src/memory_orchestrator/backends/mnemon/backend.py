@@ -166,9 +166,12 @@ class MnemonBackend:
         """`mnemon ... <command>` (see `argv`), its JSON output. Raises BackendError."""
         self._check_store()
         argv = self.argv(command, flags, positional)
-        return await self.runner.json(
-            argv, command, store=self.db_path, write=write, timeout=timeout
-        )
+        out = await self.runner.run(argv, command, store=self.db_path, write=write, timeout=timeout)
+        try:
+            return json.loads(out)
+        except ValueError as exc:
+            head = out.strip()[:200]
+            raise BackendError(f"mnemon {command} printed no valid JSON ({exc}): {head!r}") from exc
 
     async def version(self) -> MnemonVersion:
         """`mnemon --version`, cached for `cache_ttl_s`."""

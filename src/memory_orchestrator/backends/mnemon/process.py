@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -24,7 +23,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -254,20 +253,3 @@ class MnemonRunner:
         if any(marker in message.lower() for marker in LOCKED):
             raise _Locked(message, transient=True)
         raise BackendError(f"mnemon {command} failed (exit {code}): {message}")
-
-    async def json(
-        self,
-        argv: list[str],
-        command: str,
-        *,
-        store: Path,
-        write: bool = False,
-        timeout: float | None = None,
-    ) -> Any:
-        """`run`, its stdout read as one JSON document. Raises BackendError otherwise."""
-        out = await self.run(argv, command, store=store, write=write, timeout=timeout)
-        try:
-            return json.loads(out)
-        except ValueError as exc:
-            head = out.strip()[:200]
-            raise BackendError(f"mnemon {command} printed no valid JSON ({exc}): {head!r}") from exc
