@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 import anyio
 
@@ -112,7 +113,7 @@ class Orchestrator:
         entities = KnownEntities(store, calls, lambda: settings.cache_ttl_s)
         # The store's own listing feeds the derived indexes: a bulk read, outside the
         # per-call retries.
-        lister = backend if isinstance(backend, EnumerableBackend) else None
+        lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
         self._indexes = DerivedIndexes(lister, store, calls, settings)
         self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)

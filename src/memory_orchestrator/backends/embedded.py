@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 
 from memory_orchestrator import text
+from memory_orchestrator.backends import kit
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -58,7 +59,6 @@ Row = tuple[Any, ...]
 SCHEMA_VERSION = 1
 _CHUNK = 500  # ids per IN (...) query
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ENTITY_WEIGHT = 0.5  # one shared entity; each further shared entity adds 0.25 (max 1.0)
 _PRUNE_FROM = 1000  # live memories before very common search terms are pruned
 
 _SCHEMA = """
@@ -181,10 +181,6 @@ def _parsed(row: tuple[Any, ...]) -> Memory:
     )
 
 
-def _valid_ids(ids: Sequence[object]) -> list[str]:
-    return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
-
-
 def _marks(values: Sequence[object]) -> str:
     return ",".join("?" * len(values))
 
@@ -226,6 +222,7 @@ class EmbeddedBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        listing=True,  # by rowid
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
@@ -364,7 +361,7 @@ class EmbeddedBackend:
         return [s for s in stems if df.get(s, 0) * 2 <= self._live] or stems
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = _valid_ids(ids)
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         rows = await self._call(lambda conn: self._rows(conn, wanted))
@@ -391,51 +388,29 @@ class EmbeddedBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = _valid_ids(node_ids)
-        allowed = None if edge_types is None else frozenset(edge_types)
-        if not seeds or hops < 1 or limit < 1 or allowed == frozenset():
-            return []
-        return await self._call(lambda conn: self._walk(conn, seeds, allowed, hops, limit))
-
-    def _walk(
-        self,
-        conn: sqlite3.Connection,
-        seeds: list[str],
-        allowed: frozenset[str] | None,
-        hops: int,
-        limit: int,
-    ) -> list[Neighbor]:
         """Breadth-first from the live seeds; within a hop, the strongest edges first."""
-        live = self._rows(conn, seeds)
-        frontier = [(s, live[s][3], s) for s in seeds if s in live]  # id, created_at, seed
-        seen, out = set(seeds), list[Neighbor]()
-        for hop in range(1, hops + 1):
-            found: dict[str, dict[str, Any]] = {}
-            for node, created, seed in frontier:
-                for cand, kind, w in self._adjacent(conn, node, created, allowed, limit):
-                    if cand not in seen and (cand not in found or w > found[cand]["weight"]):
-                        found[cand] = dict(seed_id=seed, via_id=node, edge_type=kind, weight=w)
-            rows = self._rows(conn, list(found))
-            ranked = sorted((c for c in found if c in rows), key=lambda c: -found[c]["weight"])
-            frontier = []
-            for cand in ranked[: limit - len(out)]:
-                out.append(Neighbor(memory=_to_memory(rows[cand]), hops=hop, **found[cand]))
-                frontier.append((cand, rows[cand][3], found[cand]["seed_id"]))
-            seen.update(found)
-            if len(out) >= limit or not frontier:
-                break
-        return out
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
+        if walk is None:
+            return []
+
+        def run(conn: sqlite3.Connection) -> list[Neighbor]:
+            def reach(frontier: Mapping[str, Row]) -> Iterator[kit.Reach]:
+                for node, row in frontier.items():
+                    for other, kind, weight in self._adjacent(conn, node, row[3], walk):
+                        yield node, other, kind, weight
+
+            return kit.walk_strongest_first(
+                walk, load=lambda ids: self._rows(conn, ids), reach=reach, memory=_to_memory
+            )
+
+        return await self._call(run)
 
     def _adjacent(
-        self,
-        conn: sqlite3.Connection,
-        node: str,
-        created: int,
-        allowed: frozenset[str] | None,
-        limit: int,
+        self, conn: sqlite3.Connection, node: str, created: int, walk: kit.Walk
     ) -> list[tuple[str, str, float]]:
         """Neighbours of one live memory: materialized edges, then memories sharing an entity
         (nearest in time first; weight grows with the number of entities shared)."""
+        allowed = walk.allowed
         result = [
             (other, etype, float(weight))
             for other, etype, weight in conn.execute(_EDGES_OF, (node,))
@@ -443,7 +418,7 @@ class EmbeddedBackend:
         ]
         if allowed is not None and "entity" not in allowed:
             return result
-        per_entity = min(limit, self.entity_fanout)
+        per_entity = min(walk.limit, self.entity_fanout)
         shared: dict[str, int] = {}
         distance: dict[str, int] = {}
         keys = conn.execute("SELECT key FROM entities WHERE memory_id = ?", (node,)).fetchall()
@@ -453,7 +428,8 @@ class EmbeddedBackend:
                 shared[other] = shared.get(other, 0) + 1
                 distance[other] = abs(when - created)
         for other in sorted(shared, key=distance.__getitem__):
-            result.append((other, "entity", min(1.0, _ENTITY_WEIGHT + 0.25 * (shared[other] - 1))))
+            weight = min(1.0, kit.SHARED_ENTITY_WEIGHT + 0.25 * (shared[other] - 1))
+            result.append((other, "entity", weight))
         return result
 
     async def known_entities(self, limit: int = 500) -> list[str]:
@@ -536,27 +512,13 @@ class EmbeddedBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
-        if not 0.0 <= weight <= 1.0:
-            raise BackendError(f"link: weight must be within 0..1, got {weight}")
-        ids = _valid_ids([source_id, target_id])
-        if len(ids) != 2:
-            raise BackendError("link: source and target must be two different memory ids")
-        edge = Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=float(weight),
-            meta=dict(meta or {}),
-        )
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
+        ids = [source_id, target_id]
         values = (source_id, target_id, edge.type, edge.weight, json.dumps(edge.meta))
 
         def run(conn: sqlite3.Connection) -> Edge:
             with _transaction(conn):
-                missing = [i for i in ids if i not in self._rows(conn, ids)]
-                if missing:
-                    raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+                kit.require_known(ids, self._rows(conn, ids))
                 conn.execute(_UPSERT_EDGE, (*values, _now_us()))
             return edge
 
