@@ -19,6 +19,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import anyio
+
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
@@ -26,11 +28,14 @@ from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.models import (
     Candidate,
+    ContextItem,
     Dropped,
     DropReason,
     QueryPlan,
     ScoredItem,
     SearchFilters,
+    SearchRequest,
+    SearchResult,
     Strategy,
     Trace,
 )
@@ -145,6 +150,41 @@ class ReadPath:
 
     def rank_context(self, plan: QueryPlan, now: datetime) -> RankContext:
         return RankContext(plan=plan, now=now, settings=self._settings.ranking)
+
+    async def passthrough(self, request: SearchRequest) -> SearchResult:
+        """The store's own results, unchanged (`passthrough`): one bounded call, a trace."""
+        started = time.perf_counter()
+        trace = self._recorder.begin("search", request.model_dump(mode="json"))
+        trace.notes.append("passthrough: the store's own results, unchanged")
+        trace.backend_calls = 1
+        query = cut_query(request.query, "query", self._settings.limits.max_query_chars, trace)
+        with anyio.fail_after(self._timeout()):
+            hits = await self._store.search(query, request.top_k, request.filters)
+        items = tuple(
+            ContextItem(
+                memory_id=h.memory.id,
+                summary=h.memory.content,
+                score=h.score,
+                reasons=(f"store rank {h.rank}",),
+                linked_entities=h.memory.entities,
+                timestamp=h.memory.created_at,
+                type=h.memory.type,
+                store=h.memory.store,
+            )
+            for h in hits
+        )
+        trace.result_ids = [h.memory.id for h in hits]
+        trace.timings_ms["total"] = ms_since(started)
+        self._recorder.finish(trace)
+        return SearchResult(
+            query=request.query,
+            strategy=Strategy.DIRECT,
+            passthrough=True,
+            summary=f"{len(items)} raw results from {self._store.name}",
+            items=items,
+            trace_id=trace.trace_id,
+            trace=self._recorder.summary(trace),
+        )
 
     # ------------------------------------------------------------------ stages
 

@@ -9,7 +9,8 @@ jitter) and a check of what comes back.
 - `write` is never retried blindly: a failed write may have happened, so before another try
   the store is searched for a memory with exactly this content (the content hash, see
   `text.content_hash`), and when one is there its id is the answer and nothing is written again;
-- `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply);
+- `write_many` and `link` go through once (a batch or an edge cannot be checked cheaply), and
+  so does `list_memories` (a bulk read its caller repeats), for stores declaring `listing`;
 - malformed answers never reach the pipeline: records of the wrong type, repeated ids,
   non-finite scores, weights and confidences, naive timestamps, memories that were not asked
   for and entity names that are not short strings are dropped or repaired, with a note; a
@@ -30,8 +31,8 @@ from typing import TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import BackendError
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
     Capabilities,
@@ -173,6 +174,20 @@ class GuardedBackend:
     async def known_entities(self, limit: int = 500) -> list[str]:
         names = await retry(lambda: self.inner.known_entities(limit), self.policy, "known_entities")
         return _clean_names(names, limit)
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """The inner store's page (`EnumerableBackend`), asked once: a bulk read that its
+        caller repeats on its own schedule. Raises CapabilityMissing when the store does not
+        declare `listing`."""
+        inner = self.inner
+        if not self.capabilities.listing or not isinstance(inner, EnumerableBackend):
+            raise CapabilityMissing(f"{self.name} cannot list its memories")
+        page, after = await inner.list_memories(cursor, limit)
+        if after is not None and not isinstance(after, str):
+            raise BackendError(f"the store answered a listing with {_kind(after)} as its cursor")
+        return _clean_page(page), after
 
     async def forget(self, memory_id: str) -> bool:
         gone = await retry(lambda: self.inner.forget(memory_id), self.policy, "forget")
@@ -338,6 +353,18 @@ def _clean_memories(found: object, ids: Sequence[str]) -> list[Memory]:
         by_id[m.id] = _clean_memory(m)
     _dropped("get_memories", bad)
     return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
+
+
+def _clean_page(found: object) -> list[Memory]:
+    if not isinstance(found, list):
+        _note(f"list_memories: the store answered with {_kind(found)}, not a list; none")
+        return []
+    kept: dict[str, Memory] = {}
+    for m in found:
+        if isinstance(m, Memory) and m.id and m.id not in kept:
+            kept[m.id] = _clean_memory(m)
+    _dropped("list_memories", len(found) - len(kept))
+    return list(kept.values())
 
 
 def _clean_names(names: object, limit: int) -> list[str]:

@@ -17,9 +17,9 @@ reach the store only through the methods below.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 import anyio
 
@@ -27,11 +27,10 @@ from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes
-from memory_orchestrator.errors import TraceNotFound, describe
+from memory_orchestrator.errors import TraceNotFound
 from memory_orchestrator.expanding import ExpandPath
 from memory_orchestrator.models import (
     Capabilities,
-    ContextItem,
     ContextPackage,
     ContextRequest,
     Dropped,
@@ -41,7 +40,6 @@ from memory_orchestrator.models import (
     ExplainRequest,
     Explanation,
     GroupBy,
-    HealthCheck,
     HealthReport,
     Memory,
     NewMemory,
@@ -62,11 +60,11 @@ from memory_orchestrator.observability import Observer, StatsReport, compute_sta
 from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
-from memory_orchestrator.reading import ReadPath, ReadRequest, cut_query, ms_since
+from memory_orchestrator.reading import ReadPath, ReadRequest
 from memory_orchestrator.recorder import TraceRecorder
 from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.store_calls import StoreCalls
+from memory_orchestrator.store_calls import StoreCalls, store_checks
 from memory_orchestrator.traces import TraceStore
 from memory_orchestrator.writing import WritePath
 
@@ -112,7 +110,7 @@ class Orchestrator:
         entities = KnownEntities(store, calls, lambda: settings.cache_ttl_s)
         # The store's own listing feeds the derived indexes: a bulk read, outside the
         # per-call retries.
-        lister = backend if isinstance(backend, EnumerableBackend) else None
+        lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
         self._indexes = DerivedIndexes(lister, store, calls, settings)
         self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)
@@ -171,7 +169,7 @@ class Orchestrator:
             self.settings.passthrough if request.passthrough is None else request.passthrough
         )
         if passthrough:
-            return await self._passthrough(request)
+            return await self._reads.passthrough(request)
         run = await self._reads.run(
             ReadRequest(
                 tool="search",
@@ -305,7 +303,7 @@ class Orchestrator:
         )
 
     async def health(self) -> HealthReport:
-        checks = await self._store_checks()
+        checks = await store_checks(self._store, self._calls)
         semantic = self._indexes.health_check()
         if semantic is not None:
             checks.append(semantic)
@@ -392,62 +390,6 @@ class Orchestrator:
         if trace is None:
             raise TraceNotFound(f"no trace with id {trace_id!r}")
         return trace
-
-    async def _store_checks(self) -> list[HealthCheck]:
-        checks: list[HealthCheck] = []
-        try:
-            checks.extend(await self._calls.strict(self._store.health))
-        except Exception as exc:
-            checks.append(HealthCheck(name="backend", status=Status.ERROR, detail=describe(exc)))
-        started = time.perf_counter()
-        try:
-            await self._calls.strict(lambda: self._store.search("health probe", 1))
-            checks.append(
-                HealthCheck(
-                    name="retrieval",
-                    status=Status.OK,
-                    detail="search answers",
-                    latency_ms=ms_since(started),
-                )
-            )
-        except Exception as exc:
-            checks.append(HealthCheck(name="retrieval", status=Status.ERROR, detail=describe(exc)))
-        return checks
-
-    async def _passthrough(self, request: SearchRequest) -> SearchResult:
-        started = time.perf_counter()
-        trace = self._recorder.begin("search", request.model_dump(mode="json"))
-        trace.notes.append("passthrough: the store's own results, unchanged")
-        trace.backend_calls = 1
-        query = cut_query(request.query, "query", self.settings.limits.max_query_chars, trace)
-        hits = await self._calls.strict(
-            lambda: self._store.search(query, request.top_k, request.filters)
-        )
-        items = tuple(
-            ContextItem(
-                memory_id=h.memory.id,
-                summary=h.memory.content,
-                score=h.score,
-                reasons=(f"store rank {h.rank}",),
-                linked_entities=h.memory.entities,
-                timestamp=h.memory.created_at,
-                type=h.memory.type,
-                store=h.memory.store,
-            )
-            for h in hits
-        )
-        trace.result_ids = [h.memory.id for h in hits]
-        trace.timings_ms["total"] = ms_since(started)
-        self._recorder.finish(trace)
-        return SearchResult(
-            query=request.query,
-            strategy=Strategy.DIRECT,
-            passthrough=True,
-            summary=f"{len(items)} raw results from {self._store.name}",
-            items=items,
-            trace_id=trace.trace_id,
-            trace=self._recorder.summary(trace),
-        )
 
     async def _rerun(self, old: Trace) -> str:
         tool, request = old.tool, old.request

@@ -8,13 +8,15 @@ candidates, seed memories) must never fail the request: `StoreCalls.bounded` run
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
 
+from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import describe
-from memory_orchestrator.models import Trace
+from memory_orchestrator.models import HealthCheck, Status, Trace
 from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
@@ -55,3 +57,27 @@ class StoreCalls:
         """`await call()` within the time limit; failures propagate (`TimeoutError` too)."""
         with anyio.fail_after(self.timeout_s):
             return await call()
+
+
+async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCheck]:
+    """The store's own health checks, then a one-hit search probe (`retrieval`), each
+    bounded; a failure is an `error` check, never an exception."""
+    checks: list[HealthCheck] = []
+    try:
+        checks.extend(await calls.strict(store.health))
+    except Exception as exc:
+        checks.append(HealthCheck(name="backend", status=Status.ERROR, detail=describe(exc)))
+    started = time.perf_counter()
+    try:
+        await calls.strict(lambda: store.search("health probe", 1))
+        checks.append(
+            HealthCheck(
+                name="retrieval",
+                status=Status.OK,
+                detail="search answers",
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+        )
+    except Exception as exc:
+        checks.append(HealthCheck(name="retrieval", status=Status.ERROR, detail=describe(exc)))
+    return checks

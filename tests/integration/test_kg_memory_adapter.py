@@ -265,3 +265,54 @@ def test_a_missing_install_is_an_error_naming_the_make_target(tmp_path: Path) ->
         await store.close()
 
     run(main)
+
+
+def test_listing_pages_through_every_observation_and_resumes_with_what_came_later(
+    tmp_path: Path,
+) -> None:
+    store = KgMemoryBackend(tmp_path / "g.jsonl", script=require_script(PACKAGE), timeout_s=20)
+
+    async def collect(cursor: str | None) -> tuple[list[str], str | None]:
+        ids: list[str] = []
+        while True:
+            page, cursor = await store.list_memories(cursor, 2)
+            assert len(page) <= 2
+            ids += [m.id for m in page]
+            if len(page) < 2:
+                return ids, cursor
+
+    async def main() -> None:
+        try:
+            assert await store.list_memories(None, 5) == ([], None)
+            first = [
+                await store.write(NewMemory(content=text, entities=entities))
+                for text, entities in [
+                    ("Okapi keeps the ledger", ["Okapi"]),
+                    ("Okapi visits Lisbon", ["Okapi", "Lisbon"]),
+                    ("a note without an entity", []),
+                    ("Okapi sails in June", ["Okapi"]),
+                ]
+            ]
+            listed, cursor = await collect(None)
+            assert sorted(listed) == sorted(o.id for o in first)
+            assert len(set(listed)) == len(listed)
+            assert await store.list_memories(cursor, 5) == ([], cursor)
+            # later: an observation of an old entity, and a new entity
+            later = [
+                await store.write(NewMemory(content="Okapi moved house", entities=["Okapi"])),
+                await store.write(NewMemory(content="Quokka joined", entities=["Quokka"])),
+            ]
+            again, cursor = await collect(cursor)
+            assert sorted(again) == sorted(o.id for o in later)
+            # the last one handed out of an entity is forgotten: that entity comes again
+            assert await store.forget(later[1].id)
+            await store.write(NewMemory(content="Quokka left", entities=["Quokka"]))
+            after_forget, _ = await collect(cursor)
+            memories = await store.get_memories(after_forget)
+            assert [m.content for m in memories] == ["Quokka left"]
+            everything, _ = await collect("not a cursor")
+            assert len(everything) == 6
+        finally:
+            await store.close()
+
+    run(main)

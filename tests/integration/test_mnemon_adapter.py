@@ -540,7 +540,7 @@ def test_a_missing_binary_is_a_clear_error_saying_how_to_install_it(tmp_path: Pa
     assert "go install" in checks[0].detail
 
 
-def test_binary_from_config_then_project_tools_then_path(
+def test_binary_from_config_then_tools_in_the_working_directory_then_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_path = fast_launcher(tmp_path / "path-bin")
@@ -549,10 +549,14 @@ def test_binary_from_config_then_project_tools_then_path(
     configured = fast_launcher(tmp_path / "configured")
     assert MnemonBackend(MnemonSettings(binary=configured)).binary() == configured
     assert MnemonBackend(MnemonSettings(binary=Path("mnemon"))).binary() == on_path
-    if not (Path(__file__).resolve().parents[2] / ".tools/bin/mnemon").exists():
-        assert MnemonBackend(MnemonSettings()).binary() == local
-        local.unlink()
-        assert MnemonBackend(MnemonSettings()).binary() == on_path
+    assert MnemonBackend(MnemonSettings()).binary() == local
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not the source checkout's, nor the last directory's
+    assert MnemonBackend(MnemonSettings()).binary() == on_path
+    monkeypatch.chdir(tmp_path)
+    local.unlink()
+    assert MnemonBackend(MnemonSettings()).binary() == on_path
 
 
 def test_a_bad_store_name_is_refused_before_anything_runs(mnemon: Mnemon, tmp_path: Path) -> None:
@@ -594,6 +598,62 @@ def test_stores_are_isolated_by_name(mnemon: Mnemon) -> None:
 
     run(main)
     assert (mnemon.data_dir / "data" / "work" / "mnemon.db").is_file()
+
+
+# ---------------------------------------------------------------- listing
+
+
+def test_listing_pages_through_the_store_file_and_resumes_with_later_writes(
+    mnemon: Mnemon,
+) -> None:
+    backend = mnemon.backend()
+
+    async def collect(cursor: str | None) -> tuple[list[str], str | None]:
+        ids: list[str] = []
+        while True:
+            page, cursor = await backend.list_memories(cursor, 2)
+            assert len(page) <= 2
+            ids += [m.id for m in page]
+            if len(page) < 2:
+                return ids, cursor
+
+    async def main() -> None:
+        assert backend.capabilities.listing
+        assert await backend.list_memories(None, 5) == ([], None)  # no store file yet
+        first = await backend.write_many([mem(f"listed insight number {n}") for n in range(5)])
+        calls = backend.process_calls
+        listed, cursor = await collect(None)
+        assert backend.process_calls == calls  # read from the file: no process
+        assert listed == [o.id for o in first]
+        assert await backend.list_memories(cursor, 5) == ([], cursor)
+        assert await backend.forget(first[4].id)  # the last one handed out
+        later = await backend.write(mem("an insight written later"))
+        forgotten = await backend.write(mem("an insight forgotten before it was listed"))
+        assert await backend.forget(forgotten.id)
+        assert (await collect(cursor))[0] == [later.id]
+        everything, _ = await collect("1:not-the-id-of-row-1")  # a rebuilt table: start over
+        assert everything == [*(o.id for o in first[:4]), later.id]
+
+    run(main)
+
+
+def test_without_direct_reads_nothing_is_listed_and_the_capability_says_so(
+    mnemon: Mnemon,
+) -> None:
+    backend = mnemon.backend(direct_reads=False)
+    run(lambda: backend.write(mem("an insight the CLI alone can reach")))
+    assert not backend.capabilities.listing
+    assert run(lambda: backend.list_memories(None, 5)) == ([], None)
+    assert any("nothing listed" in note for note in backend.notes)
+
+
+def test_a_store_file_of_an_unknown_schema_is_not_listed(mnemon: Mnemon) -> None:
+    backend = mnemon.backend()
+    run(lambda: backend.write(mem("an insight in a store from the future")))
+    with sqlite3.connect(mnemon.db) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    assert run(lambda: backend.list_memories(None, 5)) == ([], None)
+    assert any("schema version 7 is newer" in note for note in backend.notes)
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -13,7 +14,8 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.mnemonic import MnemonicBackend, split_frontmatter
+from memory_orchestrator.backends.mnemonic import MnemonicBackend
+from memory_orchestrator.backends.mnemonic_files import split_frontmatter
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
@@ -260,3 +262,41 @@ def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
     store = registry.create("mnemonic", settings)
     anyio.run(store.write, NewMemory(content="a lemurish memory"))
     assert list((tmp_path / "mnemonic" / "context").glob("*.memory.md"))
+
+
+def test_listing_pages_through_the_files_and_resumes_with_new_and_changed_ones(
+    root: Path,
+) -> None:
+    store = MnemonicBackend(root, rescan_s=0)
+    seed_id = "6f1c2a9e-0000-4000-8000-000000000001"
+
+    async def collect(cursor: str | None) -> tuple[list[str], str | None]:
+        ids: list[str] = []
+        while True:
+            page, cursor = await store.list_memories(cursor, 2)
+            assert len(page) <= 2
+            ids += [m.id for m in page]
+            if len(page) < 2:
+                return ids, cursor
+
+    async def main() -> None:
+        written = [await store.write(NewMemory(content=f"listed note {n}")) for n in range(4)]
+        listed, cursor = await collect(None)
+        assert listed == [seed_id, *(o.id for o in written)]
+        assert await store.list_memories(cursor, 5) == ([], cursor)
+        # another process adds a file with an old time stamp, and edits the seed file
+        old = root / "context" / "copied-in.memory.md"
+        old.write_text(SEED_FILE.replace("0001", "0009").replace("Release", "Copied"))
+        when = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
+        os.utime(old, (when, when))
+        seed = root / "patterns" / "release-checklist.memory.md"
+        seed.write_text(SEED_FILE.replace("publish the wheel", "publish the sdist"))
+        later, cursor = await collect(cursor)
+        assert sorted(later) == sorted([seed_id, "6f1c2a9e-0000-4000-8000-000000000009"])
+        mine = await store.write(NewMemory(content="written after the copy"))
+        assert (await collect(cursor))[0] == [mine.id]
+        # another backend object's cursor is not ours: it starts over
+        other = MnemonicBackend(root)
+        assert len((await other.list_memories(cursor, 100))[0]) == 7
+
+    run(main)

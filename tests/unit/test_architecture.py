@@ -343,6 +343,23 @@ def test_pipeline_stages_see_backends_only_through_the_protocol() -> None:
     assert violations == []
 
 
+def test_backends_never_import_a_pipeline_module() -> None:
+    assert _sources(under="backends")
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _sources(under="backends")
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.pipeline")
+    ]
+    assert violations == []
+
+
+def test_the_filter_rule_shared_by_pipeline_and_stores_imports_only_the_models() -> None:
+    ours = [i.module for i in _imports(ROOT / "filtering.py") if _is(i.module, PACKAGE)]
+    assert ours
+    assert [m for m in ours if not _is(m, f"{PACKAGE}.models")] == []
+
+
 def test_the_import_reader_resolves_relative_and_lazy_imports() -> None:
     source = (
         "from ..backends import embedded\n"

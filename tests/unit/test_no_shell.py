@@ -174,7 +174,7 @@ def test_the_scan_sees_the_process_starts_that_exist() -> None:
         path.relative_to(ROOT).as_posix(): process_starts(path.read_text(encoding="utf-8"))
         for path in _sources()
     }
-    assert "anyio.open_process" in starts["backends/mnemon.py"]
+    assert "anyio.open_process" in starts["backends/mnemon/process.py"]
     assert "subprocess.run" in starts["backends/mnemonic.py"]
 
 

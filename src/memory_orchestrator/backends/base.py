@@ -41,6 +41,9 @@ class MemoryBackend(Protocol):
     - `forget` soft-deletes; returns False when the id is unknown.
     - `known_entities` lists entity names the store has seen (most frequent first).
     - `health` never raises: it reports ok / degraded / error per check.
+    - `list_memories(cursor, limit)` (see `EnumerableBackend`) is there to call when
+      `capabilities.listing` is True, and only then; optional abilities are declared there,
+      not guessed (a store may have the method yet not list in its configuration).
     - `notes` names the fallbacks the store runs with (e.g. an older build without a
       command), one line each; the service copies them into every trace. Usually empty.
     - Every method may raise `BackendError`; `transient=True` means a retry may succeed.
@@ -90,11 +93,15 @@ class MemoryBackend(Protocol):
 
 @runtime_checkable
 class EnumerableBackend(Protocol):
-    """A store that can list its live memories page by page (optional; the semantic index
-    uses it to embed what the store already holds). Returns at most `limit` memories and the
-    cursor to resume from: None starts at the beginning; passing the returned cursor back
-    gives the next page, and later gives the memories added since. A page shorter than
-    `limit` is the last one for now."""
+    """A store that can list its live memories page by page: the optional ability a backend
+    declares with `capabilities.listing` (the derived local indexes are fed from it).
+
+    Contract of `list_memories(cursor, limit)`: at most `limit` memories and the cursor to
+    resume from. None starts at the beginning; passing the returned cursor back gives the
+    next page, and later gives the memories added since. A page shorter than `limit` is the
+    last one for now. A cursor is the store's own opaque string, only ever passed back; a
+    memory may come again (a changed one, or after the store was rewritten) rather than be
+    skipped."""
 
     async def list_memories(
         self, cursor: str | None, limit: int

@@ -22,23 +22,53 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
 from memory_orchestrator import text
+from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.embedded_sql import (
+    CHUNK,
+    COLS,
+    COUNT_LIVE,
+    DUPLICATE,
+    EDGES_OF,
+    INSERT,
+    INSERT_ENTITY,
+    INSERT_FTS,
+    INSERT_TEMPORAL,
+    KNOWN,
+    LIST,
+    LIVE_ROWID,
+    NEXT,
+    PREV,
+    PRUNE_FROM,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SEARCH,
+    SEARCH_TOP,
+    SHARERS,
+    UPSERT_EDGE,
+    count_rows,
+    entity_key,
+    fts_probe,
+    marks,
+    now_us,
+    quick_check,
+    store_error,
+    to_memory,
+    to_us,
+    transaction,
+)
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
     HealthCheck,
     Memory,
-    MemoryType,
     MetaValue,
     Neighbor,
     NewMemory,
@@ -54,158 +84,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Row = tuple[Any, ...]
-
-SCHEMA_VERSION = 1
-_CHUNK = 500  # ids per IN (...) query
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ENTITY_WEIGHT = 0.5  # one shared entity; each further shared entity adds 0.25 (max 1.0)
-_PRUNE_FROM = 1000  # live memories before very common search terms are pruned
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS memories (
-    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT NOT NULL,
-    type TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT,
-    importance REAL, confidence REAL, entities TEXT NOT NULL DEFAULT '[]',
-    tags TEXT NOT NULL DEFAULT '[]', metadata TEXT NOT NULL DEFAULT '{}',
-    content_hash TEXT NOT NULL, deleted_at INTEGER);
-CREATE INDEX IF NOT EXISTS memories_hash ON memories(content_hash) WHERE deleted_at IS NULL;
-CREATE INDEX IF NOT EXISTS memories_time ON memories(created_at) WHERE deleted_at IS NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, ents, tokenize='unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
-CREATE TABLE IF NOT EXISTS entities (
-    key TEXT NOT NULL, memory_id TEXT NOT NULL, name TEXT NOT NULL,
-    created_at INTEGER NOT NULL, PRIMARY KEY (key, memory_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS entities_time ON entities(key, created_at);
-CREATE INDEX IF NOT EXISTS entities_memory ON entities(memory_id);
-CREATE TABLE IF NOT EXISTS edges (
-    source_id TEXT NOT NULL, target_id TEXT NOT NULL, type TEXT NOT NULL, weight REAL NOT NULL,
-    meta TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL,
-    PRIMARY KEY (source_id, target_id, type)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
-"""
-
-_COLS = "id, content, type, created_at, source, importance, confidence, entities, tags, metadata"
-_MCOLS = ", ".join(f"m.{c.strip()}" for c in _COLS.split(","))
-_LIST = (
-    f"SELECT {_COLS}, rowid FROM memories WHERE rowid > ? AND deleted_at IS NULL"
-    " ORDER BY rowid LIMIT ?"
-)
-_COUNT_LIVE = "SELECT count(*) FROM memories WHERE deleted_at IS NULL"
-_LIVE_ROWID = "SELECT rowid FROM memories WHERE id = ? AND deleted_at IS NULL"
-_SEARCH = (
-    f"SELECT {_MCOLS}, bm25(memories_fts, 1.0, 2.0) AS r FROM memories_fts JOIN memories m"
-    " ON m.rowid = memories_fts.rowid WHERE memories_fts MATCH ? AND m.deleted_at IS NULL"
-)
-_SEARCH_TOP = (  # unfiltered: rank in FTS alone, then read only the top rows (much faster)
-    f"SELECT {_MCOLS}, f.r FROM (SELECT rowid, bm25(memories_fts, 1.0, 2.0) AS r"
-    " FROM memories_fts WHERE memories_fts MATCH ? ORDER BY r LIMIT ?) f"
-    " JOIN memories m ON m.rowid = f.rowid WHERE m.deleted_at IS NULL ORDER BY f.r"
-)
-_DUPLICATE = "SELECT id FROM memories WHERE content_hash = ? AND deleted_at IS NULL LIMIT 1"
-_INSERT = (
-    "INSERT INTO memories (id, content, type, created_at, updated_at, source, importance,"
-    " confidence, entities, tags, metadata, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-)
-_INSERT_FTS = "INSERT INTO memories_fts (rowid, body, ents) VALUES (?, ?, ?)"
-_INSERT_ENTITY = (
-    "INSERT OR IGNORE INTO entities (key, memory_id, name, created_at) VALUES (?,?,?,?)"
-)
-_INSERT_TEMPORAL = (
-    "INSERT OR IGNORE INTO edges (source_id, target_id, type, weight, meta, created_at)"
-    " VALUES (?, ?, 'temporal', 1.0, '{}', ?)"
-)
-_UPSERT_EDGE = (
-    "INSERT INTO edges (source_id, target_id, type, weight, meta, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, type)"
-    " DO UPDATE SET weight = excluded.weight, meta = excluded.meta"
-)
-_EDGES_OF = (
-    "SELECT target_id, type, weight FROM edges WHERE source_id = ?1 UNION ALL"
-    " SELECT source_id, type, weight FROM edges WHERE target_id = ?1"
-)
-_PREV = (
-    "SELECT id FROM memories WHERE deleted_at IS NULL AND (created_at, rowid) < (?, ?)"
-    " ORDER BY created_at DESC, rowid DESC LIMIT 1"
-)
-_NEXT = (
-    "SELECT id FROM memories WHERE deleted_at IS NULL AND (created_at, rowid) > (?, ?)"
-    " ORDER BY created_at, rowid LIMIT 1"
-)
-_SHARERS = (  # the nearest in time on each side, so a very common entity cannot explode
-    "SELECT memory_id, created_at FROM (SELECT memory_id, created_at FROM entities"
-    " WHERE key = ?1 AND created_at <= ?2 AND memory_id != ?3 ORDER BY created_at DESC LIMIT ?4)"
-    " UNION ALL SELECT memory_id, created_at FROM (SELECT memory_id, created_at FROM entities"
-    " WHERE key = ?1 AND created_at > ?2 ORDER BY created_at LIMIT ?4)"
-)
-_KNOWN = "SELECT min(name) FROM entities GROUP BY key ORDER BY count(*) DESC, key LIMIT ?"
-
-
-def _us(when: datetime) -> int:
-    """Microseconds since the epoch; naive datetimes are taken as UTC."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - _EPOCH) // timedelta(microseconds=1)
-
-
-def _now_us() -> int:
-    return _us(datetime.now(UTC))
-
-
-def entity_key(name: str) -> str:
-    """How entity names are matched: whitespace collapsed, case folded."""
-    return " ".join(name.split()).casefold()
-
-
-def _to_memory(row: Row) -> Memory:
-    return _parsed(row[:10])
-
-
-@lru_cache(maxsize=8192)
-def _parsed(row: tuple[Any, ...]) -> Memory:
-    """A memory row as a `Memory`, memoized on the row's values: the same memories come back
-    query after query, and parsing three JSON columns and validating the model costs more than
-    the query that found them. A changed row has other values, so it is parsed anew."""
-    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row
-    return Memory(
-        id=mem_id,
-        content=content,
-        source=source,
-        importance=importance,
-        confidence=confidence,
-        type=MemoryType(kind),
-        created_at=_EPOCH + timedelta(microseconds=created),
-        entities=tuple(json.loads(ents)),
-        tags=tuple(json.loads(tags)),
-        metadata=json.loads(meta),
-        store="embedded",
-    )
-
-
-def _valid_ids(ids: Sequence[object]) -> list[str]:
-    return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ",".join("?" * len(values))
-
-
-def _error(exc: sqlite3.Error, path: Path) -> BackendError:
-    message = str(exc)
-    busy = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
-    busy = busy or "is locked" in message or "is busy" in message
-    return BackendError(f"embedded store {path}: {message}", transient=busy)
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if conn.in_transaction:
-            conn.rollback()
-        raise
-    conn.execute("COMMIT")
 
 
 class EmbeddedBackend:
@@ -226,6 +104,7 @@ class EmbeddedBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        listing=True,  # by rowid
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
@@ -276,13 +155,13 @@ class EmbeddedBackend:
             if version > SCHEMA_VERSION:
                 raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
             if version < SCHEMA_VERSION:
-                conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, OSError, BackendError) as exc:
             if conn is not None:
                 conn.close()
             if isinstance(exc, sqlite3.Error):
-                raise _error(exc, self.path) from exc
+                raise store_error(exc, self.path) from exc
             raise BackendError(f"embedded store {self.path}: {exc}") from exc
         self._conn, self.open_error = conn, None
         return conn
@@ -293,7 +172,7 @@ class EmbeddedBackend:
             try:
                 return fn(conn)
             except sqlite3.Error as exc:
-                raise _error(exc, self.path) from exc
+                raise store_error(exc, self.path) from exc
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, fn, abandon_on_cancel=True)
@@ -302,11 +181,9 @@ class EmbeddedBackend:
     def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, Row]:
         """Live memory rows by id (chunked IN queries)."""
         found: dict[str, Row] = {}
-        for i in range(0, len(ids), _CHUNK):
-            chunk = ids[i : i + _CHUNK]
-            sql = (
-                f"SELECT {_COLS} FROM memories WHERE id IN ({_marks(chunk)}) AND deleted_at IS NULL"
-            )
+        for i in range(0, len(ids), CHUNK):
+            chunk = ids[i : i + CHUNK]
+            sql = f"SELECT {COLS} FROM memories WHERE id IN ({marks(chunk)}) AND deleted_at IS NULL"
             found.update((row[0], row) for row in conn.execute(sql, chunk))
         return found
 
@@ -320,23 +197,21 @@ class EmbeddedBackend:
         stems = list(dict.fromkeys(text.terms(query) or text.all_stems(query)))
         if not stems:
             return []
-        sql: list[str] = [_SEARCH]
+        sql: list[str] = [SEARCH]
         args: list[Any] = [""]  # args[0]: the MATCH expression, set in the worker
         if filters is not None and filters.memory_types:
-            sql.append(f"AND m.type IN ({_marks(filters.memory_types)})")
+            sql.append(f"AND m.type IN ({marks(filters.memory_types)})")
             args += [t.value for t in filters.memory_types]
         if filters is not None and filters.entity_ids:
             keys = list(dict.fromkeys(entity_key(e) for e in filters.entity_ids))
-            sql.append(
-                f"AND m.id IN (SELECT memory_id FROM entities WHERE key IN ({_marks(keys)}))"
-            )
+            sql.append(f"AND m.id IN (SELECT memory_id FROM entities WHERE key IN ({marks(keys)}))")
             args += keys
         span = filters.time_range if filters is not None else None
         for op, when in ((">=", span.start), ("<=", span.end)) if span is not None else ():
             if when is not None:
                 sql.append(f"AND m.created_at {op} ?")
-                args.append(_us(when))
-        statement = " ".join([*sql, "ORDER BY r LIMIT ?"]) if len(sql) > 1 else _SEARCH_TOP
+                args.append(to_us(when))
+        statement = " ".join([*sql, "ORDER BY r LIMIT ?"]) if len(sql) > 1 else SEARCH_TOP
         args.append(top_k)
 
         def run(conn: sqlite3.Connection) -> list[SearchHit]:
@@ -346,7 +221,7 @@ class EmbeddedBackend:
             )
             rows = conn.execute(statement, args).fetchall()
             return [
-                SearchHit(memory=_to_memory(r), rank=n, score=-r[10]) for n, r in enumerate(rows, 1)
+                SearchHit(memory=to_memory(r), rank=n, score=-r[10]) for n, r in enumerate(rows, 1)
             ]
 
         return await self._call(run)
@@ -356,19 +231,19 @@ class EmbeddedBackend:
         ~zero weight (FTS5 clamps a negative idf), yet scoring every row they match costs
         milliseconds. Only filler hits that match nothing but such terms are lost."""
         if self._live is None:
-            self._live = int(conn.execute(_COUNT_LIVE).fetchone()[0])
-        if len(stems) < 2 or self._live < _PRUNE_FROM:
+            self._live = int(conn.execute(COUNT_LIVE).fetchone()[0])
+        if len(stems) < 2 or self._live < PRUNE_FROM:
             return stems
-        sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({_marks(stems)})"
+        sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks(stems)})"
         df = dict(conn.execute(sql, stems).fetchall())
         return [s for s in stems if df.get(s, 0) * 2 <= self._live] or stems
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = _valid_ids(ids)
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         rows = await self._call(lambda conn: self._rows(conn, wanted))
-        return [_to_memory(rows[i]) for i in wanted if i in rows]
+        return [to_memory(rows[i]) for i in wanted if i in rows]
 
     async def list_memories(
         self, cursor: str | None, limit: int
@@ -378,9 +253,9 @@ class EmbeddedBackend:
         size = max(1, min(limit, 10_000))
 
         def run(conn: sqlite3.Connection) -> tuple[list[Memory], str | None]:
-            rows = conn.execute(_LIST, (after, size)).fetchall()
+            rows = conn.execute(LIST, (after, size)).fetchall()
             last = str(rows[-1][-1]) if rows else cursor
-            return [_to_memory(r) for r in rows], last
+            return [to_memory(r) for r in rows], last
 
         return await self._call(run)
 
@@ -391,73 +266,52 @@ class EmbeddedBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = _valid_ids(node_ids)
-        allowed = None if edge_types is None else frozenset(edge_types)
-        if not seeds or hops < 1 or limit < 1 or allowed == frozenset():
-            return []
-        return await self._call(lambda conn: self._walk(conn, seeds, allowed, hops, limit))
-
-    def _walk(
-        self,
-        conn: sqlite3.Connection,
-        seeds: list[str],
-        allowed: frozenset[str] | None,
-        hops: int,
-        limit: int,
-    ) -> list[Neighbor]:
         """Breadth-first from the live seeds; within a hop, the strongest edges first."""
-        live = self._rows(conn, seeds)
-        frontier = [(s, live[s][3], s) for s in seeds if s in live]  # id, created_at, seed
-        seen, out = set(seeds), list[Neighbor]()
-        for hop in range(1, hops + 1):
-            found: dict[str, dict[str, Any]] = {}
-            for node, created, seed in frontier:
-                for cand, kind, w in self._adjacent(conn, node, created, allowed, limit):
-                    if cand not in seen and (cand not in found or w > found[cand]["weight"]):
-                        found[cand] = dict(seed_id=seed, via_id=node, edge_type=kind, weight=w)
-            rows = self._rows(conn, list(found))
-            ranked = sorted((c for c in found if c in rows), key=lambda c: -found[c]["weight"])
-            frontier = []
-            for cand in ranked[: limit - len(out)]:
-                out.append(Neighbor(memory=_to_memory(rows[cand]), hops=hop, **found[cand]))
-                frontier.append((cand, rows[cand][3], found[cand]["seed_id"]))
-            seen.update(found)
-            if len(out) >= limit or not frontier:
-                break
-        return out
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
+        if walk is None:
+            return []
+
+        def run(conn: sqlite3.Connection) -> list[Neighbor]:
+            def reach(frontier: Mapping[str, Row]) -> Iterator[kit.Reach]:
+                for node, row in frontier.items():
+                    for other, kind, weight in self._adjacent(conn, node, row[3], walk):
+                        yield node, other, kind, weight
+
+            return kit.walk_strongest_first(
+                walk, load=lambda ids: self._rows(conn, ids), reach=reach, memory=to_memory
+            )
+
+        return await self._call(run)
 
     def _adjacent(
-        self,
-        conn: sqlite3.Connection,
-        node: str,
-        created: int,
-        allowed: frozenset[str] | None,
-        limit: int,
+        self, conn: sqlite3.Connection, node: str, created: int, walk: kit.Walk
     ) -> list[tuple[str, str, float]]:
         """Neighbours of one live memory: materialized edges, then memories sharing an entity
         (nearest in time first; weight grows with the number of entities shared)."""
+        allowed = walk.allowed
         result = [
             (other, etype, float(weight))
-            for other, etype, weight in conn.execute(_EDGES_OF, (node,))
+            for other, etype, weight in conn.execute(EDGES_OF, (node,))
             if allowed is None or etype in allowed
         ]
         if allowed is not None and "entity" not in allowed:
             return result
-        per_entity = min(limit, self.entity_fanout)
+        per_entity = min(walk.limit, self.entity_fanout)
         shared: dict[str, int] = {}
         distance: dict[str, int] = {}
         keys = conn.execute("SELECT key FROM entities WHERE memory_id = ?", (node,)).fetchall()
         for (key,) in keys:
-            rows = conn.execute(_SHARERS, (key, created, node, per_entity)).fetchall()
+            rows = conn.execute(SHARERS, (key, created, node, per_entity)).fetchall()
             for other, when in sorted(rows, key=lambda r: abs(r[1] - created))[:per_entity]:
                 shared[other] = shared.get(other, 0) + 1
                 distance[other] = abs(when - created)
         for other in sorted(shared, key=distance.__getitem__):
-            result.append((other, "entity", min(1.0, _ENTITY_WEIGHT + 0.25 * (shared[other] - 1))))
+            weight = min(1.0, kit.SHARED_ENTITY_WEIGHT + 0.25 * (shared[other] - 1))
+            result.append((other, "entity", weight))
         return result
 
     async def known_entities(self, limit: int = 500) -> list[str]:
-        rows = await self._call(lambda conn: conn.execute(_KNOWN, (max(limit, 0),)).fetchall())
+        rows = await self._call(lambda conn: conn.execute(KNOWN, (max(limit, 0),)).fetchall())
         return [name for (name,) in rows]
 
     # ------------------------------------------------------------------ writing
@@ -473,7 +327,7 @@ class EmbeddedBackend:
             return []
 
         def run(conn: sqlite3.Connection) -> list[WriteOutcome]:
-            with _transaction(conn):
+            with transaction(conn):
                 outcomes = self._insert(conn, batch)
             if self._live is not None:
                 self._live += sum(o.action is WriteAction.ADDED for o in outcomes)
@@ -482,12 +336,12 @@ class EmbeddedBackend:
         return await self._call(run)
 
     def _insert(self, conn: sqlite3.Connection, batch: list[NewMemory]) -> list[WriteOutcome]:
-        now = _now_us()
+        now = now_us()
         outcomes: list[WriteOutcome] = []
         added: list[tuple[int, int, str]] = []  # created_at, rowid, id
         for new in batch:
             digest = text.content_hash(new.content)
-            dup = conn.execute(_DUPLICATE, (digest,)).fetchone()
+            dup = conn.execute(DUPLICATE, (digest,)).fetchone()
             if dup is not None:
                 detail = f"exact duplicate of {dup[0]}"
                 outcomes.append(
@@ -497,16 +351,16 @@ class EmbeddedBackend:
                 )
                 continue
             mem_id = f"mem_{uuid.uuid4().hex[:12]}"
-            created = _us(new.created_at) if new.created_at is not None else now
+            created = to_us(new.created_at) if new.created_at is not None else now
             values: tuple[Any, ...] = (mem_id, new.content, new.type.value, created, now)
             blobs = map(json.dumps, (new.entities, new.tags, new.metadata))
             values += (new.source, new.importance, new.confidence, *blobs, digest)
-            rowid = conn.execute(_INSERT, values).lastrowid
+            rowid = conn.execute(INSERT, values).lastrowid
             names = " ".join(new.entities)
             body = " ".join(text.all_stems(f"{new.content} {names}"))
-            conn.execute(_INSERT_FTS, (rowid, body, " ".join(text.all_stems(names))))
+            conn.execute(INSERT_FTS, (rowid, body, " ".join(text.all_stems(names))))
             entity_rows = [(entity_key(e), mem_id, e, created) for e in new.entities]
-            conn.executemany(_INSERT_ENTITY, [r for r in entity_rows if r[0]])
+            conn.executemany(INSERT_ENTITY, [r for r in entity_rows if r[0]])
             added.append((created, rowid or 0, mem_id))
             outcomes.append(WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail="stored"))
         if self.temporal_links and added:
@@ -520,13 +374,13 @@ class EmbeddedBackend:
         new_ids = {mem_id for _, _, mem_id in added}
         links: list[tuple[str, str, int]] = []
         for created, rowid, mem_id in sorted(added):
-            prev = conn.execute(_PREV, (created, rowid)).fetchone()
+            prev = conn.execute(PREV, (created, rowid)).fetchone()
             if prev is not None:
                 links.append((prev[0], mem_id, now))
-            nxt = conn.execute(_NEXT, (created, rowid)).fetchone()
+            nxt = conn.execute(NEXT, (created, rowid)).fetchone()
             if nxt is not None and nxt[0] not in new_ids:
                 links.append((mem_id, nxt[0], now))
-        conn.executemany(_INSERT_TEMPORAL, links)
+        conn.executemany(INSERT_TEMPORAL, links)
 
     async def link(
         self,
@@ -536,28 +390,14 @@ class EmbeddedBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
-        if not 0.0 <= weight <= 1.0:
-            raise BackendError(f"link: weight must be within 0..1, got {weight}")
-        ids = _valid_ids([source_id, target_id])
-        if len(ids) != 2:
-            raise BackendError("link: source and target must be two different memory ids")
-        edge = Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=float(weight),
-            meta=dict(meta or {}),
-        )
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
+        ids = [source_id, target_id]
         values = (source_id, target_id, edge.type, edge.weight, json.dumps(edge.meta))
 
         def run(conn: sqlite3.Connection) -> Edge:
-            with _transaction(conn):
-                missing = [i for i in ids if i not in self._rows(conn, ids)]
-                if missing:
-                    raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
-                conn.execute(_UPSERT_EDGE, (*values, _now_us()))
+            with transaction(conn):
+                kit.require_known(ids, self._rows(conn, ids))
+                conn.execute(UPSERT_EDGE, (*values, now_us()))
             return edge
 
         return await self._call(run)
@@ -568,12 +408,12 @@ class EmbeddedBackend:
             return False
 
         def run(conn: sqlite3.Connection) -> bool:
-            with _transaction(conn):
-                row = conn.execute(_LIVE_ROWID, (memory_id,)).fetchone()
+            with transaction(conn):
+                row = conn.execute(LIVE_ROWID, (memory_id,)).fetchone()
                 if row is None:
                     return False
                 conn.execute(
-                    "UPDATE memories SET deleted_at = ? WHERE rowid = ?", (_now_us(), row[0])
+                    "UPDATE memories SET deleted_at = ? WHERE rowid = ?", (now_us(), row[0])
                 )
                 conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (row[0],))
                 conn.execute("DELETE FROM entities WHERE memory_id = ?", (memory_id,))
@@ -593,7 +433,7 @@ class EmbeddedBackend:
 
     def _health(self) -> list[HealthCheck]:
         checks: list[HealthCheck] = []
-        for name, probe in (("sqlite", _quick_check), ("fts", _fts_probe), ("counts", _counts)):
+        for name, probe in (("sqlite", quick_check), ("fts", fts_probe), ("counts", count_rows)):
             start = time.perf_counter()
             if checks and checks[0].status is Status.ERROR:
                 detail, status = "not checked: the database is unavailable", Status.ERROR
@@ -615,24 +455,6 @@ class EmbeddedBackend:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-
-def _quick_check(conn: sqlite3.Connection) -> str:
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
-    if problems != ["ok"]:
-        raise BackendError("integrity check failed: " + "; ".join(map(str, problems[:5])))
-    return "quick_check ok"
-
-
-def _fts_probe(conn: sqlite3.Connection) -> str:
-    conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH '\"probe\"'")
-    return "fts5 ok"
-
-
-def _counts(conn: sqlite3.Connection) -> str:
-    (memories,) = conn.execute(_COUNT_LIVE).fetchone()
-    (edges,) = conn.execute("SELECT count(*) FROM edges").fetchone()
-    return f"{memories} memories, {edges} edges"
 
 
 def from_settings(settings: Settings) -> EmbeddedBackend:

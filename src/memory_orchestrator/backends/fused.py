@@ -11,7 +11,7 @@
   is named in `notes` (copied into the trace) and `health` reports degraded.
 Capabilities: a filter is claimed only when every member applies it (otherwise the pipeline
 filters); graph, timestamps and the entity index when any member has them; writing ones are
-the primary's.
+the primary's; listing never (whatever the members can do, the fused store lists nothing).
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ class FusedBackend:
             entity_filter=all(c.entity_filter for c in caps),
             entity_index=any(c.entity_index for c in caps),
             soft_delete=prim.soft_delete,
+            listing=False,  # no list_memories: one cursor cannot span the members' listings
             edge_types=tuple(dict.fromkeys(t for c in caps for t in c.edge_types)),
         )
 

@@ -13,6 +13,8 @@ Mapping (one memory per observation, with its entity):
   time field), parsed and stripped when read back;
 - relations are graph edges: neighbours of a memory are the other observations of its entity
   (`entity`) and the observations of related entities (the relation type), nearest first.
+Listing (`list_memories`): every observation from `read_graph`, in the file's order; the cursor
+keeps, per entity, the last observation handed out.
 Search: the server's `search_nodes` is one case-insensitive substring match of the whole query,
 unranked and unlimited. The adapter sends each content word (cut to the part it shares with its
 stem, so "hiking" also matches "hike") as its own `search_nodes`, unions the entities found and
@@ -24,18 +26,19 @@ writes.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
-import shutil
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.mcp_stdio import ToolError
+from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -60,7 +63,6 @@ PACKAGE = "@modelcontextprotocol/server-memory"
 NAME = "kg-memory"
 DEFAULT_ENTITY = "notes"
 _TIME = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?\] ")
-_ENTITY_WEIGHT = 0.5
 _RELATION_WEIGHT = 0.7
 
 
@@ -124,6 +126,18 @@ class Graph:
         }
 
 
+def _handed(cursor: str | None) -> dict[str, str]:
+    """A listing cursor read back: entity name -> the last observation id handed out (an
+    unreadable cursor starts over)."""
+    try:
+        found = json.loads(cursor) if cursor else {}
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, str)}
+
+
 def _observations(entity: dict[str, Any]) -> list[str]:
     return [o for o in entity.get("observations") or [] if isinstance(o, str)]
 
@@ -168,6 +182,7 @@ class KgMemoryBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        listing=True,  # from read_graph; see list_memories
         edge_types=("entity", "mentions"),
     )
     notes: tuple[str, ...] = ()
@@ -183,28 +198,21 @@ class KgMemoryBackend:
     ) -> None:
         self.native_search = native_search
         self.memory_file = Path(memory_file).resolve()
-        self.script = find_npm_script("@modelcontextprotocol/server-memory", explicit=script)
-        self.node = node or shutil.which("node") or "node"
-        self.client = McpStdio(
+        self.server = NpmServer(
             NAME,
-            self.node,
-            [str(self.script or f"<{PACKAGE} not installed>")],
+            PACKAGE,
+            self.memory_file,
             {"MEMORY_FILE_PATH": str(self.memory_file)},
+            section="kg_memory",
+            script=script,
+            node=node,
             timeout_s=timeout_s,
             serialize=True,  # it loses overlapping writes
         )
-
-    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
-        if self.script is None:
-            raise BackendError(
-                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
-                " .tools/npm) or set [kg_memory] script"
-            )
-        self.memory_file.parent.mkdir(parents=True, exist_ok=True)
-        return await self.client.call(tool, args, idempotent=read)
+        self.client = self.server.client  # the process, for tests and fault injection
 
     async def _graph(self) -> Graph:
-        return Graph.parse(await self._call("read_graph", {}, read=True))
+        return Graph.parse(await self.server.call("read_graph", {}, read=True))
 
     # ------------------------------------------------------------------ reading
 
@@ -220,7 +228,7 @@ class KgMemoryBackend:
             return []
         found: dict[str, dict[str, Any]] = {}
         for term in terms:
-            result = Graph.parse(await self._call("search_nodes", {"query": term}, read=True))
+            result = Graph.parse(await self.server.call("search_nodes", {"query": term}, read=True))
             found.update(result.entities)
         wanted = (
             {e.casefold() for e in filters.entity_ids} if filters and filters.entity_ids else None
@@ -264,7 +272,7 @@ class KgMemoryBackend:
         order (the server does not rank)."""
         if not query.strip():
             return []
-        found = Graph.parse(await self._call("search_nodes", {"query": query}, read=True))
+        found = Graph.parse(await self.server.call("search_nodes", {"query": query}, read=True))
         needle = query.casefold()
         rows = [(e, o) for e in found.entities.values() for o in _observations(e)]
         rows.sort(key=lambda eo: needle not in eo[1].casefold())
@@ -274,11 +282,35 @@ class KgMemoryBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         memories = (await self._graph()).memories()
         return [memories[i] for i in wanted if i in memories]
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Every observation (`EnumerableBackend`), from `read_graph`: entities in the file's
+        order, each one's observations in theirs. The server appends a new entity at the end
+        and a new observation at the end of its entity, so the cursor names, per entity, the
+        last observation handed out: what comes after it is new. An entity whose last handed
+        observation was deleted is listed again from its start (nothing is skipped)."""
+        graph = await self._graph()
+        handed = {n: i for n, i in _handed(cursor).items() if n in graph.entities}
+        page: list[Memory] = []
+        for name, entity in graph.entities.items():
+            observations = _observations(entity)
+            ids = [observation_id(name, o) for o in observations]
+            start = ids.index(handed[name]) + 1 if handed.get(name) in ids else 0
+            for observation, mem_id in list(zip(observations, ids, strict=True))[start:]:
+                if len(page) >= max(1, limit):
+                    break
+                page.append(_to_memory(entity, observation))
+                handed[name] = mem_id
+        if not page:
+            return [], cursor
+        return page, json.dumps(handed, ensure_ascii=False, separators=(",", ":"))
 
     async def neighbors(
         self,
@@ -287,54 +319,31 @@ class KgMemoryBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
+        """The other observations of a memory's entity, and those of the entities related to
+        it (relations first: they are the stronger edge)."""
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
+        if walk is None:
             return []
         graph = await self._graph()
-        memories = graph.memories()
-        allowed = None if edge_types is None else set(edge_types)
         adjacent: dict[str, list[tuple[str, str]]] = {}  # entity -> (other entity, relation)
         for rel in graph.relations:
             kind = str(rel.get("relationType") or "related")
             adjacent.setdefault(rel["from"], []).append((rel["to"], kind))
             adjacent.setdefault(rel["to"], []).append((rel["from"], kind))
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(memories[s], s) for s in seeds if s in memories]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[Memory, str]] = []
-            for memory, seed in frontier:
-                entity = str(memory.metadata.get("entity"))
-                steps = [(entity, "entity", _ENTITY_WEIGHT)]
-                steps += [
-                    (other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])
-                ]
-                steps.sort(key=lambda s: -s[2])
-                for other_entity, kind, weight in steps:
-                    if allowed is not None and kind not in allowed:
-                        continue
-                    node = graph.entities.get(other_entity)
-                    for obs in _observations(node) if node else []:
-                        found = _to_memory(node, obs) if node else None
-                        if found is None or found.id in seen:
-                            continue
-                        if len(out) >= limit:
-                            return out
-                        seen.add(found.id)
-                        out.append(
-                            Neighbor(
-                                memory=found,
-                                seed_id=seed,
-                                via_id=memory.id,
-                                edge_type=kind,
-                                weight=weight,
-                                hops=hop,
-                            )
-                        )
-                        nxt.append((found, seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> Iterator[kit.Step]:
+            entity = str(memory.metadata.get("entity"))
+            edges = [(entity, "entity", kit.SHARED_ENTITY_WEIGHT)]
+            edges += [(other, kind, _RELATION_WEIGHT) for other, kind in adjacent.get(entity, [])]
+            edges.sort(key=lambda s: -s[2])
+            for other_entity, kind, weight in edges:
+                node = graph.entities.get(other_entity)
+                if node is None or (walk.allowed is not None and kind not in walk.allowed):
+                    continue
+                for obs in _observations(node):
+                    yield _to_memory(node, obs), kind, weight
+
+        return kit.walk_in_order(walk, graph.memories(), steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         graph = await self._graph()
@@ -356,10 +365,10 @@ class KgMemoryBackend:
             for other in memory.entities[1:]
         ]
         try:
-            created = await self._call("create_entities", {"entities": new})
+            created = await self.server.call("create_entities", {"entities": new})
             names = {e.get("name") for e in (created or {}).get("entities", [])}
             if entity not in names:  # it existed: add the observation to it
-                added = await self._call(
+                added = await self.server.call(
                     "add_observations",
                     {"observations": [{"entityName": entity, "contents": [observation]}]},
                 )
@@ -377,7 +386,7 @@ class KgMemoryBackend:
                     for other in memory.entities[1:]
                     if other != entity
                 ]
-                await self._call("create_relations", {"relations": relations})
+                await self.server.call("create_relations", {"relations": relations})
         except ToolError as exc:
             raise BackendError(str(exc)) from exc
         return WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail=f"observation of {entity}")
@@ -394,24 +403,15 @@ class KgMemoryBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         """A relation between the two memories' entities (the graph has no memory-level edge)."""
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
         memories = (await self._graph()).memories()
-        missing = [i for i in (source_id, target_id) if i not in memories]
-        if missing:
-            raise BackendError(f"link: unknown memory id(s): {', '.join(missing)}")
+        kit.require_known([source_id, target_id], memories)
         source = str(memories[source_id].metadata["entity"])
         target = str(memories[target_id].metadata["entity"])
         if source != target:
-            rel = {"from": source, "to": target, "relationType": relation.strip()}
-            await self._call("create_relations", {"relations": [rel]})
-        return Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=weight,
-            meta=dict(meta or {}),
-        )
+            rel = {"from": source, "to": target, "relationType": edge.type}
+            await self.server.call("create_relations", {"relations": [rel]})
+        return edge
 
     async def forget(self, memory_id: str) -> bool:
         """Deletes the observation (the server has no soft delete)."""
@@ -422,43 +422,30 @@ class KgMemoryBackend:
             for obs in _observations(entity):
                 if observation_id(str(entity["name"]), obs) == memory_id:
                     deletion = {"entityName": entity["name"], "observations": [obs]}
-                    await self._call("delete_observations", {"deletions": [deletion]})
+                    await self.server.call("delete_observations", {"deletions": [deletion]})
                     return True
         return False
 
     # ------------------------------------------------------------------ lifecycle
 
     async def health(self) -> list[HealthCheck]:
-        start = time.perf_counter()
-        try:
+        async def probe() -> tuple[Status, str]:
             graph = await self._graph()
-        except Exception as exc:
-            ms = round((time.perf_counter() - start) * 1000, 3)
-            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
-        ms = round((time.perf_counter() - start) * 1000, 3)
-        observations = sum(len(_observations(e)) for e in graph.entities.values())
-        detail = (
-            f"{len(graph.entities)} entities, {observations} observations,"
-            f" {len(graph.relations)} relations in {self.memory_file}"
-        )
-        status = Status.OK
-        restarted = self.client.unreported_restart()
-        if restarted:
-            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
-        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
+            observations = sum(len(_observations(e)) for e in graph.entities.values())
+            detail = (
+                f"{len(graph.entities)} entities, {observations} observations,"
+                f" {len(graph.relations)} relations in {self.memory_file}"
+            )
+            return Status.OK, detail
+
+        return await self.server.health(probe)
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.server.close()
 
 
 def from_settings(settings: Settings) -> KgMemoryBackend:
     """The registry's factory: `[kg_memory]` settings. Starts no process."""
     section = settings.kg_memory
     path = section.path or settings.data_dir / "kg-memory.jsonl"
-    return KgMemoryBackend(
-        path,
-        script=section.script,
-        node=section.node,
-        timeout_s=section.timeout_s,
-        native_search=section.native_search,
-    )
+    return KgMemoryBackend(path, **server_options(section))

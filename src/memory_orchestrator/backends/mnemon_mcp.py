@@ -1,7 +1,7 @@
 """The layered store of the mnemon-mcp blog post: npm `mnemon-mcp@1.3.0`, over MCP stdio.
 
 One `node <abs>/dist/index.js` process per store (`MNEMON_DB_PATH`), spawned on first use and
-kept open (`mcp_stdio.McpStdio`); a crashed process is restarted on the next call.
+kept open (`npm_server.NpmServer`); a crashed process is restarted on the next call.
 
 Mapping:
 - memory type <-> layer (episodic, semantic, procedural, resource: the same four names);
@@ -31,15 +31,15 @@ in event time first), read from a cached `memory_export` that is refreshed after
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator import text
-from memory_orchestrator.backends.mcp_stdio import McpStdio, ToolError, find_npm_script
+from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.mcp_stdio import ToolError
+from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     Capabilities,
@@ -65,22 +65,6 @@ NAME = "mnemon-mcp"
 _FORGOTTEN = 0.0  # confidence of a forgotten memory
 _MIN_CONFIDENCE = 0.001  # asked of every search, so forgotten memories never come back
 _EXPORT_LIMIT = 10_000
-
-
-def _iso(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def query_terms(query: str) -> str:
@@ -111,7 +95,7 @@ def _to_memory(row: dict[str, Any]) -> Memory:
             meta[key] = row[key]
     if isinstance(row.get("created_at"), str):
         meta["stored_at"] = row["created_at"]
-    when = _parse_time(row.get("event_at")) or _parse_time(row.get("created_at"))
+    when = kit.parse_time(row.get("event_at")) or kit.parse_time(row.get("created_at"))
     return Memory(
         id=str(row["id"]),
         content=str(row.get("content") or ""),
@@ -146,6 +130,7 @@ class MnemonMcpBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        listing=True,  # from memory_export, in write order
         edge_types=("entity",),
     )
 
@@ -161,18 +146,19 @@ class MnemonMcpBackend:
         native_search: bool = False,
     ) -> None:
         self.db_path = Path(db_path).resolve()
-        self.script = find_npm_script(PACKAGE, explicit=script)
-        self.node = node or shutil.which("node") or "node"
         self.scope = scope
         self.native_search = native_search
-        env = {"MNEMON_DB_PATH": str(self.db_path), **(extra_env or {})}
-        self.client = McpStdio(
+        self.server = NpmServer(
             NAME,
-            self.node,
-            [str(self.script or f"<{PACKAGE} not installed>")],
-            env,
+            PACKAGE,
+            self.db_path,
+            {"MNEMON_DB_PATH": str(self.db_path), **(extra_env or {})},
+            section="mnemon_mcp",
+            script=script,
+            node=node,
             timeout_s=timeout_s,
         )
+        self.client = self.server.client  # the process, for tests and fault injection
         self._export: list[dict[str, Any]] | None = None
         self._export_at = 0.0
         self._forget_fallback = False
@@ -183,15 +169,6 @@ class MnemonMcpBackend:
         if self._forget_fallback:
             notes.append("mnemon-mcp: memory_delete failed; forgotten memories have confidence 0")
         return tuple(notes)
-
-    async def _call(self, tool: str, args: dict[str, Any], *, read: bool = False) -> Any:
-        if self.script is None:
-            raise BackendError(
-                f"{PACKAGE} is not installed: run `make npm-servers` (installs it into"
-                " .tools/npm) or set [mnemon_mcp] script"
-            )
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        return await self.client.call(tool, args, idempotent=read)
 
     # ------------------------------------------------------------------ reading
 
@@ -208,7 +185,7 @@ class MnemonMcpBackend:
         for entity in entities:
             call = dict(args, entity_name=entity) if entity else args
             try:
-                found = await self._call("memory_search", call, read=True)
+                found = await self.server.call("memory_search", call, read=True)
             except ToolError:
                 continue  # "Invalid search query": a bad query gives []
             for row in (found or {}).get("memories", []) if isinstance(found, dict) else []:
@@ -239,9 +216,9 @@ class MnemonMcpBackend:
             args["layers"] = [t.value for t in filters.memory_types]
         span = filters.time_range
         if span is not None and span.start is not None:
-            args["date_from"] = _iso(span.start)
+            args["date_from"] = kit.utc_text(span.start)
         if span is not None and span.end is not None:
-            args["date_to"] = _iso(span.end)
+            args["date_to"] = kit.utc_text(span.end)
         entities: list[str | None] = [None]
         if filters.entity_ids:
             entities = list(dict.fromkeys(filters.entity_ids))
@@ -250,7 +227,7 @@ class MnemonMcpBackend:
     async def _all(self) -> list[dict[str, Any]]:
         """Every live memory, from `memory_export` (cached until the next write)."""
         if self._export is None:
-            found = await self._call(
+            found = await self.server.call(
                 "memory_export", {"format": "json", "limit": _EXPORT_LIMIT}, read=True
             )
             content = found.get("content") if isinstance(found, dict) else None
@@ -285,7 +262,7 @@ class MnemonMcpBackend:
         return [_to_memory(r) for r in fresh], json.dumps([last, sorted(under)])
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = kit.clean_ids(ids)
         if not wanted:
             return []
         by_id = {r["id"]: r for r in await self._all()}
@@ -298,10 +275,9 @@ class MnemonMcpBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
-            return []
-        if edge_types is not None and "entity" not in edge_types:
+        """Memories sharing the entity_name, the nearest in event time first."""
+        walk = kit.walk_request(node_ids, edge_types, hops, limit, known=("entity",))
+        if walk is None:
             return []
         rows = await self._all()
         by_id = {r["id"]: r for r in rows}
@@ -309,37 +285,15 @@ class MnemonMcpBackend:
         for row in rows:
             if row.get("entity_name"):
                 by_entity.setdefault(str(row["entity_name"]).casefold(), []).append(row)
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(s, s) for s in seeds if s in by_id]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[str, str]] = []
-            for node, seed in frontier:
-                row = by_id[node]
-                key = str(row.get("entity_name") or "").casefold()
-                when = _to_memory(row).created_at
-                sharers = [r for r in by_entity.get(key, []) if r["id"] not in seen] if key else []
-                if when is not None:
-                    sharers.sort(key=lambda r: abs((_to_memory(r).created_at or when) - when))
-                for other in sharers:
-                    if len(out) >= limit:
-                        return out
-                    seen.add(other["id"])
-                    memory = _to_memory(other)
-                    out.append(
-                        Neighbor(
-                            memory=memory,
-                            seed_id=seed,
-                            via_id=node,
-                            edge_type="entity",
-                            weight=0.5,
-                            hops=hop,
-                        )
-                    )
-                    nxt.append((other["id"], seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> list[kit.Step]:
+            key = str(by_id[memory.id].get("entity_name") or "").casefold()
+            sharers = [_to_memory(r) for r in by_entity.get(key, [])] if key else []
+            nearest = kit.by_time_distance(sharers, memory.created_at, undated_first=True)
+            return [(m, "entity", kit.SHARED_ENTITY_WEIGHT) for m in nearest]
+
+        start = {s: _to_memory(by_id[s]) for s in walk.seeds if s in by_id}
+        return kit.walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         counts: dict[str, int] = {}
@@ -361,7 +315,7 @@ class MnemonMcpBackend:
                 "new_content": memory.content,
             }
             try:
-                done = await self._call("memory_update", args)
+                done = await self.server.call("memory_update", args)
             except ToolError as exc:
                 raise BackendError(str(exc)) from exc
             new_id = str(done.get("new_id") or done.get("updated_id") or supersedes)
@@ -373,7 +327,7 @@ class MnemonMcpBackend:
             )
         args = self._add_args(memory)
         try:
-            done = await self._call("memory_add", args)
+            done = await self.server.call("memory_add", args)
         except ToolError as exc:
             raise BackendError(str(exc)) from exc
         if not isinstance(done, dict) or "id" not in done:
@@ -388,7 +342,7 @@ class MnemonMcpBackend:
         if memory.entities:
             args["entity_name"] = memory.entities[0]
         if memory.created_at is not None:
-            args["event_at"] = _iso(memory.created_at)
+            args["event_at"] = kit.utc_text(memory.created_at)
         if memory.importance is not None:
             args["importance"] = memory.importance
         if memory.confidence is not None:
@@ -427,7 +381,7 @@ class MnemonMcpBackend:
             return False
         self._export = None
         try:
-            await self._call("memory_delete", {"id": memory_id})
+            await self.server.call("memory_delete", {"id": memory_id})
             return True
         except ToolError as exc:
             message = str(exc)
@@ -437,14 +391,14 @@ class MnemonMcpBackend:
                 raise BackendError(message) from exc
         # 1.3.0 deletes the row, then fails on the absent vector table: check which it was.
         try:
-            await self._call("memory_inspect", {"id": memory_id}, read=True)
+            await self.server.call("memory_inspect", {"id": memory_id}, read=True)
         except ToolError as exc:
             if "not found" in str(exc).casefold():
                 return True
             raise BackendError(str(exc)) from exc
         self._forget_fallback = True
         try:
-            await self._call(
+            await self.server.call(
                 "memory_update", {"id": memory_id, "confidence": _FORGOTTEN, "importance": 0.0}
             )
         except ToolError as exc:
@@ -456,37 +410,24 @@ class MnemonMcpBackend:
     # ------------------------------------------------------------------ lifecycle
 
     async def health(self) -> list[HealthCheck]:
-        start = time.perf_counter()
-        try:
-            found = await self._call("memory_health", {}, read=True)
-        except Exception as exc:
-            ms = round((time.perf_counter() - start) * 1000, 3)
-            return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc), latency_ms=ms)]
-        ms = round((time.perf_counter() - start) * 1000, 3)
-        state = found.get("status") if isinstance(found, dict) else None
-        stats = found.get("stats", {}) if isinstance(found, dict) else {}
-        detail = f"{state}; {stats.get('total_active', '?')} active memories; restarts " + str(
-            max(self.client.starts - 1, 0)
-        )
-        status = Status.OK if state == "healthy" else Status.DEGRADED
-        restarted = self.client.unreported_restart()
-        if restarted:
-            status, detail = Status.DEGRADED, f"{detail}; {restarted}"
-        return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms)]
+        async def probe() -> tuple[Status, str]:
+            found = await self.server.call("memory_health", {}, read=True)
+            state = found.get("status") if isinstance(found, dict) else None
+            stats = found.get("stats", {}) if isinstance(found, dict) else {}
+            restarts = max(self.client.starts - 1, 0)
+            detail = (
+                f"{state}; {stats.get('total_active', '?')} active memories; restarts {restarts}"
+            )
+            return (Status.OK if state == "healthy" else Status.DEGRADED), detail
+
+        return await self.server.health(probe)
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.server.close()
 
 
 def from_settings(settings: Settings) -> MnemonMcpBackend:
     """The registry's factory: `[mnemon_mcp]` settings. Starts no process."""
     section = settings.mnemon_mcp
     db = section.path or settings.data_dir / "mnemon-mcp.db"
-    return MnemonMcpBackend(
-        db,
-        script=section.script,
-        node=section.node,
-        timeout_s=section.timeout_s,
-        scope=section.scope,
-        native_search=section.native_search,
-    )
+    return MnemonMcpBackend(db, scope=section.scope, **server_options(section))

@@ -1,19 +1,11 @@
 """Mnemonic's store: a directory of markdown files with YAML frontmatter (MIF level 3).
 
-No server: the adapter reads and writes the files. Layout: `<root>/<namespace>/<slug>-<id8>
-.memory.md`; every `*.memory.md` under the root is read (dot directories such as `.git` and
-`.blackboard` are skipped). Frontmatter written (and read):
-`id, type (semantic|episodic|procedural), namespace, created, modified, title, tags,
-temporal{valid_from, recorded_at, decay{model, half_life, strength}},
-provenance{source_type, agent, confidence}` plus `entities`, `importance` and `relations`
-(`[{id, type, weight}]`, written by `link`) which Mnemonic leaves alone. The body is
-"# <title>" and the content.
+No server: the adapter reads and writes the files (their format and the mapping to memories:
+`mnemonic_files`). Every `*.memory.md` under the root is read (dot directories such as `.git`
+and `.blackboard` are skipped).
 
-Mapping: type <-> type (`resource`, which MIF lacks, is written as semantic with the tag
-`resource` and read back as resource); namespace <- `metadata["namespace"]`, else one per type
-(semantic -> context, episodic -> episodic, procedural -> patterns); `created_at` <->
-`temporal.valid_from`; `confidence` <-> `provenance.confidence`; decay half-life per type as
-the seed's table (P30D, P7D, P14D).
+Listing (`list_memories`): in the order this backend read each file (a changed file is read
+anew, so it comes again).
 
 Search: a small in-process index (stemmed terms, BM25) over the files, refreshed from the
 file times at most every `rescan_s` seconds, and at once after this process writes. Neighbours:
@@ -24,29 +16,42 @@ root is not one); git runs with list arguments, never a shell.
 
 from __future__ import annotations
 
+import itertools
 import math
-import re
 import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio.to_thread
 import yaml
 
 from memory_orchestrator import text
+from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.mnemonic_files import (
+    NAME,
+    SUFFIX,
+    Doc,
+    by_seq,
+    digest,
+    new_front,
+    parse_doc,
+    render,
+    slug,
+    split_frontmatter,
+    unit,
+)
 from memory_orchestrator.errors import BackendError
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
     HealthCheck,
     Memory,
-    MemoryType,
     MetaValue,
     Neighbor,
     NewMemory,
@@ -61,152 +66,7 @@ if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
-NAME = "mnemonic"
-SUFFIX = ".memory.md"
-NAMESPACES = {
-    MemoryType.SEMANTIC: "context",
-    MemoryType.EPISODIC: "episodic",
-    MemoryType.PROCEDURAL: "patterns",
-    MemoryType.RESOURCE: "context",
-}
-HALF_LIFE = {
-    MemoryType.SEMANTIC: "P30D",
-    MemoryType.EPISODIC: "P7D",
-    MemoryType.PROCEDURAL: "P14D",
-    MemoryType.RESOURCE: "P30D",
-}
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(/[A-Za-z0-9][A-Za-z0-9_-]*)*$")
 _K1, _B = 1.2, 0.75
-_ENTITY_WEIGHT = 0.5
-
-
-def _iso(when: datetime) -> str:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _slug(value: str) -> str:
-    words = re.findall(r"[a-z0-9]+", value.casefold())
-    return "-".join(words)[:48].strip("-") or "memory"
-
-
-def _digest(content: str) -> str:
-    return text.content_hash(content)
-
-
-def split_frontmatter(raw: str) -> tuple[dict[str, Any], str] | None:
-    """(frontmatter, body) of a file, or None when it has no valid YAML frontmatter."""
-    if not raw.startswith("---"):
-        return None
-    parts = re.split(r"^---[ \t]*$", raw, maxsplit=2, flags=re.MULTILINE)
-    if len(parts) < 3:
-        return None
-    try:
-        front = yaml.safe_load(parts[1])
-    except yaml.YAMLError:
-        return None
-    return (front, parts[2].lstrip("\n")) if isinstance(front, dict) else None
-
-
-@dataclass
-class Doc:
-    path: Path
-    stamp: tuple[int, int]  # mtime_ns, size
-    memory: Memory
-    relations: list[dict[str, Any]]
-    digest: str
-    stems: dict[str, int]
-    length: int
-
-
-def _float(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return min(1.0, max(0.0, float(value)))
-    return None
-
-
-def _labels(value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return ()
-    return tuple(str(v) for v in value if isinstance(v, str | int | float) and str(v).strip())
-
-
-def _section(front: dict[str, Any], key: str) -> dict[str, Any]:
-    value = front.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
-    """A memory file read into a `Doc`; None when it is not one."""
-    split = split_frontmatter(raw)
-    if split is None:
-        return None
-    front, body = split
-    mem_id = front.get("id")
-    if not isinstance(mem_id, str | int) or not str(mem_id):
-        return None
-    title = str(front.get("title") or "")
-    content = body.strip()
-    heading = f"# {title}".strip()
-    if title and content.startswith(heading):
-        content = content[len(heading) :].strip()
-    if not content:
-        content = title
-    if not content:
-        return None
-    tags = _labels(front.get("tags"))
-    kind_name = str(front.get("type") or "semantic")
-    kind = MemoryType(kind_name) if kind_name in MemoryType._value2member_map_ else None
-    if kind is MemoryType.SEMANTIC and "resource" in tags:
-        kind = MemoryType.RESOURCE
-    temporal, provenance = _section(front, "temporal"), _section(front, "provenance")
-    when = _time(temporal.get("valid_from")) or _time(front.get("created"))
-    meta: dict[str, MetaValue] = {"path": str(path), "title": title}
-    if isinstance(front.get("namespace"), str):
-        meta["namespace"] = front["namespace"]
-    decay = _section(temporal, "decay")
-    if isinstance(decay.get("half_life"), str):
-        meta["half_life"] = decay["half_life"]
-    entities = _labels(front.get("entities"))
-    memory = Memory(
-        id=str(mem_id),
-        content=content,
-        type=kind or MemoryType.SEMANTIC,
-        entities=entities,
-        tags=tuple(t for t in tags if t != "resource" or kind is not MemoryType.RESOURCE),
-        created_at=when,
-        source=str(provenance["agent"]) if isinstance(provenance.get("agent"), str) else None,
-        importance=_float(front.get("importance")),
-        confidence=_float(provenance.get("confidence")),
-        store=NAME,
-        metadata=meta,
-    )
-    relations = [r for r in front.get("relations") or [] if isinstance(r, dict) and r.get("id")]
-    stems: dict[str, int] = {}
-    words = text.all_stems(f"{title} {content} {' '.join(entities)} {' '.join(tags)}")
-    for stem in words:
-        stems[stem] = stems.get(stem, 0) + 1
-    return Doc(path, stamp, memory, relations, _digest(content), stems, max(len(words), 1))
-
-
-def render(front: dict[str, Any], title: str, content: str) -> str:
-    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
-    return f"---\n{head}---\n\n# {title}\n\n{content.rstrip()}\n"
 
 
 class MnemonicBackend:
@@ -223,6 +83,7 @@ class MnemonicBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        listing=True,  # in the order files were read; see list_memories
         edge_types=("entity", "related"),
     )
     notes: tuple[str, ...] = ()
@@ -246,6 +107,8 @@ class MnemonicBackend:
         self._by_digest: dict[str, str] = {}
         self._scanned = -math.inf
         self.skipped_files = 0
+        self._sequence = itertools.count(1)
+        self._token = uuid.uuid4().hex[:8]  # names this backend's cursors
 
     # ------------------------------------------------------------------ plumbing
 
@@ -275,7 +138,7 @@ class MnemonicBackend:
                 seen[path] = old
                 continue
             try:
-                doc = parse_doc(path, path.read_text(encoding="utf-8"), stamp)
+                doc = self._parse(path, path.read_text(encoding="utf-8"), stamp)
             except (OSError, UnicodeDecodeError):
                 doc = None
             if doc is None:
@@ -287,6 +150,13 @@ class MnemonicBackend:
             self._reindex()
         self.skipped_files = skipped
         self._scanned = time.monotonic()
+
+    def _parse(self, path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
+        """`parse_doc`, numbered: every file read anew (new, or changed) gets the next number."""
+        doc = parse_doc(path, raw, stamp)
+        if doc is not None:
+            doc.seq = next(self._sequence)
+        return doc
 
     def _files(self) -> list[Path]:
         if not self.root.is_dir():
@@ -358,7 +228,7 @@ class MnemonicBackend:
         }
         scored: list[tuple[float, Memory]] = []
         for doc in docs:
-            if filters is not None and not _passes(doc.memory, filters):
+            if not matches(doc.memory, filters):
                 continue
             score = 0.0
             for s in stems:
@@ -375,13 +245,33 @@ class MnemonicBackend:
         ]
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+        wanted = kit.clean_ids(ids)
 
         def run() -> list[Memory]:
             self._scan()
             return [self._by_id[i].memory for i in wanted if i in self._by_id]
 
         return await self._run(run) if wanted else []
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """Every memory (`EnumerableBackend`) in the order this backend read its file: a file
+        new to it, or changed since (by this process or another, seen at the next rescan),
+        is numbered anew, so it comes after the cursor whatever its time stamps say. The
+        numbers belong to this backend object; a cursor from another one starts over."""
+        token, _, number = (cursor or "").partition(":")
+        after = int(number) if token == self._token and number.isdigit() else 0
+
+        def run() -> tuple[list[Memory], str | None]:
+            self._scan()
+            fresh = sorted((d for d in self._by_id.values() if d.seq > after), key=by_seq)
+            page = fresh[: max(1, limit)]
+            if not page:
+                return [], cursor
+            return [d.memory for d in page], f"{self._token}:{page[-1].seq}"
+
+        return await self._run(run)
 
     async def neighbors(
         self,
@@ -390,21 +280,19 @@ class MnemonicBackend:
         hops: int = 1,
         limit: int = 50,
     ) -> list[Neighbor]:
-        seeds = list(dict.fromkeys(i for i in node_ids if isinstance(i, str) and i))
-        if not seeds or hops < 1 or limit < 1:
-            return []
-        allowed = None if edge_types is None else set(edge_types)
-        return await self._run(lambda: self._walk(seeds, allowed, hops, limit))
+        walk = kit.walk_request(node_ids, edge_types, hops, limit)
+        return [] if walk is None else await self._run(lambda: self._walk(walk))
 
-    def _walk(
-        self, seeds: list[str], allowed: set[str] | None, hops: int, limit: int
-    ) -> list[Neighbor]:
+    def _walk(self, walk: kit.Walk) -> list[Neighbor]:
+        """Explicit relations (either direction, the strongest first), then memories sharing
+        an entity (the nearest in time first)."""
         self._scan()
+        allowed = walk.allowed
         edges: dict[str, list[tuple[str, str, float]]] = {}
         for doc in self._by_id.values():
             for rel in doc.relations:
                 other, kind = str(rel["id"]), str(rel.get("type") or "related")
-                weight = _float(rel.get("weight"))
+                weight = unit(rel.get("weight"))
                 w = 1.0 if weight is None else weight
                 edges.setdefault(doc.memory.id, []).append((other, kind, w))
                 edges.setdefault(other, []).append((doc.memory.id, kind, w))
@@ -412,52 +300,24 @@ class MnemonicBackend:
         for doc in self._by_id.values():
             for entity in doc.memory.entities:
                 by_entity.setdefault(entity.casefold(), []).append(doc.memory)
-        seen, out = set(seeds), list[Neighbor]()
-        frontier = [(self._by_id[s].memory, s) for s in seeds if s in self._by_id]
-        for hop in range(1, hops + 1):
-            nxt: list[tuple[Memory, str]] = []
-            for memory, seed in frontier:
-                steps = [
-                    (self._by_id[o].memory, k, w)
-                    for o, k, w in edges.get(memory.id, [])
-                    if o in self._by_id and (allowed is None or k in allowed)
-                ]
-                steps.sort(key=lambda s: -s[2])
-                if allowed is None or "entity" in allowed:
-                    sharers = {
-                        m.id: m for e in memory.entities for m in by_entity.get(e.casefold(), [])
-                    }
-                    when = memory.created_at
-                    ordered = sorted(
-                        sharers.values(),
-                        key=lambda m: (
-                            abs((m.created_at - when).total_seconds())
-                            if m.created_at and when
-                            else math.inf
-                        ),
-                    )
-                    steps += [(m, "entity", _ENTITY_WEIGHT) for m in ordered]
-                for found, kind, weight in steps:
-                    if found.id in seen:
-                        continue
-                    if len(out) >= limit:
-                        return out
-                    seen.add(found.id)
-                    out.append(
-                        Neighbor(
-                            memory=found,
-                            seed_id=seed,
-                            via_id=memory.id,
-                            edge_type=kind,
-                            weight=weight,
-                            hops=hop,
-                        )
-                    )
-                    nxt.append((found, seed))
-            frontier = nxt
-            if not frontier:
-                break
-        return out
+
+        def steps(memory: Memory) -> list[kit.Step]:
+            found = [
+                (self._by_id[o].memory, k, w)
+                for o, k, w in edges.get(memory.id, [])
+                if o in self._by_id and (allowed is None or k in allowed)
+            ]
+            found.sort(key=lambda s: -s[2])
+            if allowed is None or "entity" in allowed:
+                sharers = {
+                    m.id: m for e in memory.entities for m in by_entity.get(e.casefold(), [])
+                }
+                nearest = kit.by_time_distance(sharers.values(), memory.created_at)
+                found += [(m, "entity", kit.SHARED_ENTITY_WEIGHT) for m in nearest]
+            return found
+
+        start = {s: self._by_id[s].memory for s in walk.seeds if s in self._by_id}
+        return kit.walk_in_order(walk, start, steps)
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         def run() -> list[str]:
@@ -481,52 +341,16 @@ class MnemonicBackend:
 
     def _write(self, memory: NewMemory) -> WriteOutcome:
         self._scan()
-        mid = self._by_digest.get(_digest(memory.content))
+        mid = self._by_digest.get(digest(memory.content))
         if mid is not None:
             return WriteOutcome(
                 id=mid, action=WriteAction.SKIPPED, existing_id=mid, detail="exact duplicate"
             )
-        namespace = memory.metadata.get("namespace")
-        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-            namespace = NAMESPACES[memory.type]
         mem_id = str(uuid.uuid4())
-        now = _iso(datetime.now(UTC))
-        title_meta = memory.metadata.get("title")
-        title = title_meta if isinstance(title_meta, str) and title_meta.strip() else None
-        title = title or " ".join(memory.content.split())[:80]
-        tags = list(memory.tags)
-        if memory.type is MemoryType.RESOURCE and "resource" not in tags:
-            tags.append("resource")
-        front: dict[str, Any] = {
-            "id": mem_id,
-            "type": "semantic" if memory.type is MemoryType.RESOURCE else memory.type.value,
-            "namespace": namespace,
-            "created": now,
-            "modified": now,
-            "title": title,
-            "tags": tags,
-            "temporal": {
-                "valid_from": _iso(memory.created_at) if memory.created_at else now,
-                "recorded_at": now,
-                "decay": {
-                    "model": "exponential",
-                    "half_life": HALF_LIFE[memory.type],
-                    "strength": 1.0,
-                },
-            },
-            "provenance": {
-                "source_type": "conversation",
-                "agent": memory.source or self.agent,
-                "confidence": memory.confidence if memory.confidence is not None else 0.8,
-            },
-        }
-        if memory.entities:
-            front["entities"] = list(memory.entities)
-        if memory.importance is not None:
-            front["importance"] = memory.importance
+        namespace, title, front = new_front(memory, mem_id, agent=self.agent)
         folder = self.root / namespace
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{_slug(title)}-{mem_id[:8]}{SUFFIX}"
+        path = folder / f"{slug(title)}-{mem_id[:8]}{SUFFIX}"
         self._write_file(path, render(front, title, memory.content))
         self._commit([path], f"memory: add {mem_id} ({namespace})")
         return WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail=str(path))
@@ -536,7 +360,7 @@ class MnemonicBackend:
         tmp.write_text(body, encoding="utf-8")
         tmp.replace(path)
         st = path.stat()
-        doc = parse_doc(path, body, (st.st_mtime_ns, st.st_size))
+        doc = self._parse(path, body, (st.st_mtime_ns, st.st_size))
         if doc is None:
             raise BackendError(f"{NAME}: wrote an unreadable file {path}")
         self._add_doc(doc)
@@ -552,23 +376,11 @@ class MnemonicBackend:
         weight: float = 1.0,
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
-        if not isinstance(relation, str) or not relation.strip():
-            raise BackendError("link: relation must be a non-empty string")
-        if not 0.0 <= weight <= 1.0:
-            raise BackendError(f"link: weight must be within 0..1, got {weight}")
-        edge = Edge(
-            source_id=source_id,
-            target_id=target_id,
-            type=relation.strip(),
-            weight=float(weight),
-            meta=dict(meta or {}),
-        )
+        edge = kit.checked_edge(source_id, target_id, relation, weight, meta)
 
         def run() -> Edge:
             self._scan(force=True)
-            missing = [i for i in (source_id, target_id) if i not in self._by_id]
-            if missing or source_id == target_id:
-                raise BackendError(f"link: unknown or equal memory ids: {source_id}, {target_id}")
+            kit.require_known([source_id, target_id], self._by_id)
             doc = self._by_id[source_id]
             split = split_frontmatter(doc.path.read_text(encoding="utf-8"))
             assert split is not None
@@ -582,7 +394,7 @@ class MnemonicBackend:
             ]
             rels.append({"id": target_id, "type": edge.type, "weight": edge.weight})
             front["relations"] = rels
-            front["modified"] = _iso(datetime.now(UTC))
+            front["modified"] = kit.utc_text(datetime.now(UTC))
             head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
             self._write_file(doc.path, f"---\n{head}---\n\n{body}")
             self._commit([doc.path], f"memory: link {source_id} -> {target_id} ({edge.type})")
@@ -652,17 +464,6 @@ class MnemonicBackend:
 
     async def close(self) -> None:
         return None
-
-
-def _passes(memory: Memory, filters: SearchFilters) -> bool:
-    if filters.memory_types and memory.type not in filters.memory_types:
-        return False
-    if filters.entity_ids:
-        wanted = {e.casefold() for e in filters.entity_ids}
-        if not wanted & {e.casefold() for e in memory.entities}:
-            return False
-    span = filters.time_range
-    return span is None or memory.created_at is None or span.contains(memory.created_at)
 
 
 def from_settings(settings: Settings) -> MnemonicBackend:

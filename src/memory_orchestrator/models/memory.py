@@ -193,6 +193,7 @@ class Capabilities(Frozen):
     entity_filter: bool = False
     entity_index: bool = False
     soft_delete: bool = False
+    listing: bool = False  # list_memories: pages of every live memory (`EnumerableBackend`)
     edge_types: tuple[str, ...] = ()
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, ExpansionDecision, Neighbor, SearchFilters
-from memory_orchestrator.pipeline.filters import matches
 
 
 @dataclass(frozen=True)

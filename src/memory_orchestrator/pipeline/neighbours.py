@@ -16,8 +16,8 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import describe
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, ExpansionDecision, Memory, Neighbor, SearchFilters
-from memory_orchestrator.pipeline.filters import matches
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, SourceRank
-from memory_orchestrator.pipeline.filters import matches, missing_filter_support
+from memory_orchestrator.pipeline.filters import missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.reranker import tie_order
 from memory_orchestrator.text import cut_at_word

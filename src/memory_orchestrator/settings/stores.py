@@ -23,10 +23,10 @@ class EmbeddedSettings(Section):
 
 
 class MnemonSettings(Section):
-    """The Mnemon store, reached through its `mnemon` CLI (see `backends/mnemon.py`)."""
+    """The Mnemon store, reached through its `mnemon` CLI (see `backends/mnemon/`)."""
 
     binary: Annotated[Path | None, AfterValidator(_executable)] = Field(
-        default=None, description="mnemon executable; default .tools/bin/mnemon, then PATH"
+        default=None, description="mnemon executable; default ./.tools/bin/mnemon, then PATH"
     )
     data_dir: DirPath = Field(
         default=None, description="Mnemon's --data-dir; default $MNEMON_DATA_DIR, else ~/.mnemon"

@@ -1,0 +1,255 @@
+"""Running `mnemon`: one process per command, never through a shell.
+
+- The binary: `[mnemon] binary` (a bare name is looked up on PATH), else `.tools/bin/mnemon`
+  under the working directory (where `make mnemon` installs it), else `mnemon` on PATH.
+- The environment: Mnemon's embedding probe (2 s per call) is pointed at an address that
+  fails at once unless an endpoint is configured; `MNEMON_MAX_INSIGHTS` when set.
+- A timeout per process: a late process is killed, and so is one whose caller gave up.
+- At most `max_processes` at once; writes to one store one at a time (a lock per store file,
+  shared by every backend in the event loop); "database is locked" retried with bounded
+  backoff (Mnemon sets no busy timeout).
+- Mnemon's error text: the `Error: ...` line of stderr, else its last non-empty line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import subprocess
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import ByteReceiveStream
+
+from memory_orchestrator.errors import BackendError, StoreTimeout
+from memory_orchestrator.settings import MnemonSettings
+
+T = TypeVar("T")
+
+LOCAL_BINARY = Path(".tools/bin/mnemon")  # under the working directory: `make mnemon`
+INSTALL_HINT = (
+    "install it with `go install github.com/mnemon-dev/mnemon@v0.2.9` (Go >= 1.24; or"
+    " `make mnemon`, which puts it in ./.tools/bin), or set [mnemon] binary"
+)
+FAIL_FAST_ENDPOINT = "http://127.0.0.1:1"  # connection refused at once: no 2 s probe
+LOCKED = ("database is locked", "sqlite_busy", "database table is locked", "sqlite_locked")
+
+_STORE_LOCKS: anyio.lowlevel.RunVar[dict[str, anyio.Lock]] = anyio.lowlevel.RunVar(
+    "mnemon_store_locks"
+)
+
+
+class MnemonTimeout(StoreTimeout):
+    """A mnemon process ran past its timeout and was killed."""
+
+
+class _Locked(BackendError):
+    """The store was locked by another writer (retried with backoff)."""
+
+
+def find_binary(configured: Path | None) -> Path:
+    """The `mnemon` to run (see the module docstring). Raises BackendError saying where it
+    looked and how to install one."""
+    looked: list[str] = []
+    if configured is not None:
+        path = configured.expanduser()
+        if path.parent == Path() and not str(configured).startswith("."):
+            found = shutil.which(str(path))
+            looked.append(f"{path} on PATH")
+            candidates = [Path(found)] if found else []
+        else:
+            looked.append(str(path))
+            candidates = [path]
+    else:
+        local = Path.cwd() / LOCAL_BINARY
+        looked += [str(local), "PATH"]
+        found = shutil.which("mnemon")
+        candidates = [local, *([Path(found)] if found else [])]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate.absolute()
+    raise BackendError(f"mnemon binary not found (looked in: {', '.join(looked)}); {INSTALL_HINT}")
+
+
+def error_message(stderr: bytes) -> str:
+    """Mnemon's error text: the `Error: ...` line, else the last non-empty stderr line."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines()]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if line.startswith("Error: "):
+            return line.removeprefix("Error: ")
+    return lines[-1] if lines else "no error text"
+
+
+async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        into.extend(chunk)
+
+
+class PerLoop(Generic[T]):
+    """One `make()` per running event loop: anyio locks and semaphores cannot cross loops
+    (the CLI, the eval harness and the tests each run their own)."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._loop: object = None
+        self._value: T | None = None
+
+    def get(self) -> T:
+        loop = anyio.lowlevel.current_token().native_token
+        if self._value is None or self._loop is not loop:
+            self._loop, self._value = loop, self._make()
+        return self._value
+
+
+class Cached(Generic[T]):
+    """An answer reused for `ttl_s` seconds; concurrent first askers in one event loop wait
+    for one fetch."""
+
+    def __init__(self, fetch: Callable[[], Awaitable[T]], ttl_s: float) -> None:
+        self._fetch = fetch
+        self.ttl_s = ttl_s
+        self._value: tuple[float, T] | None = None
+        self._lock = PerLoop(anyio.Lock)
+
+    def clear(self) -> None:
+        self._value = None
+
+    def _fresh(self) -> T | None:
+        value = self._value
+        if value is not None and time.monotonic() - value[0] < self.ttl_s:
+            return value[1]
+        return None
+
+    async def get(self, *, fresh: bool = False) -> T:
+        """The cached answer, else a new one (always a new one with `fresh`)."""
+        found = None if fresh else self._fresh()
+        if found is not None:
+            return found
+        async with self._lock.get():
+            found = None if fresh else self._fresh()
+            if found is not None:
+                return found
+            now = time.monotonic()
+            answer = await self._fetch()
+            self._value = (now, answer)
+            return answer
+
+
+class MnemonRunner:
+    """Starts `mnemon` processes for one backend (see the module docstring).
+
+    `process_calls` counts the processes started, `calls_by_command` per command."""
+
+    def __init__(self, settings: MnemonSettings) -> None:
+        self.settings = settings
+        self.process_calls = 0
+        self.calls_by_command: Counter[str] = Counter()
+        self._binary: Path | None = None
+        self._processes = PerLoop(lambda: anyio.Semaphore(settings.max_processes))
+
+    def binary(self) -> Path:
+        """The binary to run (found once). Raises BackendError when there is none."""
+        if self._binary is None or not self._binary.is_file():
+            self._binary = find_binary(self.settings.binary)
+        return self._binary
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["MNEMON_EMBED_ENDPOINT"] = self.settings.embed_endpoint or FAIL_FAST_ENDPOINT
+        if self.settings.max_insights is not None:
+            env["MNEMON_MAX_INSIGHTS"] = str(self.settings.max_insights)
+        return env
+
+    async def spawn(
+        self, argv: list[str], command: str, timeout: float
+    ) -> tuple[int, bytes, bytes]:
+        """Run `argv` to the end: exit code, stdout, stderr. Raises `MnemonTimeout` (the
+        process killed) or BackendError when it cannot start."""
+        async with self._processes.get():
+            self.process_calls += 1
+            self.calls_by_command[command] += 1
+            try:
+                process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, env=self._env())
+            except OSError as exc:
+                raise BackendError(f"cannot start {argv[0]}: {exc}") from exc
+            out, err = bytearray(), bytearray()
+            try:
+                with anyio.fail_after(timeout):
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(_drain, process.stdout, out)
+                        group.start_soon(_drain, process.stderr, err)
+                        await process.wait()
+            except TimeoutError:
+                raise MnemonTimeout(
+                    f"mnemon {command} timed out after {timeout:g}s and was killed",
+                    transient=True,
+                ) from None
+            finally:  # on our timeout or the caller's cancellation: never leave it running
+                with anyio.CancelScope(shield=True):
+                    if process.returncode is None:
+                        with contextlib.suppress(ProcessLookupError):
+                            process.kill()
+                    await process.aclose()
+            return process.returncode or 0, bytes(out), bytes(err)
+
+    @asynccontextmanager
+    async def _write_lock(self, store: Path) -> AsyncIterator[None]:
+        """One writer per store at a time, across every backend in this event loop."""
+        locks = _STORE_LOCKS.get(None)
+        if locks is None:
+            locks = {}
+            _STORE_LOCKS.set(locks)
+        async with locks.setdefault(str(store), anyio.Lock()):
+            yield
+
+    async def run(
+        self,
+        argv: list[str],
+        command: str,
+        *,
+        store: Path,
+        write: bool = False,
+        timeout: float | None = None,
+    ) -> str:
+        """`argv`'s stdout. "database is locked" (on `store`) is retried with exponential
+        backoff, `retries` times; a `write` holds the store's write lock. Raises
+        BackendError with Mnemon's error text."""
+        limit = timeout or self.settings.timeout_s
+        attempt = 0
+        while True:
+            try:
+                if write:
+                    async with self._write_lock(store):
+                        return await self._once(argv, command, limit)
+                return await self._once(argv, command, limit)
+            except _Locked as exc:
+                if attempt >= self.settings.retries:
+                    tries = attempt + 1
+                    raise BackendError(
+                        f"mnemon {command}: the store {store} stayed locked by another"
+                        f" writer ({exc}); gave up after {tries} tries",
+                        transient=True,
+                    ) from exc
+                delay = self.settings.retry_backoff_s * (2**attempt)
+                await anyio.sleep(delay * (1 + random.random() / 2))
+                attempt += 1
+
+    async def _once(self, argv: list[str], command: str, timeout: float) -> str:
+        code, out, err = await self.spawn(argv, command, timeout)
+        if code == 0:
+            return out.decode(errors="replace")
+        message = error_message(err)
+        if any(marker in message.lower() for marker in LOCKED):
+            raise _Locked(message, transient=True)
+        raise BackendError(f"mnemon {command} failed (exit {code}): {message}")

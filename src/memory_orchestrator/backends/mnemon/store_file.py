@@ -1,0 +1,282 @@
+"""Mnemon's store file: where it is, and the reads that need no `mnemon` process.
+
+Where: Mnemon's own rules. The data dir is `[mnemon] data_dir`, else `$MNEMON_DATA_DIR`,
+else `~/.mnemon`; the store is `[mnemon] store`, else `$MNEMON_STORE`, else the data dir's
+`active` file (an invalid name there silently means `default`, as in Mnemon), else `default`;
+the file is `<data_dir>/data/<store>/mnemon.db`.
+
+Reads: read-only SQLite, never immutable (a live store is read safely as a WAL reader), and
+only when the schema is one this adapter knows (tables and columns checked,
+`PRAGMA user_version` <= 1): memories by id, the graph walk, entity names, the edge between
+two memories, and pages of every memory in insertion order (the listing). Direct reads cost
+no process and leave Mnemon's access counters alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.mnemon.mapping import Json, parse_time, to_memory
+from memory_orchestrator.errors import BackendError
+from memory_orchestrator.models import Edge, Neighbor
+from memory_orchestrator.settings import MNEMON_STORE_NAME, MnemonSettings
+
+T = TypeVar("T")
+Read = Callable[[sqlite3.Connection | None], T]
+
+SQL_CHUNK = 400
+SCHEMA_VERSION = 1  # PRAGMA user_version this adapter knows (float32 vectors)
+INSIGHT_COLUMNS = frozenset(
+    "id content category importance tags entities source created_at deleted_at".split()
+)
+EDGE_COLUMNS = frozenset("source_id target_id edge_type weight metadata".split())
+_COLS = "id, content, category, importance, tags, entities, source, access_count, created_at"
+_KEYS = [k.strip() for k in _COLS.split(",")]
+_STORE_NAME = re.compile(MNEMON_STORE_NAME)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a store lives; `store_error` says why its name cannot be used (nothing runs)."""
+
+    data_dir: Path
+    store: str
+    store_error: str | None
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "data" / self.store / "mnemon.db"
+
+
+def locate(settings: MnemonSettings) -> Location:
+    """The data dir and store Mnemon itself would use (see the module docstring)."""
+    configured = settings.data_dir or os.environ.get("MNEMON_DATA_DIR")
+    if configured:
+        data_dir = Path(configured).expanduser().absolute()
+    else:
+        data_dir = Path(os.environ.get("HOME") or "/tmp") / ".mnemon"
+    name = settings.store or os.environ.get("MNEMON_STORE") or ""
+    if not name:
+        with contextlib.suppress(OSError):
+            name = (data_dir / "active").read_text(encoding="utf-8").strip()
+        if not _STORE_NAME.match(name):
+            name = "default"
+    if not _STORE_NAME.match(name):
+        problem = (
+            f"invalid mnemon store name {name!r}: use letters, digits, '_' and '-',"
+            " starting with a letter or digit"
+        )
+        return Location(data_dir, name, problem)
+    return Location(data_dir, name, None)
+
+
+class NoDirectRead(Exception):
+    """The store file cannot be read directly; the CLI is used instead."""
+
+
+class StoreFile:
+    """Read-only access to one store file (see the module docstring). `note` receives why
+    the file is not read, when it cannot be."""
+
+    def __init__(self, path: Path, *, enabled: bool, note: Callable[[str], None]) -> None:
+        self.path = path
+        self.enabled = enabled
+        self._note = note
+
+    async def read(self, read: Read[T]) -> T | None:
+        """`read` on a read-only connection (None when there is no file yet), in a worker
+        thread. None (and a note saying why) when direct reads are off or the schema is not
+        one this adapter knows. Raises BackendError when the file cannot be read."""
+        if not self.enabled:
+            return None
+        try:
+            return await anyio.to_thread.run_sync(self._read, read, abandon_on_cancel=True)
+        except NoDirectRead as exc:
+            self._note(f"store file not read directly ({exc}); reads use the mnemon CLI")
+            return None
+
+    def _read(self, read: Read[T]) -> T:
+        if not self.path.is_file():
+            return read(None)
+        try:
+            conn = sqlite3.connect(
+                self.path.as_uri() + "?mode=ro", uri=True, timeout=2.0, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise BackendError(f"mnemon store {self.path} cannot be opened: {exc}") from exc
+        try:
+            problem = schema_problem(conn)
+            if problem is not None:
+                raise NoDirectRead(problem)
+            return read(conn)
+        except sqlite3.Error as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            raise BackendError(f"mnemon store {self.path}: {exc}", transient=busy) from exc
+        finally:
+            conn.close()
+
+    async def probe(self) -> str:
+        """Whether reads go to the file (for health); raises NoDirectRead saying why not."""
+        if not self.enabled:
+            return "off by configuration: reads use the mnemon CLI"
+
+        def probe(conn: sqlite3.Connection | None) -> str:
+            if conn is None:
+                return f"no store file yet at {self.path}"
+            return f"by-id, graph and entity reads from {self.path} (read-only)"
+
+        try:
+            return await anyio.to_thread.run_sync(self._read, probe, abandon_on_cancel=True)
+        except NoDirectRead as exc:
+            raise NoDirectRead(f"store file not read directly ({exc}); reads use the CLI") from exc
+
+
+# ---------------------------------------------------------------- reads (run by StoreFile.read)
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        return f"schema version {version} is newer than {SCHEMA_VERSION}"
+    for table, needed in (("insights", INSIGHT_COLUMNS), ("edges", EDGE_COLUMNS)):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing = needed - columns
+        if missing:
+            return f"table {table} lacks {', '.join(sorted(missing))}"
+    return None
+
+
+def _row(row: Sequence[Any]) -> Json:
+    return dict(zip(_KEYS, row, strict=True))
+
+
+def rows_by_id(conn: sqlite3.Connection | None, ids: Sequence[str]) -> dict[str, Json]:
+    """The live insights among `ids`, as dicts keyed by id."""
+    found: dict[str, Json] = {}
+    if conn is None:
+        return found
+    for start in range(0, len(ids), SQL_CHUNK):
+        chunk = list(ids[start : start + SQL_CHUNK])
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT {_COLS} FROM insights WHERE id IN ({marks}) AND deleted_at IS NULL"
+        found.update((row[0], _row(row)) for row in conn.execute(sql, chunk))
+    return found
+
+
+def walk(conn: sqlite3.Connection | None, request: kit.Walk) -> list[Neighbor]:
+    """Breadth-first over the edges table, both directions, live memories only; within a hop
+    the strongest edge first, then the nearest in time (what `related` does, plus weights,
+    the node each neighbour was reached through, and a limit)."""
+    if conn is None:
+        return []
+    kinds = sorted(request.allowed) if request.allowed is not None else []
+
+    def reach(frontier: Mapping[str, Json]) -> Iterator[kit.Reach]:
+        nodes = list(frontier)
+        for start in range(0, len(nodes), SQL_CHUNK):
+            chunk = nodes[start : start + SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            sql = (
+                "SELECT source_id, target_id, edge_type, weight FROM edges"
+                f" WHERE (source_id IN ({marks}) OR target_id IN ({marks}))"
+            )
+            args: list[Any] = [*chunk, *chunk]
+            if kinds:
+                sql += f" AND edge_type IN ({','.join('?' * len(kinds))})"
+                args += kinds
+            for src, dst, kind, weight in conn.execute(sql, args):
+                w = float(weight) if weight is not None else 0.0
+                yield src, dst, str(kind), w
+                yield dst, src, str(kind), w
+
+    def nearest(cand: str, row: Json, via: Json) -> tuple[float, str]:
+        return abs(_epoch(row) - _epoch(via)), cand
+
+    return kit.walk_strongest_first(
+        request,
+        load=lambda ids: rows_by_id(conn, ids),
+        reach=reach,
+        memory=to_memory,
+        tie_break=nearest,
+    )
+
+
+Anchor = tuple[int, str]  # a listing position: the rowid and id of the last row handed out
+
+
+def list_page(
+    conn: sqlite3.Connection | None, anchor: Anchor | None, limit: int
+) -> tuple[list[Json], Anchor | None]:
+    """Live insights after `anchor` in the order they were inserted (rowid), at most `limit`,
+    and the anchor to go on from. Rows are never deleted but soft-deleted, so a new row comes
+    after every older one; should the anchor's row be gone or hold another id (the table was
+    rebuilt, rowids renumbered), the listing starts over rather than skip a row."""
+    if conn is None:
+        return [], anchor
+    start = 0
+    if anchor is not None:
+        found = conn.execute("SELECT id FROM insights WHERE rowid = ?", (anchor[0],)).fetchone()
+        start = anchor[0] if found is not None and found[0] == anchor[1] else 0
+    rows = conn.execute(
+        f"SELECT rowid, {_COLS} FROM insights WHERE rowid > ? AND deleted_at IS NULL"
+        " ORDER BY rowid LIMIT ?",
+        (start, limit),
+    ).fetchall()
+    if not rows:
+        return [], anchor
+    return [_row(r[1:]) for r in rows], (int(rows[-1][0]), str(rows[-1][1]))
+
+
+def _epoch(row: Json) -> float:
+    when = parse_time(row.get("created_at"))
+    return when.timestamp() if when is not None else 0.0
+
+
+def entity_names(conn: sqlite3.Connection | None, limit: int) -> list[str]:
+    """Entity names of live insights, the most used first."""
+    if conn is None:
+        return []
+    sql = (
+        "SELECT je.value, count(*) AS n FROM insights i, json_each(i.entities) je"
+        " WHERE i.deleted_at IS NULL AND je.type = 'text' AND je.value != ''"
+        " GROUP BY je.value ORDER BY n DESC, je.value LIMIT ?"
+    )
+    return [str(name) for name, _ in conn.execute(sql, (limit,))]
+
+
+def edge_between(
+    conn: sqlite3.Connection | None, source: str, target: str, kind: str
+) -> Edge | bool:
+    """The edge of `kind` Mnemon already holds between the two, either way (False: none)."""
+    if conn is None:
+        return False
+    row = conn.execute(
+        "SELECT source_id, target_id, weight, metadata FROM edges WHERE edge_type = ?"
+        " AND ((source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?))"
+        " ORDER BY source_id = ? DESC LIMIT 1",
+        (kind, source, target, target, source, source),
+    ).fetchone()
+    if row is None:
+        return False
+    try:
+        meta = json.loads(row[3] or "{}")
+    except ValueError:
+        meta = {}
+    return Edge(
+        source_id=row[0],
+        target_id=row[1],
+        type=kind,
+        weight=min(max(float(row[2] or 0.0), 0.0), 1.0),
+        meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
+    )
