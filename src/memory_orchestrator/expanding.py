@@ -98,6 +98,7 @@ class ExpandPath:
             max_hops=exp.max_hops,
             max_subqueries=self._settings.retrieval.max_subqueries,
             expand=True,
+            fuzzy_names=self._settings.retrieval.fuzzy_names,
         )
         trace.plan = plan
         return plan

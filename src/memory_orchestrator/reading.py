@@ -199,6 +199,7 @@ class ReadPath:
             max_hops=exp.max_hops,
             max_subqueries=ret.max_subqueries,
             expand=run.req.expand,
+            fuzzy_names=ret.fuzzy_names,
         )
         run.trace.plan = plan
         run.trace.timings_ms["plan"] = ms_since(run.started)

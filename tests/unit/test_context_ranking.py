@@ -139,7 +139,7 @@ class FakeBench:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def score(self, settings: Settings) -> dict[str, float]:
+    async def score(self, settings: Settings, cases: object = None) -> dict[str, float]:
         self.calls += 1
         r = settings.ranking
         value = -abs(r.context_window - 0.5) - abs(r.when_time_boost - 0.2)

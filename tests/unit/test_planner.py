@@ -497,3 +497,35 @@ def test_a_name_that_opens_a_sentence_counts_when_the_store_knows_it_or_the_text
     assert extract_entities("Kafka is our event bus now.") == ()
     assert extract_entities("Kafka is our event bus now.", known=["Kafka"]) == ("Kafka",)
     assert extract_entities("Dana moved it, so we asked Dana why.") == ("Dana",)
+
+
+# ---------------------------------------------------------------- names as people write them
+
+KNOWN = ["Muhammad", "Caroline", "Melanie", "Joanna", "Jon", "Tim"]
+
+
+@pytest.mark.parametrize(
+    ("question", "name"),
+    [
+        ("What did Muhhamed say about the trip?", "Muhammad"),
+        ("When did Mohammed go hiking?", "Muhammad"),
+        ("What does Karoline paint?", "Caroline"),
+        ("Did Melany adopt a dog?", "Melanie"),
+        ("What did Johanna write?", "Joanna"),
+    ],
+)
+def test_a_misspelled_or_transliterated_name_is_read_as_the_stores_name(
+    question: str, name: str
+) -> None:
+    plan = plan_query(question, now=NOW, known_entities=KNOWN)
+    assert name in plan.entities
+    assert name in plan.canonical_query
+    assert any(f"read as '{name}'" in n for n in plan.notes)
+
+
+def test_a_name_the_store_knows_or_nothing_close_is_left_alone() -> None:
+    for question in ("What did Caroline paint?", "Did Tom call?", "Where is Gina?"):
+        plan = plan_query(question, now=NOW, known_entities=KNOWN)
+        assert not any("read as" in n for n in plan.notes), question
+    off = plan_query("What did Muhhamed say?", now=NOW, known_entities=KNOWN, fuzzy_names=False)
+    assert "Muhammad" not in off.entities

@@ -16,6 +16,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from memory_orchestrator.models import Intent, MemoryType, QueryPlan, QuestionType, Strategy
+from memory_orchestrator.pipeline.names import read_names
 from memory_orchestrator.pipeline.timewindow import TimeMatch, find_time_window
 from memory_orchestrator.text import QUESTION_WORDS, STOP_WORDS, content_words, normalize, stem
 
@@ -409,10 +410,16 @@ def plan_query(
     max_hops: int = 3,
     max_subqueries: int = 4,
     expand: bool | None = None,
+    fuzzy_names: bool = True,
 ) -> QueryPlan:
-    """Plan one request. `now` is the reference time (`as_of` or the clock; naive = UTC)."""
+    """Plan one request. `now` is the reference time (`as_of` or the clock; naive = UTC).
+    With `fuzzy_names`, a name the store does not know but spells another way is read as the
+    store's name (`pipeline/names.py`)."""
     notes: list[str] = []
     text = normalize(query)
+    if fuzzy_names and known_entities:
+        text, read = read_names(text, known_entities, _SKIP | _STARTERS)
+        notes.extend(read)
     toks = _tokenize(text)
     lowers = [t.lower for t in toks]
     time = find_time_window(text, now)

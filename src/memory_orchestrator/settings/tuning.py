@@ -30,6 +30,10 @@ class RetrievalSettings(Section):
     max_subqueries: int = Field(default=4, ge=1, le=12)
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
     timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
+    fuzzy_names: bool = Field(
+        default=True,
+        description="read a name the store does not know as the known name it misspells",
+    )
 
 
 class ExpansionSettings(Section):
