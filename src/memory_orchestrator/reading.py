@@ -26,6 +26,7 @@ from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.learned import load_learned_cached
 from memory_orchestrator.models import (
     Candidate,
     ContextItem,
@@ -148,8 +149,19 @@ class ReadPath:
             self._recorder.finish(trace)
         return ReadOutcome(trace, plan, items, len(run.candidates))
 
-    def rank_context(self, plan: QueryPlan, now: datetime) -> RankContext:
-        return RankContext(plan=plan, now=now, settings=self._settings.ranking)
+    def rank_context(
+        self, plan: QueryPlan, now: datetime, trace: Trace | None = None
+    ) -> RankContext:
+        """What ranking reads; with `ranking.learned_weights`, the weights learned for the
+        plan's question type (a trace note says which)."""
+        ranking = self._settings.ranking
+        path = ranking.learned_weights
+        if path is not None:
+            chosen, weights = load_learned_cached(path).for_question(plan.question_type.value)
+            ranking = ranking.model_copy(update={"weights": weights})
+            if trace is not None:
+                trace.notes.append(f"weights learned for {chosen!r} questions ({path.name})")
+        return RankContext(plan=plan, now=now, settings=ranking)
 
     async def passthrough(self, request: SearchRequest) -> SearchResult:
         """The store's own results, unchanged (`passthrough`): one bounded call, a trace."""
@@ -225,7 +237,7 @@ class ReadPath:
         trace.timings_ms["retrieve"] = ms_since(run.started)
         run.candidates = got.candidates
         run.ctx = _with_semantic(
-            self.rank_context(plan, run.now), run.indexes.semantic, run.query, run.candidates
+            self.rank_context(plan, run.now, trace), run.indexes.semantic, run.query, run.candidates
         )
 
     async def _widen(self, run: _Pass, plan: QueryPlan) -> None:
@@ -282,7 +294,7 @@ class ReadPath:
             kept,
             threshold=dd.threshold,
             soft_threshold=dd.soft_threshold,
-            weights=self._settings.ranking.weights,
+            weights=ctx.settings.weights,
             limit=limit,
         )
         trace.dropped.extend(deduped.dropped)

@@ -280,7 +280,10 @@ class Orchestrator:
                     limit=self.settings.retrieval.top_k,
                 )
             )
-            trace = run.trace
+            # as stored: its candidate records are made behind the request, and an
+            # explanation shows them all (it printed "Candidates (0)" before they were made)
+            stored = await anyio.to_thread.run_sync(self._recorder.get, run.trace.trace_id)
+            trace = stored or run.trace.complete()  # (not stored: the trace store failed)
         return Explanation(trace=trace, text=explain_text(trace))
 
     async def replay(self, trace_id: str) -> ReplayReport:

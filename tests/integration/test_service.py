@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -291,6 +292,34 @@ def test_ingest_gives_content_only_memories_their_entities_too(settings: Setting
         outcomes = await o.ingest([NewMemory(content=c) for c in ATLAS_FACTS])
         stored = await o.memories([x.id for x in outcomes if x.id])
         assert all("Project Atlas" in m.entities for m in stored)
+        await o.close()
+
+    run(main)
+
+
+def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from memory_orchestrator.learned import LearnedWeights
+
+    weights = {name: 0.0 for name in ("recency", "graph", "type_match", "cross_reference")}
+    learned = {
+        "default": {"relevance": 0.6, "duplicate": 0.4, "noise": 0.3, **weights},
+        "when": {"relevance": 0.6, "duplicate": 0.4, "noise": 0.3, **weights, "recency": 0.3},
+    }
+    path = tmp_path / "learned.json"
+    LearnedWeights(weights=learned).save(path)
+    settings.ranking.learned_weights = path
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
+
+    async def main() -> None:
+        await load_demo(o)
+        when = await o.explain(ExplainRequest(query="when did Vendor X miss the SLA?"))
+        assert "weights learned for 'when' questions (learned.json)" in when.trace.notes
+        assert when.trace.candidates[0].breakdown is not None
+        assert when.trace.candidates[0].breakdown.weights["recency"] == 0.3
+        what = await o.search(SearchRequest(query="what is the firmware problem?"))
+        assert any("'default' questions" in n for n in what.trace.notes)
         await o.close()
 
     run(main)

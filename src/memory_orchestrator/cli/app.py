@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.cli import admin, eval_cmd, render
+from memory_orchestrator.cli import admin, eval_cmd, render, tune_cmd
 from memory_orchestrator.cli.common import (
     AsOfOpt,
     EntityOpt,
@@ -274,6 +274,7 @@ app.command()(admin.demo)
 
 
 app.command("eval")(eval_cmd.evaluate)
+app.command("tune")(tune_cmd.tune)
 
 
 def main() -> None:

@@ -62,6 +62,10 @@ class Weights(Section):
 
 class RankingSettings(Section):
     weights: Weights = Field(default_factory=Weights)
+    learned_weights: FilePath = Field(
+        default=None,
+        description="weights per question type from `orchestrator tune` (off when unset)",
+    )
     relevance_floor: float = Field(
         default=0.05, ge=0, le=1, description="items with less relevance are dropped as noise"
     )
