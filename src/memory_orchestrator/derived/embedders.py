@@ -219,12 +219,18 @@ def _fastembed_cache() -> Iterator[Path]:
     yield from sorted((Path(cache) / _FASTEMBED_REPO / "snapshots").glob("*"))
 
 
-def find_minilm(model_dir: Path | None = None, data_dir: Path | None = None) -> Path:
+def find_minilm(
+    model_dir: Path | None = None,
+    data_dir: Path | None = None,
+    *,
+    starts: Sequence[Path] | None = None,
+) -> Path:
     """The all-MiniLM-L6-v2 model folder: `model_dir` when given (and only it); else the
     first of `.tools/models/all-MiniLM-L6-v2` in the working directory or a parent of it,
-    the same in the checkout this package runs from, `<data_dir>/models/all-MiniLM-L6-v2`,
-    and fastembed's cache (`$FASTEMBED_CACHE_PATH`, else `<tmp>/fastembed_cache`) that holds
-    model.onnx and tokenizer.json. Raises `SemanticUnavailable` with the fix."""
+    the same in the checkout this package runs from (`starts`: those two folders),
+    `<data_dir>/models/all-MiniLM-L6-v2`, and fastembed's cache (`$FASTEMBED_CACHE_PATH`,
+    else `<tmp>/fastembed_cache`) that holds model.onnx and tokenizer.json. Raises
+    `SemanticUnavailable` with the fix."""
     if model_dir is not None:
         if _holds_model(model_dir):
             return model_dir
@@ -233,7 +239,9 @@ def find_minilm(model_dir: Path | None = None, data_dir: Path | None = None) -> 
             f"[semantic] model_dir {model_dir} does not hold the model (missing: {missing}); "
             + _BUILD
         )
-    places: list[Path] = [*_upward(Path.cwd()), *_upward(Path(__file__).resolve().parent)]
+    if starts is None:
+        starts = [Path.cwd(), Path(__file__).resolve().parent]
+    places = [place for start in starts for place in _upward(start)]
     if data_dir is not None:
         places.append(data_dir / "models" / MINILM_FOLDER)
     places.extend(_fastembed_cache())
