@@ -160,3 +160,34 @@ def test_a_missing_model_degrades_health_names_the_fix_and_words_still_work(
         await o.close()
 
     anyio.run(main)
+
+
+def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
+    loaded: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.test_semantic_queue import Gated
+
+    gated = Gated()
+    monkeypatch.setattr(indexes, "load_embedder", lambda model, **where: gated)
+    settings = loaded.model_copy(deep=True)
+    settings.semantic.enabled = True
+    settings.semantic.index_wait_s = 0.2
+    o = orchestrator(settings)
+
+    async def main() -> None:
+        held = await o.search(SearchRequest(query="revenue"))
+        trace = o.trace(held.trace_id)
+        assert trace is not None
+        assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
+        assert held.items[0].summary == MEMORIES[1]  # words do not wait
+        gated.gate.set()  # the worker now has 4 hash vectors to make: well within 0.2 s
+        again = await o.search(SearchRequest(query="revenue"))
+        trace = o.trace(again.trace_id)
+        assert trace is not None
+        assert not any("still being embedded" in n for n in trace.notes)
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        await o.close()
+
+    anyio.run(main)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import anyio
+
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.embedders import load_embedder
 from memory_orchestrator.derived.feed import Feed
@@ -117,14 +119,12 @@ class DerivedIndexes:
             return HealthCheck(
                 name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
             )
-        kept = ""
+        detail = f"{index.embedder.name}, {len(index)} memories indexed"
+        if waiting := index.waiting():
+            detail += f", {waiting} being embedded"
         if index.vectors is not None:
-            kept = f"; vectors kept in {index.vectors.path} ({index.restored} loaded at start)"
-        return HealthCheck(
-            name="semantic",
-            status=Status.OK,
-            detail=f"{index.embedder.name}, {len(index)} memories indexed{kept}",
-        )
+            detail += f"; vectors kept in {index.vectors.path} ({index.restored} loaded at start)"
+        return HealthCheck(name="semantic", status=Status.OK, detail=detail)
 
     # ------------------------------------------------------------------ internals
 
@@ -180,9 +180,11 @@ class DerivedIndexes:
             return
 
         def add(page: Sequence[Memory]) -> int:
+            # the semantic index embeds in the background (all-MiniLM-L6-v2: ~10 ms a memory);
+            # the query waits for it below, up to `semantic.index_wait_s`
             return max(
                 local.add(page) if local is not None else 0,
-                semantic.add(page) if semantic is not None else 0,
+                semantic.queue(page) if semantic is not None else 0,
             )
 
         pulled = await self._feed.pull(
@@ -197,3 +199,11 @@ class DerivedIndexes:
             trace.notes.append("local index off: the store cannot list its memories")
         if pulled.added:
             trace.notes.append(f"local index: {pulled.added} memories added")
+        if semantic is not None and semantic.waiting():
+            waiting = await anyio.to_thread.run_sync(
+                semantic.wait, self._settings.semantic.index_wait_s
+            )
+            if waiting:
+                trace.notes.append(
+                    f"semantic index: {waiting} memories still being embedded (in the background)"
+                )

@@ -21,8 +21,10 @@ memory id and a digest of the text, so that a restart embeds only what is new or
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -56,7 +58,10 @@ __all__ = [
     "load_embedder",
 ]
 
+log = logging.getLogger(__name__)
+
 _QUERY_CACHE = 256
+_BATCH = 64  # memories the background worker embeds and keeps per step
 
 
 def _digest(text: str) -> bytes:
@@ -92,6 +97,11 @@ class SemanticIndex:
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
         # the feed adds from a worker thread while requests read and add on the event loop
         self._lock = threading.Lock()
+        # memories queued for the background worker, and how many it is embedding now
+        self._work = threading.Condition()
+        self._pending: dict[str, Memory] = {}
+        self._busy = 0
+        self._worker: threading.Thread | None = None
         if vectors is not None:
             self._restore(vectors)
 
@@ -114,8 +124,72 @@ class SemanticIndex:
         self._size = self.restored = size
 
     def add(self, memories: Sequence[Memory]) -> int:
-        """Index these memories (new ones appended, changed ones re-embedded); returns how
-        many were embedded. Beyond `max_memories`, new memories are not indexed."""
+        """Index these memories now (new ones appended, changed ones re-embedded); returns
+        how many were embedded. Beyond `max_memories`, new memories are not indexed."""
+        fresh = self._stale(memories)
+        if not fresh:
+            return 0
+        vectors = self.embedder.embed([m.content for m in fresh])  # the slow part: unlocked
+        with self._lock:
+            for memory, vector in zip(fresh, vectors, strict=True):
+                self._put(memory, vector)
+        if self.vectors is not None:
+            self.vectors.save(
+                [(m.id, _digest(m.content), v) for m, v in zip(fresh, vectors, strict=True)]
+            )
+        return len(fresh)
+
+    def queue(self, memories: Sequence[Memory]) -> int:
+        """Index these memories in the background (one worker thread, started when there is
+        work), in batches; returns how many are new or changed. `wait` waits for them."""
+        fresh = self._stale(memories)
+        if not fresh:
+            return 0
+        with self._work:
+            for memory in fresh:
+                self._pending[memory.id] = memory
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._drain, name="semantic-index", daemon=True
+                )
+                self._worker.start()
+        return len(fresh)
+
+    def waiting(self) -> int:
+        """Memories queued and not yet indexed."""
+        with self._work:
+            return len(self._pending) + self._busy
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait up to `timeout_s` for the queued memories; returns how many still wait."""
+        deadline = time.monotonic() + timeout_s
+        with self._work:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._work.wait(left)
+            return len(self._pending) + self._busy
+
+    def _drain(self) -> None:
+        while True:
+            with self._work:
+                if not self._pending:
+                    self._worker = None
+                    return
+                batch = [self._pending.pop(i) for i in list(self._pending)[:_BATCH]]
+                self._busy = len(batch)
+            try:
+                self.add(batch)
+            except Exception as exc:  # a cache: what fails is embedded when it is seen again
+                log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
+            finally:
+                with self._work:
+                    self._busy = 0
+                    self._work.notify_all()
+
+    def _stale(self, memories: Sequence[Memory]) -> list[Memory]:
+        """The memories not indexed yet or whose text changed (within `max_memories`)."""
         fresh: list[Memory] = []
         with self._lock:
             seen: set[str] = set()
@@ -130,17 +204,7 @@ class SemanticIndex:
                 if row is None and self._size + len(fresh) >= self.max_memories:
                     continue
                 fresh.append(memory)
-        if not fresh:
-            return 0
-        vectors = self.embedder.embed([m.content for m in fresh])  # the slow part: unlocked
-        with self._lock:
-            for memory, vector in zip(fresh, vectors, strict=True):
-                self._put(memory, vector)
-        if self.vectors is not None:
-            self.vectors.save(
-                [(m.id, _digest(m.content), v) for m, v in zip(fresh, vectors, strict=True)]
-            )
-        return len(fresh)
+        return fresh
 
     def _put(self, memory: Memory, vector: Matrix) -> None:
         row = self._rows.get(memory.id)

@@ -187,6 +187,14 @@ class SemanticSettings(Section):
     weight: float = Field(
         default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
     )
+    index_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="how long a query waits for the memories just pulled from the store to be "
+        "embedded; the rest are embedded in the background and join as they are (a trace note "
+        "says how many still wait)",
+    )
 
 
 class LocalIndexSettings(Section):
