@@ -1,9 +1,11 @@
 """The derived indexes of one store, kept in step with it, and their candidate lists.
 
 `DerivedIndexes` owns the local index (on by default) and the semantic index (when
-`[semantic]` is on and its model loads). Before a query it pulls what the store added since
-the last pull (`refresh`); for a query it gives their candidate lists, read back from the store
-so that a memory deleted or changed there never comes back stale (`candidate_lists`).
+`[semantic]` is on and its model loads; its vectors kept under the data dir). Before a query it
+pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
+background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
+their candidate lists, read back from the store so that a memory deleted or changed there never
+comes back stale (`candidate_lists`).
 """
 
 from __future__ import annotations

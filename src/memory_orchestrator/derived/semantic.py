@@ -72,6 +72,9 @@ class SemanticIndex:
     """Memory vectors in one matrix (brute-force cosine: 10k x 384 floats is about a
     millisecond per query), keyed by memory id, re-embedded when a memory's text changes.
 
+    `add` embeds now; `queue` hands memories to a background worker (the feed's pages: a
+    contextual model takes ~10 ms a memory), and `wait` waits for it within a bound.
+
     With `vectors`, what it embeds is kept on disk and what was kept is loaded now: a memory
     whose text is unchanged is not embedded again. Such a memory is known by id (and vector)
     only until the store lists it or ranks it again: `ranked` and `nearest` include it,

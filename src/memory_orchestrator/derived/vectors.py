@@ -18,6 +18,7 @@ import logging
 import re
 import sqlite3
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +147,9 @@ class VectorFile:
             db.close()
             raise
         self._db = db
+        # closed with this object, or at exit, when no one called `close` (the orchestrator
+        # has no close hook for its derived indexes)
+        weakref.finalize(self, db.close)
         return db
 
     def _read(self, limit: int) -> Kept | None:
