@@ -56,4 +56,4 @@ def minilm_dir() -> Path:
     try:
         return find_minilm(starts=[REPO])
     except SemanticUnavailable as exc:
-        pytest.skip(f"the all-MiniLM-L6-v2 ONNX model is not built (run `make models`): {exc}")
+        pytest.skip(f"needs the ONNX model: {exc}")

@@ -181,13 +181,15 @@ class DerivedIndexes:
         if local is None and semantic is None:
             return
 
+        queued = 0
+
         def add(page: Sequence[Memory]) -> int:
-            # the semantic index embeds in the background (all-MiniLM-L6-v2: ~10 ms a memory);
-            # the query waits for it below, up to `semantic.index_wait_s`
-            return max(
-                local.add(page) if local is not None else 0,
-                semantic.queue(page) if semantic is not None else 0,
-            )
+            # the semantic index embeds in the background (all-MiniLM-L6-v2: ~15 ms a memory);
+            # a query that handed it new memories waits below, up to `index_wait_s`
+            nonlocal queued
+            fresh = semantic.queue(page) if semantic is not None else 0
+            queued += fresh
+            return max(local.add(page) if local is not None else 0, fresh)
 
         pulled = await self._feed.pull(
             self._lister,
@@ -201,11 +203,11 @@ class DerivedIndexes:
             trace.notes.append("local index off: the store cannot list its memories")
         if pulled.added:
             trace.notes.append(f"local index: {pulled.added} memories added")
-        if semantic is not None and semantic.waiting():
-            waiting = await anyio.to_thread.run_sync(
-                semantic.wait, self._settings.semantic.index_wait_s
+        waiting = semantic.waiting() if semantic is not None else 0
+        if waiting and queued and semantic is not None:
+            wait_s = self._settings.semantic.index_wait_s
+            waiting = await anyio.to_thread.run_sync(semantic.wait, wait_s)
+        if waiting:
+            trace.notes.append(
+                f"semantic index: {waiting} memories still being embedded (in the background)"
             )
-            if waiting:
-                trace.notes.append(
-                    f"semantic index: {waiting} memories still being embedded (in the background)"
-                )

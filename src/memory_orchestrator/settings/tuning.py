@@ -191,9 +191,9 @@ class SemanticSettings(Section):
         default=10.0,
         ge=0,
         le=600,
-        description="how long a query waits for the memories just pulled from the store to be "
-        "embedded; the rest are embedded in the background and join as they are (a trace note "
-        "says how many still wait)",
+        description="how long a query that pulled new memories from the store waits for them "
+        "to be embedded; the rest are embedded in the background and join as they are (a trace "
+        "note says how many still wait)",
     )
 
 
