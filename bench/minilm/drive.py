@@ -87,7 +87,7 @@ class MiniLMAsWordLlama(MiniLMContent):
         return _Inner()
 
 
-def load_embedder(model: str) -> sem.Embedder:
+def load_embedder(model: str, **_where: Path | None) -> sem.Embedder:
     mode = os.environ.get("MINILM_TEXT", "raw")
     return _MODEL if mode == "raw" else MiniLMContent()
 

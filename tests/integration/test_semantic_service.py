@@ -117,7 +117,7 @@ def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
 
     anyio.run(healthy)
 
-    def missing(model: str) -> None:  # fault injection: the extra is not installed
+    def missing(model: str, **where: object) -> None:  # fault injection: no extra installed
         raise SemanticUnavailable("semantic relevance needs the optional extra")
 
     monkeypatch.setattr(indexes, "load_embedder", missing)

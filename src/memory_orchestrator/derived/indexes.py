@@ -1,9 +1,11 @@
 """The derived indexes of one store, kept in step with it, and their candidate lists.
 
 `DerivedIndexes` owns the local index (on by default) and the semantic index (when
-`[semantic]` is on and its model loads). Before a query it pulls what the store added since
-the last pull (`refresh`); for a query it gives their candidate lists, read back from the store
-so that a memory deleted or changed there never comes back stale (`candidate_lists`).
+`[semantic]` is on and its model loads; its vectors kept under the data dir). Before a query it
+pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
+background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
+their candidate lists, read back from the store so that a memory deleted or changed there never
+comes back stale (`candidate_lists`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import anyio
+
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.derived.embedders import load_embedder
 from memory_orchestrator.derived.feed import Feed
 from memory_orchestrator.derived.local_index import LocalIndex
-from memory_orchestrator.derived.semantic import SemanticIndex, load_embedder
+from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.derived.vectors import VectorFile, vector_path
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -76,19 +82,21 @@ class DerivedIndexes:
     ) -> list[tuple[SubQuery, list[SearchHit]]]:
         """The indexes' candidate lists for `query`, read back from the store in one call."""
         li, sem = self._settings.local_index, self._settings.semantic
-        lists: list[tuple[str, float, list[tuple[Memory, float]]]] = []
+        lists: list[tuple[str, float, list[tuple[str, float]]]] = []  # (label, weight, ids)
         if indexes.local is not None:
             meaning = None
             if indexes.semantic is not None and li.semantic_share > 0:
                 meaning = indexes.semantic.nearest(query, _HYBRID_DEPTH)
-            found = indexes.local.search(
+            local = indexes.local.search(
                 query, li.candidates, meaning=meaning, share=li.semantic_share
             )
-            lists.append((LOCAL_SOURCE, li.weight, found))
+            lists.append((LOCAL_SOURCE, li.weight, [(m.id, score) for m, score in local]))
         if indexes.semantic is not None and sem.candidates > 0:
-            found = indexes.semantic.search(query, sem.candidates)
-            lists.append((SEMANTIC_SOURCE, sem.weight, found))
-        wanted = list(dict.fromkeys(m.id for _, _, found in lists for m, _ in found))
+            # by id: vectors kept from an earlier run count before the store lists them again
+            lists.append(
+                (SEMANTIC_SOURCE, sem.weight, indexes.semantic.ranked(query, sem.candidates))
+            )
+        wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
         if not wanted:
             return []
         got = await self._calls.bounded(
@@ -99,7 +107,7 @@ class DerivedIndexes:
         live = {m.id: m for m in got}
         out = []
         for label, weight, found in lists:
-            kept = [(live[m.id], score) for m, score in found if m.id in live]
+            kept = [(live[i], score) for i, score in found if i in live]
             hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
@@ -113,11 +121,12 @@ class DerivedIndexes:
             return HealthCheck(
                 name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
             )
-        return HealthCheck(
-            name="semantic",
-            status=Status.OK,
-            detail=f"{index.embedder.name}, {len(index)} memories indexed",
-        )
+        detail = f"{index.embedder.name}, {len(index)} memories indexed"
+        if waiting := index.waiting():
+            detail += f", {waiting} being embedded"
+        if index.vectors is not None:
+            detail += f"; vectors kept in {index.vectors.path} ({index.restored} loaded at start)"
+        return HealthCheck(name="semantic", status=Status.OK, detail=detail)
 
     # ------------------------------------------------------------------ internals
 
@@ -146,15 +155,24 @@ class DerivedIndexes:
         return index
 
     def _load_semantic(self) -> SemanticIndex | None:
-        """Load the model once; a failure is kept (and reported) rather than retried."""
+        """Load the model once, and the vectors kept under the data dir; a failure is kept
+        (and reported) rather than retried."""
         if self._semantic is None and self._semantic_error is None:
+            sem, data_dir = self._settings.semantic, self._settings.data_dir
             try:
-                embedder = load_embedder(self._settings.semantic.model)
+                embedder = load_embedder(sem.model, model_dir=sem.model_dir, data_dir=data_dir)
             except SemanticUnavailable as exc:
                 self._semantic_error = str(exc)
             else:
+                vectors = VectorFile(
+                    vector_path(data_dir, embedder.name),
+                    model=embedder.name,
+                    fingerprint=str(getattr(embedder, "fingerprint", embedder.name)),
+                )
                 self._semantic = SemanticIndex(
-                    embedder, max_memories=self._settings.local_index.max_memories
+                    embedder,
+                    max_memories=self._settings.local_index.max_memories,
+                    vectors=vectors,
                 )
         return self._semantic
 
@@ -163,11 +181,15 @@ class DerivedIndexes:
         if local is None and semantic is None:
             return
 
+        queued = 0
+
         def add(page: Sequence[Memory]) -> int:
-            return max(
-                local.add(page) if local is not None else 0,
-                semantic.add(page) if semantic is not None else 0,
-            )
+            # the semantic index embeds in the background (all-MiniLM-L6-v2: ~15 ms a memory);
+            # a query that handed it new memories waits below, up to `index_wait_s`
+            nonlocal queued
+            fresh = semantic.queue(page) if semantic is not None else 0
+            queued += fresh
+            return max(local.add(page) if local is not None else 0, fresh)
 
         pulled = await self._feed.pull(
             self._lister,
@@ -181,3 +203,11 @@ class DerivedIndexes:
             trace.notes.append("local index off: the store cannot list its memories")
         if pulled.added:
             trace.notes.append(f"local index: {pulled.added} memories added")
+        waiting = semantic.waiting() if semantic is not None else 0
+        if waiting and queued and semantic is not None:
+            wait_s = self._settings.semantic.index_wait_s
+            waiting = await anyio.to_thread.run_sync(semantic.wait, wait_s)
+        if waiting:
+            trace.notes.append(
+                f"semantic index: {waiting} memories still being embedded (in the background)"
+            )

