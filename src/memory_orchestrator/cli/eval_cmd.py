@@ -92,7 +92,7 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            help="A LoCoMo .json file, a hand-made .jsonl set, or 'golden' (the shipped set).",
+            help="A LoCoMo .json file, a hand-made .jsonl set, or a shipped set: 'golden', 'agent-facts'.",
         ),
     ] = GOLDEN,
     backend: Annotated[
