@@ -189,3 +189,19 @@ def test_length_normalization_lowers_a_long_memorys_chance_match_only() -> None:
     assert plain["l"].breakdown.lexical == plain["s"].breakdown.lexical == 1.0
     assert normed["s"].breakdown.lexical == 1.0
     assert normed["l"].breakdown.lexical < 0.8
+
+
+def test_a_name_the_content_contradicts_loses_its_boost() -> None:
+    """A question may name the wrong person: when someone else's memory matches it much
+    better, the named person's memories keep only the boost everyone gets."""
+    from memory_orchestrator.pipeline.reranker import _name_trust
+
+    caroline = candidate(memory("c", "Caroline: I went hiking", entities=("Caroline",)), rank=2)
+    melanie = candidate(
+        memory("m", "Melanie: I ran the charity race for mental health", entities=("Melanie",)),
+        rank=1,
+    )
+    relevance = {"c": 0.2, "m": 0.9}
+    assert _name_trust([caroline, melanie], relevance, {"caroline"}, 0.0) == 1.0
+    assert _name_trust([caroline, melanie], relevance, {"caroline"}, 4.0) < 0.01
+    assert _name_trust([caroline, melanie], relevance, {"melanie"}, 4.0) == 1.0

@@ -92,7 +92,8 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            help="A LoCoMo .json file, a hand-made .jsonl set, or 'golden' (the shipped set).",
+            help="A LoCoMo .json file, a hand-made .jsonl set, or a shipped set: 'golden' or"
+            " 'agent-facts'.",
         ),
     ] = GOLDEN,
     backend: Annotated[

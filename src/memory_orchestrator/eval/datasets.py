@@ -62,6 +62,10 @@ __all__ = [
 ]
 
 GOLDEN = "golden"
+AGENT_FACTS = "agent-facts"
+# Sets shipped in the package, by name: the golden set (one question per use case of the
+# brief) and agent-style facts (short memories, paraphrased questions).
+SHIPPED = {GOLDEN: "golden.jsonl", AGENT_FACTS: "agent_facts.jsonl"}
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",
     "2": "temporal",
@@ -87,10 +91,12 @@ _TIME_FORMATS = (
 
 
 def load_dataset(source: str | Path) -> Dataset:
-    """`"golden"` (the shipped golden set), a `.jsonl` file, or a LoCoMo `.json` file."""
-    if str(source) == GOLDEN:
-        text = resources.files("memory_orchestrator.eval").joinpath("golden.jsonl")
-        return parse_jsonl(text.read_text(encoding="utf-8"), name=GOLDEN)
+    """A shipped set by name (`"golden"`, `"agent-facts"`), a `.jsonl` file, or a LoCoMo
+    `.json` file."""
+    if str(source) in SHIPPED:
+        name = str(source)
+        text = resources.files("memory_orchestrator.eval").joinpath(SHIPPED[name])
+        return parse_jsonl(text.read_text(encoding="utf-8"), name=name)
     path = Path(source)
     if not path.is_file():
         raise DatasetError(f"dataset not found: {path}")

@@ -90,6 +90,7 @@ def rerank(
     lexical, relevance, store = relevance_scores(candidates, ctx)
     entity_counts = _xref_counts(candidates, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
+    trust = _name_trust(candidates, relevance, query_entities, ctx.settings.name_trust_power)
     items = [
         _score(
             c,
@@ -97,7 +98,7 @@ def rerank(
             lexical[c.memory.id],
             relevance[c.memory.id],
             store.get(c.memory.id, 0.0),
-            _xref(c, entity_counts, query_entities),
+            _xref(c, entity_counts, query_entities, trust),
             reasons,
         )
         for c in candidates
@@ -196,6 +197,8 @@ def _score(
     type_match = _type_match(c.memory.type, ctx.plan.preferred_types)
     noise = _noise(c, lexical)
     weights = settings.weights
+    gate = settings.xref_gate  # the boost counts in proportion to the memory's own relevance
+    xref = ((1.0 - gate + gate * relevance) * xref[0], xref[1])
     total = weighted_total(
         weights,
         relevance=relevance,
@@ -234,15 +237,42 @@ def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
     return counts
 
 
-def _xref(c: Candidate, counts: Counter[str], query_entities: set[str]) -> tuple[float, str | None]:
-    """Entities this memory shares with other results (Memory Fabric's cross-reference boost)."""
+def _name_trust(
+    candidates: Sequence[Candidate],
+    relevance: Mapping[str, float],
+    query_entities: set[str],
+    power: float,
+) -> float:
+    """How far a name in the question is trusted: 1 when a memory carrying that name matches
+    the question as well as any other, less (by `power`) when memories of someone else match
+    it much better. A question may name the wrong person ("what did Caroline realise after
+    her charity race?" when Melanie ran it); then the name must not outrank the content."""
+    if power <= 0 or not query_entities:
+        return 1.0
+    best = max((relevance.get(c.memory.id, 0.0) for c in candidates), default=0.0)
+    named = max(
+        (
+            relevance.get(c.memory.id, 0.0)
+            for c in candidates
+            if any(e.casefold() in query_entities for e in c.memory.entities)
+        ),
+        default=0.0,
+    )
+    return 1.0 if best <= 0 else float(min(1.0, named / best) ** power)
+
+
+def _xref(
+    c: Candidate, counts: Counter[str], query_entities: set[str], trust: float = 1.0
+) -> tuple[float, str | None]:
+    """Entities this memory shares with other results (Memory Fabric's cross-reference boost);
+    an entity the question names counts double, as far as the name is trusted."""
     best, best_entity = 0.0, None
     for entity in c.memory.entities:
         others = counts[entity.casefold()] - 1
         if others <= 0:
             continue
         value = min(1.0, others / _XREF_SATURATION)
-        value *= 1.0 if entity.casefold() in query_entities else 0.5
+        value *= 0.5 + 0.5 * trust if entity.casefold() in query_entities else 0.5
         if value > best:
             best, best_entity = value, entity
     return best, best_entity

@@ -125,6 +125,20 @@ class RankingSettings(Section):
         description="the best N results each get their fetched neighbours placed right after "
         "them; 0 = neighbours rank by their own score",
     )
+    name_trust_power: float = Field(
+        default=0.0,
+        ge=0,
+        le=32,
+        description="how fast a name in the question loses its boost when memories of someone"
+        " else match the question better (0: never)",
+    )
+    xref_gate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="share of the cross-reference boost that scales with the memory's own"
+        " relevance (1: a memory that matches little gains little from naming an entity)",
+    )
     common_entity_share: float = Field(
         default=1.0,
         ge=0,
