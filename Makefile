@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml uv.lock $(UV)
 	$(UV) sync --locked --python "$(PYTHON)"
 	@touch $@
 
-demo: setup ## Load the built-in sample into ./demo-data and print a context package
+demo: setup models-if-possible ## Load the built-in sample into ./demo-data and print a context package
 	$(BIN)/orchestrator demo --data-dir ./demo-data
 
 test: setup npm-servers models-if-possible ## Run the full test suite

@@ -30,6 +30,10 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.upper().startswith("ORCHESTRATOR_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    # The semantic stage is on by default ("auto") wherever a model can run, as it is here
+    # after `make models`; tests pin it off so that each one ranks by the same rules on every
+    # machine, and the tests of the semantic stage turn it on themselves (`semantic_auto`).
+    monkeypatch.setenv("ORCHESTRATOR_SEMANTIC__ENABLED", "false")
     monkeypatch.chdir(tmp_path)
 
 

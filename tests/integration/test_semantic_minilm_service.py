@@ -193,3 +193,50 @@ def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
         await o.close()
 
     anyio.run(main)
+
+
+def test_auto_runs_minilm_where_its_model_is_found(loaded: Settings, minilm_dir: Path) -> None:
+    """The default (`enabled = "auto"`, `model = "auto"`): the best model that can run."""
+    settings = loaded.model_copy(deep=True)
+    settings.semantic.enabled, settings.semantic.model = "auto", "auto"
+    settings.semantic.model_dir = minilm_dir
+    o = orchestrator(settings)
+
+    async def main() -> None:
+        result = await o.search(SearchRequest(query="dog playing outside"))
+        assert result.items[0].summary == MEMORIES[0]
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        assert check.detail.startswith("all-MiniLM-L6-v2")
+        await o.close()
+
+    anyio.run(main)
+
+
+def test_auto_without_the_extra_is_quietly_off_and_health_says_what_is_missing(
+    loaded: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    for name in ("onnxruntime", "wordllama"):  # as if the `semantic` extra were not installed
+        monkeypatch.setitem(sys.modules, name, None)
+    settings = loaded.model_copy(deep=True)
+    settings.semantic.enabled, settings.semantic.model = "auto", "auto"
+    o = orchestrator(settings)
+
+    async def main() -> None:
+        pack = await o.context(ContextRequest(query="revenue in Europe"))
+        assert pack.items[0].summary == MEMORIES[1]  # words still work
+        trace = o.trace(pack.trace_id)
+        assert trace is not None
+        assert not any("semantic" in n for n in trace.notes)  # no note on every request
+        report = await o.health()
+        check = next(c for c in report.checks if c.name == "semantic")
+        assert check.status is Status.OK
+        assert check.detail.startswith("off (auto): no semantic model can run here")
+        assert "uv sync --extra semantic" in check.detail
+        assert report.status is Status.OK
+        await o.close()
+
+    anyio.run(main)

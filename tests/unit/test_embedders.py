@@ -72,7 +72,7 @@ def test_a_broken_model_file_is_unavailable_not_a_crash(tmp_path: Path) -> None:
 
 def test_model_and_model_dir_are_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = load_settings(data_dir=tmp_path)
-    assert (settings.semantic.model, settings.semantic.model_dir) == ("wordllama", None)
+    assert (settings.semantic.model, settings.semantic.model_dir) == ("auto", None)
     folder = tmp_path / "models"
     folder.mkdir()
     monkeypatch.setenv("ORCHESTRATOR_SEMANTIC__MODEL", "minilm")

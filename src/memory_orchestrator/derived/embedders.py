@@ -42,7 +42,7 @@ __all__ = [
     "load_embedder",
 ]
 
-ModelName = Literal["wordllama", "minilm"]
+ModelName = Literal["auto", "wordllama", "minilm"]
 MINILM_FOLDER = "all-MiniLM-L6-v2"  # the model folder's name wherever it is looked for
 _FILES = ("model.onnx", "tokenizer.json")
 _FASTEMBED_REPO = "models--qdrant--all-MiniLM-L6-v2-onnx"  # fastembed's cache of the same model
@@ -263,11 +263,20 @@ def load_embedder(
     model: str, *, model_dir: Path | None = None, data_dir: Path | None = None
 ) -> Embedder:
     """The named model, loaded now, so that a missing extra or model fails here, once, with
-    its fix, and not in the middle of a request."""
+    its fix, and not in the middle of a request. `auto`: minilm where its extra and model
+    folder are found, else wordllama where its extra is installed."""
     if model == "wordllama":
         embedder = WordLlamaEmbedder()
         embedder._load()
         return embedder
     if model == "minilm":
         return MiniLMEmbedder(find_minilm(model_dir, data_dir))
-    raise SemanticUnavailable(f"unknown semantic model {model!r}; known: wordllama, minilm")
+    if model == "auto":  # the best model this install can run: minilm, else wordllama
+        reasons = []
+        for name in ("minilm", "wordllama"):
+            try:
+                return load_embedder(name, model_dir=model_dir, data_dir=data_dir)
+            except SemanticUnavailable as exc:
+                reasons.append(f"{name}: {exc}")
+        raise SemanticUnavailable("no semantic model can run here (" + "; ".join(reasons) + ")")
+    raise SemanticUnavailable(f"unknown semantic model {model!r}; known: auto, wordllama, minilm")

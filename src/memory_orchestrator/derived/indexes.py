@@ -113,11 +113,16 @@ class DerivedIndexes:
         return out
 
     def health_check(self) -> HealthCheck | None:
-        """The semantic index's check when `[semantic]` is on; None otherwise."""
-        if not self._settings.semantic.enabled:
+        """The semantic index's check when `[semantic]` is on (or "auto"); None when off. "auto"
+        without a model that can run is ok: off, and the detail says what is missing."""
+        enabled = self._settings.semantic.enabled
+        if enabled is False:
             return None
         index = self._load_semantic()
         if index is None:
+            if enabled == "auto":
+                detail = f"off (auto): {self._semantic_error or ''}"
+                return HealthCheck(name="semantic", status=Status.OK, detail=detail)
             return HealthCheck(
                 name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
             )
@@ -146,11 +151,13 @@ class DerivedIndexes:
         return self._local
 
     def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
-        """The semantic index when `[semantic]` is on and its model loads (once)."""
-        if not self._settings.semantic.enabled:
+        """The semantic index when `[semantic]` is on (or "auto") and its model loads (once).
+        Asked for and not loaded: each trace says why; "auto": health says it, once."""
+        enabled = self._settings.semantic.enabled
+        if enabled is False:
             return None
         index = self._load_semantic()
-        if index is None:
+        if index is None and enabled is True:
             trace.notes.append(f"semantic relevance off: {self._semantic_error}")
         return index
 

@@ -191,11 +191,17 @@ class TraceSettings(Section):
 class SemanticSettings(Section):
     """Semantic relevance from a local embedding model (the optional `semantic` extra)."""
 
-    enabled: bool = Field(default=False, description="needs the `semantic` extra")
-    model: Literal["wordllama", "minilm"] = Field(
-        default="wordllama",
+    enabled: bool | Literal["auto"] = Field(
+        default="auto",
+        description='"auto": on where the `semantic` extra (and a model) is installed, quietly '
+        "off elsewhere (health says what is missing); true: on, and health is degraded when it "
+        "cannot load; false: off",
+    )
+    model: Literal["auto", "wordllama", "minilm"] = Field(
+        default="auto",
         description='"wordllama": static word vectors that ship in the wheel (256-d); "minilm": '
-        "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `make models` builds it)",
+        "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `make models` builds it); "
+        '"auto": minilm where its model folder is found, else wordllama',
     )
     model_dir: DirPath = Field(
         default=None,
