@@ -245,7 +245,9 @@ class ReadPath:
         assert run.ctx is not None
         rk, trace = self._settings.ranking, run.trace
         if rk.context_seeds > 0 and run.candidates:
-            limits = NeighbourLimits(rk.context_seeds, rk.neighbor_share, self._timeout())
+            limits = NeighbourLimits(
+                rk.context_seeds, rk.neighbor_share, self._timeout(), rk.context_gap_s
+            )
             got = await add_context_neighbours(
                 self._store, run.candidates, run.ctx, limits, run.req.filters
             )

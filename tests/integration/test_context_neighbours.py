@@ -60,9 +60,30 @@ def test_the_turn_after_a_match_joins_the_results_with_one_more_store_call(
     settings: Settings,
 ) -> None:
     query = "What happened to the broken bicycle?"
+    # the local index (on by default) finds the reply through its neighbours' words too;
+    # off here, so that only the store's context neighbours can bring it in
+    settings = settings.model_copy(
+        update={"local_index": settings.local_index.model_copy(update={"enabled": False})}
+    )
     off, off_calls = ask(with_ranking(settings, context_seeds=0), query)
     on, on_calls = ask(with_ranking(settings, context_seeds=1, neighbor_share=0.9), query)
     answer = "Dana: I took it to the shop on Fifth Street and they fixed it in a day"
     assert answer not in [i.summary for i in off.items]
     assert answer in [i.summary for i in on.items]
     assert on_calls == off_calls + 1
+
+
+def test_context_neighbours_stay_within_a_session(settings: Settings) -> None:
+    """A memory written more than `ranking.context_gap_s` after its seed is no context."""
+    settings = settings.model_copy(
+        update={"local_index": settings.local_index.model_copy(update={"enabled": False})}
+    )
+    query = "What happened to the broken bicycle?"
+    answer = "Dana: I took it to the shop on Fifth Street and they fixed it in a day"
+    # the turns are a minute apart: one session at 30 min, none at 30 s
+    within, _ = ask(with_ranking(settings, context_seeds=1, neighbor_share=0.9), query)
+    assert answer in [i.summary for i in within.items]
+    apart, _ = ask(
+        with_ranking(settings, context_seeds=1, neighbor_share=0.9, context_gap_s=30.0), query
+    )
+    assert answer not in [i.summary for i in apart.items]

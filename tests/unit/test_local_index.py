@@ -123,3 +123,28 @@ def test_date_terms_let_a_question_that_names_the_date_find_what_was_said_then()
     assert ids(dated, "what happened on 8 May?")[0] == "may"
     plain.configure(context_weight=0.0, k1=1.2, b=0.75, date_terms=True)  # re-analyses
     assert ids(plain, "camping in July 2023")[0] == "jul"
+
+
+def test_neighbours_lend_their_words_only_within_a_session() -> None:
+    """Turns minutes apart share context; facts written a day apart do not."""
+    from memory_orchestrator.derived.local_index import sessions
+
+    facts = [
+        turn("f1", "We decided to use Kafka for the event bus", 0),
+        turn("f2", "Priya is the tech lead for Atlas", 60 * 24),
+        turn("f3", "The billing rate limit is 100 requests a minute", 60 * 48),
+    ]
+    assert sessions(facts, 1800) == [0, 1, 2]
+    assert sessions(facts, None) == [0, 0, 0]
+    assert sessions(CHAT, 1800) == [0, 0, 0, 0, 0]
+    apart = LocalIndex(context_weight=1.0, radius=2, context_gap_s=1800)
+    apart.add(facts)
+    assert ids(apart, "kafka") == ["f1"]  # f2 does not borrow f1's words
+    assert apart.around(["f2"]) == {"f2": []}
+    together = LocalIndex(context_weight=1.0, radius=2)  # no sessions: every neighbour lends
+    together.add(facts)
+    assert ids(together, "kafka")[:2] == ["f1", "f2"]
+    chat = LocalIndex(context_weight=0.5, context_gap_s=1800)
+    chat.add(CHAT)
+    assert "t2" in ids(chat, "painting")  # a conversation still lends within its session
+    assert [m.id for m in chat.around(["t2"])["t2"]] == ["t1", "t3"]

@@ -147,6 +147,7 @@ class DerivedIndexes:
             b=li.b,
             radius=li.radius,
             date_terms=li.date_terms,
+            context_gap_s=self._settings.ranking.context_gap_s,
         )
         return self._local
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from memory_orchestrator.models import Memory, to_utc
 from memory_orchestrator.text import terms
 
-__all__ = ["LocalIndex", "date_words"]
+__all__ = ["LocalIndex", "date_words", "sessions"]
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 
@@ -42,8 +42,10 @@ class LocalIndex:
         b: float = 0.75,
         max_memories: int = 200_000,
         date_terms: bool = False,
+        context_gap_s: float | None = None,
     ) -> None:
         self.context_weight = context_weight
+        self.context_gap_s = context_gap_s
         self.date_terms = date_terms
         self.radius = radius
         self.k1, self.b = k1, b
@@ -57,6 +59,7 @@ class LocalIndex:
         self._average = 0.0
         self._order: list[str] = []
         self._position: dict[str, int] = {}
+        self._session: list[int] = []  # per position in `_order`: the run of memories it is in
 
     def __len__(self) -> int:
         return len(self._memories)
@@ -91,10 +94,11 @@ class LocalIndex:
         b: float,
         radius: int = 1,
         date_terms: bool | None = None,
+        context_gap_s: float | None = None,
     ) -> None:
-        wanted = (context_weight, k1, b, radius)
-        if wanted != (self.context_weight, self.k1, self.b, self.radius):
-            self.context_weight, self.k1, self.b, self.radius = wanted
+        wanted = (context_weight, k1, b, radius, context_gap_s)
+        if wanted != (self.context_weight, self.k1, self.b, self.radius, self.context_gap_s):
+            self.context_weight, self.k1, self.b, self.radius, self.context_gap_s = wanted
             self._dirty = True
         if date_terms is not None and date_terms != self.date_terms:
             self.date_terms = date_terms
@@ -103,11 +107,12 @@ class LocalIndex:
 
     def _build(self) -> None:
         """Each memory's terms plus its neighbours' (up to `radius` away, at `context_weight`
-        divided by the distance), as postings."""
+        divided by the distance, and only within its session), as postings."""
         order = sorted(
             self._memories.values(),
             key=lambda m: (to_utc(m.created_at) if m.created_at else _NO_TIME, self._seq[m.id]),
         )
+        session = sessions(order, self.context_gap_s)
         postings: dict[str, list[tuple[str, float]]] = {}
         length: dict[str, float] = {}
         w = self.context_weight
@@ -116,7 +121,7 @@ class LocalIndex:
             for distance in range(1, self.radius + 1) if w > 0 else ():
                 weight = w / distance  # farther neighbours lend less
                 for j in (i - distance, i + distance):
-                    if 0 <= j < len(order):
+                    if 0 <= j < len(order) and session[j] == session[i]:
                         for term, count in self._terms[order[j].id].items():
                             tf[term] = tf.get(term, 0.0) + weight * count
             for term, count in self._terms[memory.id].items():
@@ -126,6 +131,7 @@ class LocalIndex:
                 postings.setdefault(term, []).append((memory.id, weight))
         self._postings, self._length = postings, length
         self._order = [m.id for m in order]
+        self._session = session
         self._position = {memory_id: i for i, memory_id in enumerate(self._order)}
         self._average = sum(length.values()) / len(length) if length else 0.0
         self._dirty = False
@@ -139,7 +145,11 @@ class LocalIndex:
             i = self._position.get(memory_id)
             if i is None:
                 continue
-            near = [self._order[j] for j in (i - 1, i + 1) if 0 <= j < len(self._order)]
+            near = [
+                self._order[j]
+                for j in (i - 1, i + 1)
+                if 0 <= j < len(self._order) and self._session[j] == self._session[i]
+            ]
             out[memory_id] = [self._memories[n] for n in near]
         return out
 
@@ -170,6 +180,22 @@ class LocalIndex:
         # ties: in the order the store listed them (ids are often random)
         best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], self._seq[item[0]]))
         return [(self._memories[i], round(score, 6)) for i, score in best if i in self._memories]
+
+
+def sessions(order: Sequence[Memory], gap_s: float | None) -> list[int]:
+    """A session number per memory of `order` (sorted by time): a new session starts where
+    more than `gap_s` seconds pass since the memory before (None: one session). Conversation
+    turns seconds apart share context; facts written days apart do not lend each other words."""
+    out: list[int] = []
+    current, before = 0, None
+    for memory in order:
+        when = to_utc(memory.created_at) if memory.created_at else None
+        gap = (when - before).total_seconds() if when is not None and before is not None else 0
+        if gap_s is not None and gap > gap_s:
+            current += 1
+        before = when if when is not None else before
+        out.append(current)
+    return out
 
 
 def date_words(when: datetime) -> str:

@@ -17,7 +17,14 @@ import anyio
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import describe
 from memory_orchestrator.filtering import matches
-from memory_orchestrator.models import Candidate, ExpansionDecision, Memory, Neighbor, SearchFilters
+from memory_orchestrator.models import (
+    Candidate,
+    ExpansionDecision,
+    Memory,
+    Neighbor,
+    SearchFilters,
+    to_utc,
+)
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
 
@@ -29,6 +36,7 @@ class NeighbourLimits:
     seeds: int  # how many of the best candidates get their neighbours fetched
     share: float  # neighbor_share: > 0 lets neighbours join the candidates
     timeout_s: float
+    gap_s: float | None = None  # ranking.context_gap_s: neighbours only within a session
 
 
 @dataclass
@@ -62,7 +70,15 @@ async def add_context_neighbours(
     except Exception as exc:  # an enrichment: a failure must not fail the request
         note = f"context neighbours unavailable: {describe(exc)}"
         return Neighbourhood(candidates, ctx, notes=[note], calls=1)
-    return _joined(candidates, ctx, found, limits.share, filters)
+    return _joined(candidates, ctx, found, limits.share, filters, limits.gap_s)
+
+
+def same_session(a: Memory | None, b: Memory, gap_s: float | None) -> bool:
+    """Whether `a` and `b` are close enough in time to be context for each other (no gap
+    given, or a time missing: yes)."""
+    if gap_s is None or a is None or a.created_at is None or b.created_at is None:
+        return True
+    return abs((to_utc(a.created_at) - to_utc(b.created_at)).total_seconds()) <= gap_s
 
 
 def _joined(
@@ -71,6 +87,7 @@ def _joined(
     found: Sequence[Neighbor],
     share: float,
     filters: SearchFilters | None,
+    gap_s: float | None = None,
 ) -> Neighbourhood:
     memories = {c.memory.id: c.memory for c in candidates}
     around: dict[str, list[Memory]] = {}
@@ -79,6 +96,8 @@ def _joined(
     decisions: list[ExpansionDecision] = []
     for n in found:
         if n.edge_type != TEMPORAL or n.hops != 1 or not matches(n.memory, filters):
+            continue
+        if not same_session(memories.get(n.seed_id), n.memory, gap_s):
             continue
         around.setdefault(n.seed_id, []).append(n.memory)
         if n.seed_id in memories:

@@ -52,10 +52,10 @@ class Weights(Section):
     """The re-ranking formula. Penalties are subtracted."""
 
     relevance: float = 0.60
-    recency: float = 0.10
+    recency: float = 0.05
     graph: float = 0.10
     type_match: float = 0.05
-    cross_reference: float = 0.15
+    cross_reference: float = 0.30
     duplicate: float = 0.40
     noise: float = 0.30
 
@@ -99,24 +99,33 @@ class RankingSettings(Section):
         "memories lose a share; 0 = off",
     )
     context_seeds: int = Field(
-        default=4,
+        default=3,
         ge=0,
         le=200,
         description="best candidates whose neighbours in time are fetched (one store call); "
         "0 = off",
     )
     context_window: float = Field(
-        default=0.2,
+        default=0.4,
         ge=0,
         le=1,
         description="weight of a neighbour's words in a memory's term match (context window)",
     )
     neighbor_share: float = Field(
-        default=0.7,
+        default=0.6,
         ge=0,
         le=1,
         description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
         "only lend context",
+    )
+    context_gap_s: float | None = Field(
+        default=1800.0,
+        ge=0,
+        description="memories are context for each other (a neighbour's words, a context "
+        "neighbour joining the candidates, the local index's context window) only within a "
+        "session: no pause longer than this between them (30 min, the usual session timeout). "
+        "Conversation turns share context; facts written hours or days apart do not; unset = "
+        "no sessions",
     )
     neighbor_slots: int = Field(
         default=0,
@@ -147,7 +156,7 @@ class RankingSettings(Section):
         "participant) counts as weak: no cross-reference boost, little entity-match weight",
     )
     when_time_boost: float = Field(
-        default=0.1,
+        default=0.2,
         ge=0,
         le=1,
         description="'when' questions: relevance added to memories carrying a time expression",
@@ -159,7 +168,7 @@ class RankingSettings(Section):
         description="share of relevance from semantic similarity (only with [semantic] on)",
     )
     local_share: float = Field(
-        default=0.0,
+        default=0.6,
         ge=0,
         le=1,
         description="with [local_index] on: share of relevance from the local index's own "
@@ -229,16 +238,18 @@ class LocalIndexSettings(Section):
     """A derived local index (BM25 with a context window) kept in step with the store; the
     semantic vectors, when on, are kept the same way."""
 
-    enabled: bool = Field(default=False, description="needs a store that can list its memories")
-    candidates: int = Field(default=40, ge=1, le=500, description="hits added as a candidate list")
-    weight: float = Field(default=1.0, ge=0, le=4, description="RRF weight of that list")
+    enabled: bool = Field(
+        default=True, description="needs a store that can list its memories (all stores here can)"
+    )
+    candidates: int = Field(default=30, ge=1, le=500, description="hits added as a candidate list")
+    weight: float = Field(default=4.0, ge=0, le=4, description="RRF weight of that list")
     context_weight: float = Field(
-        default=0.5, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
+        default=0.75, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
     )
     radius: int = Field(
-        default=1, ge=1, le=5, description="neighbours on each side that lend their terms"
+        default=3, ge=1, le=5, description="neighbours on each side that lend their terms"
     )
-    k1: float = Field(default=1.2, ge=0, le=3)
+    k1: float = Field(default=0.9, ge=0, le=3)
     b: float = Field(default=0.75, ge=0, le=1)
     semantic_share: float = Field(
         default=0.0,
@@ -253,7 +264,7 @@ class LocalIndexSettings(Section):
         "names a date or month matches what was said then",
     )
     lend_context: bool = Field(
-        default=False,
+        default=True,
         description="every candidate's term match also reads its neighbours in time (at "
         "ranking.context_window), not only the context seeds'",
     )
