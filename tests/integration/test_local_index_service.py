@@ -68,7 +68,7 @@ def test_the_turn_after_a_match_is_found_through_the_local_index(settings: Setti
 
 def test_lent_context_lets_a_turn_read_its_neighbours_words(settings: Settings) -> None:
     settings.ranking.context_window = 0.5
-    _, _, plain = search(settings, "painting", enabled=True, context_weight=1.0)
+    _, _, plain = search(settings, "painting", enabled=True, context_weight=1.0, lend_context=False)
     _, _, lent = search(settings, "painting", enabled=True, context_weight=1.0, lend_context=True)
     assert plain[CHAT[1]] == 0.0  # its own words: no "painting"
     assert lent[CHAT[1]] > 0.0  # the turn before it says "painting"

@@ -124,9 +124,10 @@ def test_the_store_score_share_keeps_how_far_apart_the_stores_hits_are() -> None
 
 def test_with_value_sets_a_dotted_setting_and_rejects_unknown_or_invalid_ones() -> None:
     settings = Settings()
+    before = settings.ranking.weights.recency
     tuned = with_value(settings, "ranking.weights.recency", 0.0)
     assert tuned.ranking.weights.recency == 0.0
-    assert settings.ranking.weights.recency == 0.1
+    assert settings.ranking.weights.recency == before > 0
     with pytest.raises(KeyError):
         with_value(settings, "ranking.no_such_knob", 1)
     with pytest.raises(ValueError, match="context_window"):
@@ -150,8 +151,11 @@ def test_coordinate_search_keeps_only_values_that_raise_the_objective() -> None:
     bench = FakeBench()
     steps: list[Step] = []
     grid = {"ranking.context_window": [0.25, 0.5, 1.0], "ranking.when_time_boost": [0.1, 0.2]}
+    start = with_value(
+        with_value(Settings(), "ranking.context_window", 0.2), "ranking.when_time_boost", 0.1
+    )
     result = anyio.run(
-        lambda: coordinate_search(bench, Settings(), grid, rounds=2, report=steps.append)  # type: ignore[arg-type]
+        lambda: coordinate_search(bench, start, grid, rounds=2, report=steps.append)  # type: ignore[arg-type]
     )
     assert result.values == {"ranking.context_window": 0.5, "ranking.when_time_boost": 0.2}
     assert result.best["objective"] == pytest.approx(0.0)

@@ -193,7 +193,8 @@ def test_local_share_blends_in_the_local_index_score_scaled_to_its_best_hit() ->
         return c.model_copy(update={"sources": (*c.sources, extra)})
 
     cands = [found("a", 8.0), found("b", 2.0), found("c", None)]
-    off = rerank(cands, ctx("sunset lake"))  # type: ignore[arg-type]
+    off_settings = RankingSettings(local_share=0.0)
+    off = rerank(cands, RankContext(plan=plan("sunset lake"), now=NOW, settings=off_settings))  # type: ignore[arg-type]
     assert len({i.breakdown.relevance for i in off}) == 1  # same words, same store rank
     settings = RankingSettings(local_share=0.5)
     on = rerank(cands, RankContext(plan=plan("sunset lake"), now=NOW, settings=settings))  # type: ignore[arg-type]

@@ -92,10 +92,13 @@ class DerivedIndexes:
             )
             lists.append((LOCAL_SOURCE, li.weight, [(m.id, score) for m, score in local]))
         if indexes.semantic is not None and sem.candidates > 0:
-            # by id: vectors kept from an earlier run count before the store lists them again
-            lists.append(
-                (SEMANTIC_SOURCE, sem.weight, indexes.semantic.ranked(query, sem.candidates))
-            )
+            # by id: vectors kept from an earlier run count before the store lists them again;
+            # only memories close enough in meaning to be worth a look
+            floor = sem.min_similarity
+            if floor is None:
+                floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
+            near = indexes.semantic.ranked(query, sem.candidates)
+            lists.append((SEMANTIC_SOURCE, sem.weight, [(i, s) for i, s in near if s >= floor]))
         wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
         if not wanted:
             return []

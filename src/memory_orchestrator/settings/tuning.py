@@ -224,6 +224,13 @@ class SemanticSettings(Section):
     weight: float = Field(
         default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
     )
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="a memory joins the candidates from the semantic list only at this cosine "
+        "or more; unset = the model's own floor (minilm 0.2, wordllama 0.15)",
+    )
     index_wait_s: float = Field(
         default=10.0,
         ge=0,
