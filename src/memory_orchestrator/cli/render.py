@@ -116,6 +116,7 @@ def write_report(report: WriteReport) -> None:
         (str(report.action), f"bold {_ACTION_STYLE.get(report.action, '')}"),
         " ",
         report.id or (f"outbox #{report.outbox_seq}" if report.outbox_seq else "(no id)"),
+        " (dry run: nothing written)" if report.dry_run else "",
     )
     console.print(head)
     console.print(Text(report.reason))
