@@ -34,6 +34,7 @@ class Checked(Protocol):
 
     async def direct_reads_ok(self) -> str: ...
 
+
 ORDER = ("binary", "version", "store", "direct_reads", "features")
 
 
