@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from typer.testing import CliRunner, Result
 
 from memory_orchestrator.auth import hash_token
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.cli import app
 from memory_orchestrator.models import (
     ContextPackage,
@@ -231,6 +233,10 @@ def test_explain_a_trace_and_a_fresh_query(store: Path) -> None:
     human = run(store, "--verbose", "explain", package.trace_id)
     assert human.exit_code == 0, human.output
     assert package.trace_id in human.stdout
+    counted = len(fresh.trace.candidates)
+    assert counted > 0
+    fresh_human = run(store, "explain", "--query", "radio firmware")
+    assert f"Candidates ({counted}):" in fresh_human.stdout
 
 
 def test_replay_reruns_a_stored_request(store: Path) -> None:
@@ -411,6 +417,7 @@ ERRORS: Sequence[Any] = [
 def test_expected_errors_are_one_line_with_an_exit_code(
     tmp_path: Path, args: tuple[str, ...], code: int, phrases: tuple[str, ...]
 ) -> None:
+    anyio.run(EmbeddedBackend(tmp_path / "data" / "memories.db").close)  # an empty store
     result = invoke("--data-dir", str(tmp_path / "data"), *args)
     assert_fails(result, code, *phrases)
     json_mode = invoke("--data-dir", str(tmp_path / "data"), "--json", *args)
@@ -425,6 +432,40 @@ BAD_CONFIG = [
     pytest.param("ORCHESTRATOR_DATA_DIR", "{file}", "is not a directory", id="data-dir"),
     pytest.param("ORCHESTRATOR_MNEMON__BINARY", "{dir}", "not an executable", id="binary"),
 ]
+
+
+READS = [
+    ("search", "vendor"),
+    ("context", "vendor"),
+    ("expand", "--entity", "Vendor X"),
+    ("explain", "--query", "vendor"),
+    ("replay", "tr_0000"),
+    ("health",),
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=[r[0] for r in READS])
+def test_a_read_on_a_data_dir_without_a_store_fails_naming_the_path(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A mistyped --data-dir used to answer "No relevant memories found", health ok."""
+    typo = tmp_path / "demo-date"
+    result = invoke("--data-dir", str(typo), *args)
+    assert_fails(result, 2, "no memory store at", str(typo / "memories.db"))
+    assert not typo.exists()
+
+
+def test_a_write_creates_a_missing_store_and_says_so(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    result = invoke("--data-dir", str(fresh), "--json", "write", "Quokkas visited the office.")
+    assert result.exit_code == 0, result.output
+    assert WriteReport.model_validate_json(result.stdout).action is WriteAction.ADDED
+    assert f"created an empty memory store at {fresh / 'memories.db'}" in " ".join(
+        result.stderr.split()
+    )
+    again = invoke("--data-dir", str(fresh), "write", "Quokkas left again.")
+    assert "created an empty" not in again.stderr
+    assert run(fresh, "search", "quokkas").exit_code == 0
 
 
 @pytest.mark.parametrize(("name", "value", "phrase"), BAD_CONFIG)

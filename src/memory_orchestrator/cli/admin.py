@@ -63,7 +63,7 @@ def outbox_list(
 @outbox_app.command("flush")
 def outbox_flush(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Replay queued writes to the store now, in order. Exit code 1 when some still wait."""
-    result = call_service(ctx, lambda o: o.flush_outbox())
+    result = call_service(ctx, lambda o: o.flush_outbox(), creates=True)
     show(ctx, json, result, render.outbox_report)
     if result.depth:
         raise typer.Exit(FAILURE)
@@ -200,7 +200,7 @@ def demo(
         render.note(f"loaded {count} sample memories into {folder}")
         return await orchestrator.context(request)
 
-    result = call_service(ctx, load_and_ask, settings)
+    result = call_service(ctx, load_and_ask, settings, creates=True)
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
 
 

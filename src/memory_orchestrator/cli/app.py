@@ -225,7 +225,7 @@ def write(
         link_related=not no_link,
         dry_run=dry_run,
     )
-    result = call_service(ctx, lambda o: o.write(request))
+    result = call_service(ctx, lambda o: o.write(request), creates=True)
     show(ctx, json, result, render.write_report)
 
 
