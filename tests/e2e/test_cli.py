@@ -102,6 +102,17 @@ def test_help_lists_every_command() -> None:
         assert command in result.stdout
 
 
+@pytest.mark.parametrize("command", [(), *((c,) for c in COMMANDS), ("outbox", "flush")])
+def test_help_keeps_brackets_and_shows_flags_as_flags(command: tuple[str, ...]) -> None:
+    """Rich markup ate "[http]"; every flag read as taking a `<bool>` value."""
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.stdout
+    assert "default  " not in result.stdout
+    if command == ("serve",):
+        assert "default [http] host" in " ".join(result.stdout.split())
+
+
 def test_demo_prints_the_context_package_for_the_sample_question(tmp_path: Path) -> None:
     result = invoke("demo", "--data-dir", str(tmp_path / "demo"))
     assert result.exit_code == 0, result.output

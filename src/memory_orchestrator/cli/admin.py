@@ -38,11 +38,18 @@ class StatsFormat(StrEnum):
     JSON = "json"
 
 
-config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
-outbox_app = typer.Typer(
-    help="Writes the store could not take yet (the durable outbox).", no_args_is_help=True
+# Plain help (`rich_markup_mode=None`, as in `app`): rich markup ate "[http]" in option help.
+config_app = typer.Typer(
+    help="Inspect the effective settings.", no_args_is_help=True, rich_markup_mode=None
 )
-token_app = typer.Typer(help="Bearer tokens for the HTTP transport.", no_args_is_help=True)
+outbox_app = typer.Typer(
+    help="Writes the store could not take yet (the durable outbox).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+token_app = typer.Typer(
+    help="Bearer tokens for the HTTP transport.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @outbox_app.command("list")
