@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -386,6 +387,46 @@ def test_config_show_finds_the_local_and_the_env_config(
     other.write_text("[packaging]\nmax_items = 6\n")
     monkeypatch.setenv("ORCHESTRATOR_CONFIG", str(other))
     assert _settings_json()["packaging"]["max_items"] == 6
+
+
+def _no_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def test_config_show_writes_toml_that_reads_back_as_the_same_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tokens and fused stores made it print JSON objects and `null`; embedded.path showed
+    "(unset)" instead of the file in use."""
+    config = tmp_path / "orchestrator.toml"
+    config.write_text(
+        'backend = "fused"\n'
+        "[fused]\n"
+        'stores = [{backend = "embedded", weight = 2.0}, {backend = "mnemonic", label = "notes"}]\n'
+        "[[http.tokens]]\n"
+        'name = "agent"\n'
+        f'hash = "{hash_token("s3cret-token-value-long-enough")}"\n'
+        'tools = ["memory_search"]\n'
+    )
+    data = tmp_path / "data"
+    shown = invoke("--config", str(config), "--data-dir", str(data), "config", "show")
+    assert shown.exit_code == 0, shown.output
+    parsed = tomllib.loads(shown.stdout)
+    assert parsed["embedded"]["path"] == str(data / "memories.db")
+    assert parsed["fused"]["stores"][1]["label"] == "notes"
+    assert "label" not in parsed["fused"]["stores"][0]  # unset: left out, not null
+    written = tmp_path / "shown.toml"
+    written.write_text(shown.stdout)
+    again = _settings_json("--config", str(written))
+    before = _settings_json("--config", str(config), "--data-dir", str(data))
+    for section, name in (("embedded", "memories"), ("traces", "traces"), ("outbox", "outbox")):
+        before[section]["path"] = str(data / f"{name}.db")  # the files in use, now explicit
+    assert _no_nulls(again) == _no_nulls(before)  # (TOML has no null: unset = left out)
+    assert tomllib.loads(invoke("--config", str(written), "config", "show").stdout) == parsed
 
 
 def test_config_show_prints_toml_for_people(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ the demo. Each is one service call (or one read that starts no store) and its re
 from __future__ import annotations
 
 import shutil
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -21,6 +22,7 @@ from memory_orchestrator.cli.common import (
     state_of,
     validate,
 )
+from memory_orchestrator.cli.config_toml import effective_values, settings_toml
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.models import ContextPackage, ContextRequest
 from memory_orchestrator.service import Orchestrator
@@ -158,8 +160,12 @@ def stats(
 @config_app.command("show")
 def config_show(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Print the effective settings (flags > env > TOML file > defaults)."""
-    values = guarded(state_of(ctx).settings).model_dump(mode="json")
-    show(ctx, json, values, render.settings_toml)
+    values = effective_values(guarded(state_of(ctx).settings))
+    show(ctx, json, values, _print_toml)
+
+
+def _print_toml(values: dict[str, Any]) -> None:
+    sys.stdout.write(settings_toml(values))
 
 
 def list_backends(ctx: typer.Context, json: JsonFlag = False) -> None:
