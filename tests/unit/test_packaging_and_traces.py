@@ -182,6 +182,42 @@ def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
     assert summary.subqueries == ("atlas",)
 
 
+def test_the_summary_names_no_seed_when_no_expanded_memory_is_shown() -> None:
+    """The "expanded from" footer appeared when the expanded memory did not make it in."""
+    trace = sample_trace().model_copy(update={"result_ids": ["a"]})
+    assert summarize(trace).expanded_from == ()
+
+
+@pytest.mark.parametrize(
+    ("days", "half_life", "reason"),
+    [
+        (0, 30, "recent (today)"),
+        (1, 30, "recent (1 day old)"),
+        (9, 30, "recent (9 days old)"),
+        (112, 180, "112 days old, within its 180-day half-life"),
+        (40, 30, None),
+    ],
+)
+def test_an_old_memory_is_not_called_recent(
+    days: int, half_life: float, reason: str | None
+) -> None:
+    """ "recent (112 days old)" read wrong."""
+    ranking = RankingSettings()
+    ranking = ranking.model_copy(update={"half_life_days": {MemoryType.EPISODIC: float(half_life)}})
+    cand = candidate(
+        memory(
+            "m",
+            "Atlas vendor note",
+            kind=MemoryType.EPISODIC,
+            created_at=NOW - timedelta(days=days),
+        ),
+        rank=1,
+    )
+    (item,) = rerank([cand], RankContext(plan=plan("atlas vendor"), now=NOW, settings=ranking))
+    ages = [r for r in item.reasons if "day" in r or "recent" in r]
+    assert ages == ([reason] if reason else [])
+
+
 def test_traces_persist_in_sqlite_and_old_ones_are_pruned(tmp_path: Path) -> None:
     store = TraceStore(tmp_path / "traces.db", keep=10)
     try:
