@@ -84,6 +84,10 @@ EVAL_OUT ?= eval-out/$(EVAL_BACKEND)
 
 .PHONY: eval tune
 eval: setup ## LoCoMo dev split: raw vs orchestrated vs expanded (EVAL_BACKEND=embedded), into ./eval-out
+	@case "$(EVAL_DATASET)" in golden|agent-facts) ;; *) test -f "$(EVAL_DATASET)" || { \
+		echo "make eval: no dataset at $(EVAL_DATASET) (the LoCoMo dev split kept beside this checkout on the project's machines)." >&2; \
+		echo "  Get LoCoMo's locomo10.json (https://github.com/snap-research/locomo) and run: make eval EVAL_DATASET=/path/to/locomo10.json" >&2; \
+		echo "  or run the shipped set: make eval EVAL_DATASET=golden" >&2; exit 2; } ;; esac
 	$(BIN)/orchestrator eval --dataset $(EVAL_DATASET) --backend $(EVAL_BACKEND) --k 5,10 \
 		--format table --out $(EVAL_OUT)
 

@@ -8,6 +8,10 @@ it reports process counts only: the double's timings and ranking are not Mnemon'
 not reported. Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_mnemon.py [--memories 200] [--queries 30] [--json OUT]
+
+`--concurrent N` instead runs `--queries` searches from N clients at once (one backend) and
+reports processes per search and failures, for `read_lock_wait_s` 0 (retries only) and the
+default: every Mnemon open briefly takes the write lock, so concurrent reads meet it.
 """
 
 from __future__ import annotations
@@ -129,6 +133,60 @@ async def measure(direct: bool, size: int, queries: int, folder: Path) -> dict[s
     }
 
 
+async def measure_concurrent(
+    clients: int, size: int, queries: int, folder: Path, lock_wait_s: float
+) -> dict[str, Any]:
+    binary = fast_launcher(folder / "bin")
+    backend = MnemonBackend(
+        MnemonSettings(binary=binary, data_dir=folder / "mnemon", read_lock_wait_s=lock_wait_s)
+    )
+    memories, questions = sample(size)
+    await backend.write_many(memories)
+    before = backend.calls_by_command["recall"]
+    failed: list[str] = []
+    todo = iter(range(queries))
+
+    async def client() -> None:
+        for index in todo:
+            try:
+                await backend.search(questions[index % len(questions)], 10)
+            except Exception as exc:
+                failed.append(str(exc)[-160:])
+
+    async with anyio.create_task_group() as group:
+        for _ in range(clients):
+            group.start_soon(client)
+    recalls = backend.calls_by_command["recall"] - before
+    return {
+        "clients": clients,
+        "read_lock_wait_s": lock_wait_s,
+        "searches": queries,
+        "recall_processes": recalls,
+        "per_search": round(recalls / queries, 2),
+        "failed": len(failed),
+        "first_failure": failed[0] if failed else None,
+    }
+
+
+def concurrent(args: argparse.Namespace) -> None:
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for wait in (0.0, MnemonSettings().read_lock_wait_s):
+            folder = Path(tmp) / f"wait-{wait}"
+            run = partial(measure_concurrent, args.concurrent, args.memories, args.queries)
+            results.append(anyio.run(run, folder, wait))
+    print(f"{args.queries} searches from {args.concurrent} concurrent clients (contract double)")
+    for row in results:
+        print(
+            f"read_lock_wait_s={row['read_lock_wait_s']:<4g} recall processes"
+            f" {row['recall_processes']} ({row['per_search']} per search), failed"
+            f" {row['failed']}" + (f": {row['first_failure']}" if row["failed"] else "")
+        )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,7 +194,11 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--concurrent", type=int, default=0, help="clients searching at once")
     args = parser.parse_args()
+    if args.concurrent:
+        concurrent(args)
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for direct in (True, False):

@@ -99,6 +99,7 @@ class ExpandPath:
             max_subqueries=self._settings.retrieval.max_subqueries,
             expand=True,
             fuzzy_names=self._settings.retrieval.fuzzy_names,
+            day_first=self._settings.retrieval.date_order == "day-first",
         )
         trace.plan = plan
         return plan

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
@@ -150,6 +151,11 @@ class Observer:
         self._log.warning(
             "refused", status=status, path=path, token=token, reason=reason, peer=peer
         )
+
+    def store_created(self, path: Path) -> None:
+        """A warning line: the store file did not exist and was created empty (a mistyped
+        data dir shows here, not as an agent that finds no memories)."""
+        self._log.warning("store created empty", path=str(path))
 
     def tool_call(self, tool: str, seconds: float, *, ok: bool, backend: str | None) -> None:
         """Count one tool call; `backend` names the store when the store made it fail."""

@@ -212,6 +212,7 @@ class ReadPath:
             max_subqueries=ret.max_subqueries,
             expand=run.req.expand,
             fuzzy_names=ret.fuzzy_names,
+            day_first=ret.date_order == "day-first",
         )
         run.trace.plan = plan
         run.trace.timings_ms["plan"] = ms_since(run.started)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -40,6 +41,7 @@ from memory_orchestrator.models import (
     ExplainRequest,
     Explanation,
     GroupBy,
+    HealthCheck,
     HealthReport,
     Memory,
     NewMemory,
@@ -123,6 +125,7 @@ class Orchestrator:
             on_written=self._indexes.stale,
         )
         self._calls = calls
+        self.created_store: Path | None = None  # a store file this process created empty
 
     @classmethod
     def from_settings(
@@ -133,10 +136,15 @@ class Orchestrator:
         clock: Callable[[], datetime] = _utcnow,
     ) -> Orchestrator:
         """The orchestrator over the store `settings.backend` names, with its trace store
-        (in memory when `traces.enabled` is off) and its outbox. Raises UnknownBackend."""
+        (in memory when `traces.enabled` is off) and its outbox. Raises UnknownBackend.
+
+        A store file that did not exist is created empty: a log line says so and health
+        notes it (a mistyped data dir must not pass for an empty store unnoticed)."""
+        store_file = settings.store_file()
+        fresh = store_file is not None and not store_file.exists()
         backend = registry.create(settings.backend, settings)
         path = settings.trace_path() if settings.traces.enabled else None
-        return cls(
+        made = cls(
             backend,
             settings,
             traces=TraceStore(path, keep=settings.traces.keep),
@@ -144,6 +152,11 @@ class Orchestrator:
             clock=clock,
             observer=observer,
         )
+        if fresh and store_file is not None and store_file.exists():
+            made.created_store = store_file
+            if observer is not None:  # the servers' log
+                observer.store_created(store_file)
+        return made
 
     def reconfigure(self, settings: Settings) -> None:
         """Take `settings`' values from the next request on (every part reads the same
@@ -316,6 +329,9 @@ class Orchestrator:
         traces = self._recorder.health_check()  # requests, and a failure to store one shows
         if traces is not None:
             checks.append(traces)
+        if self.created_store is not None:
+            detail = f"store created empty at {self.created_store} by this process"
+            checks.append(HealthCheck(name="store_created", status=Status.OK, detail=detail))
         status = max((c.status for c in checks), key=_ORDER.__getitem__, default=Status.ERROR)
         return HealthReport(
             status=status,

@@ -53,10 +53,14 @@ class StoreCalls:
             trace.notes.append(f"{what} unavailable: {describe(exc)}{then}")
             return fallback
 
-    async def strict(self, call: Callable[[], Awaitable[T]]) -> T:
-        """`await call()` within the time limit; failures propagate (`TimeoutError` too)."""
-        with anyio.fail_after(self.timeout_s):
-            return await call()
+    async def strict(self, call: Callable[[], Awaitable[T]], what: str = "the store call") -> T:
+        """`await call()` within the time limit; failures propagate (a `TimeoutError` that
+        names `what` and the limit too)."""
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await call()
+        except TimeoutError:
+            raise TimeoutError(f"{what} timed out after {self.timeout_s:g}s") from None
 
 
 async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCheck]:
@@ -64,12 +68,12 @@ async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCh
     bounded; a failure is an `error` check, never an exception."""
     checks: list[HealthCheck] = []
     try:
-        checks.extend(await calls.strict(store.health))
+        checks.extend(await calls.strict(store.health, f"{store.name} health"))
     except Exception as exc:
         checks.append(HealthCheck(name="backend", status=Status.ERROR, detail=describe(exc)))
     started = time.perf_counter()
     try:
-        await calls.strict(lambda: store.search("health probe", 1))
+        await calls.strict(lambda: store.search("health probe", 1), f"{store.name} search")
         checks.append(
             HealthCheck(
                 name="retrieval",

@@ -138,6 +138,7 @@ class WritePath:
             links=tuple(written.links),
             trace_id=trace.trace_id,
             entities=request.memory.entities,
+            dry_run=request.dry_run,
         )
 
     async def with_entities(self, memories: Sequence[NewMemory], trace: Trace) -> list[NewMemory]:

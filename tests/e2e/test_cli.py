@@ -10,16 +10,19 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from typer.testing import CliRunner, Result
 
 from memory_orchestrator.auth import hash_token
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.cli import app
 from memory_orchestrator.models import (
     ContextPackage,
@@ -98,6 +101,17 @@ def test_help_lists_every_command() -> None:
     assert result.exit_code == 0
     for command in COMMANDS:
         assert command in result.stdout
+
+
+@pytest.mark.parametrize("command", [(), *((c,) for c in COMMANDS), ("outbox", "flush")])
+def test_help_keeps_brackets_and_shows_flags_as_flags(command: tuple[str, ...]) -> None:
+    """Rich markup ate "[http]"; every flag read as taking a `<bool>` value."""
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.stdout
+    assert "default  " not in result.stdout
+    if command == ("serve",):
+        assert "default [http] host" in " ".join(result.stdout.split())
 
 
 def test_demo_prints_the_context_package_for_the_sample_question(tmp_path: Path) -> None:
@@ -231,6 +245,10 @@ def test_explain_a_trace_and_a_fresh_query(store: Path) -> None:
     human = run(store, "--verbose", "explain", package.trace_id)
     assert human.exit_code == 0, human.output
     assert package.trace_id in human.stdout
+    counted = len(fresh.trace.candidates)
+    assert counted > 0
+    fresh_human = run(store, "explain", "--query", "radio firmware")
+    assert f"Candidates ({counted}):" in fresh_human.stdout
 
 
 def test_replay_reruns_a_stored_request(store: Path) -> None:
@@ -371,6 +389,46 @@ def test_config_show_finds_the_local_and_the_env_config(
     assert _settings_json()["packaging"]["max_items"] == 6
 
 
+def _no_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def test_config_show_writes_toml_that_reads_back_as_the_same_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tokens and fused stores made it print JSON objects and `null`; embedded.path showed
+    "(unset)" instead of the file in use."""
+    config = tmp_path / "orchestrator.toml"
+    config.write_text(
+        'backend = "fused"\n'
+        "[fused]\n"
+        'stores = [{backend = "embedded", weight = 2.0}, {backend = "mnemonic", label = "notes"}]\n'
+        "[[http.tokens]]\n"
+        'name = "agent"\n'
+        f'hash = "{hash_token("s3cret-token-value-long-enough")}"\n'
+        'tools = ["memory_search"]\n'
+    )
+    data = tmp_path / "data"
+    shown = invoke("--config", str(config), "--data-dir", str(data), "config", "show")
+    assert shown.exit_code == 0, shown.output
+    parsed = tomllib.loads(shown.stdout)
+    assert parsed["embedded"]["path"] == str(data / "memories.db")
+    assert parsed["fused"]["stores"][1]["label"] == "notes"
+    assert "label" not in parsed["fused"]["stores"][0]  # unset: left out, not null
+    written = tmp_path / "shown.toml"
+    written.write_text(shown.stdout)
+    again = _settings_json("--config", str(written))
+    before = _settings_json("--config", str(config), "--data-dir", str(data))
+    for section, name in (("embedded", "memories"), ("traces", "traces"), ("outbox", "outbox")):
+        before[section]["path"] = str(data / f"{name}.db")  # the files in use, now explicit
+    assert _no_nulls(again) == _no_nulls(before)  # (TOML has no null: unset = left out)
+    assert tomllib.loads(invoke("--config", str(written), "config", "show").stdout) == parsed
+
+
 def test_config_show_prints_toml_for_people(tmp_path: Path) -> None:
     result = invoke("--backend", "fromflag", "config", "show")
     assert result.exit_code == 0, result.output
@@ -411,6 +469,7 @@ ERRORS: Sequence[Any] = [
 def test_expected_errors_are_one_line_with_an_exit_code(
     tmp_path: Path, args: tuple[str, ...], code: int, phrases: tuple[str, ...]
 ) -> None:
+    anyio.run(EmbeddedBackend(tmp_path / "data" / "memories.db").close)  # an empty store
     result = invoke("--data-dir", str(tmp_path / "data"), *args)
     assert_fails(result, code, *phrases)
     json_mode = invoke("--data-dir", str(tmp_path / "data"), "--json", *args)
@@ -425,6 +484,40 @@ BAD_CONFIG = [
     pytest.param("ORCHESTRATOR_DATA_DIR", "{file}", "is not a directory", id="data-dir"),
     pytest.param("ORCHESTRATOR_MNEMON__BINARY", "{dir}", "not an executable", id="binary"),
 ]
+
+
+READS = [
+    ("search", "vendor"),
+    ("context", "vendor"),
+    ("expand", "--entity", "Vendor X"),
+    ("explain", "--query", "vendor"),
+    ("replay", "tr_0000"),
+    ("health",),
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=[r[0] for r in READS])
+def test_a_read_on_a_data_dir_without_a_store_fails_naming_the_path(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A mistyped --data-dir used to answer "No relevant memories found", health ok."""
+    typo = tmp_path / "demo-date"
+    result = invoke("--data-dir", str(typo), *args)
+    assert_fails(result, 2, "no memory store at", str(typo / "memories.db"))
+    assert not typo.exists()
+
+
+def test_a_write_creates_a_missing_store_and_says_so(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    result = invoke("--data-dir", str(fresh), "--json", "write", "Quokkas visited the office.")
+    assert result.exit_code == 0, result.output
+    assert WriteReport.model_validate_json(result.stdout).action is WriteAction.ADDED
+    assert f"created an empty memory store at {fresh / 'memories.db'}" in " ".join(
+        result.stderr.split()
+    )
+    again = invoke("--data-dir", str(fresh), "write", "Quokkas left again.")
+    assert "created an empty" not in again.stderr
+    assert run(fresh, "search", "quokkas").exit_code == 0
 
 
 @pytest.mark.parametrize(("name", "value", "phrase"), BAD_CONFIG)

@@ -412,7 +412,7 @@ def test_rejected_and_dry_run_writes_store_nothing(client: Client, written: list
         "memory_write",
         {"content": "zebracorn dry run only", "entities": ["Vendor X"], "dry_run": True},
     )
-    assert (preview["action"], preview["id"]) == ("skipped", None)
+    assert (preview["action"], preview["id"], preview["dry_run"]) == ("added", None, True)
     assert "dry run" in preview["reason"]
     assert client.ok("memory_search", {"query": "zebracorn"})["items"] == []
     assert client.search_ids("Vendor X Infra Dana firmware zebracorn") == before

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -189,6 +192,21 @@ def test_the_cli_prints_one_json_report_and_writes_json_markdown_and_plots(
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
 
 
+def test_without_the_plots_extra_out_writes_the_tables_and_says_why_no_plots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to run everything, then exit 1 without printing the table."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    out = tmp_path / "out"
+    result = invoke("eval", "--systems", "raw,orchestrated", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "golden on embedded" in result.stdout
+    assert "no plots: PNG plots need matplotlib: install the 'plots' extra" in " ".join(
+        result.stderr.split()
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+
+
 def test_the_cli_runs_the_golden_set_by_default_as_a_table() -> None:
     result = invoke("eval", "--systems", "raw,orchestrated")
     assert result.exit_code == 0, result.output
@@ -266,3 +284,21 @@ def test_a_candidate_cut_by_its_duplicate_penalty_is_traced_with_that_penalty(
     (cut,) = [c for c in trace.candidates if c.final_rank is None]
     assert cut.breakdown is not None
     assert cut.breakdown.duplicate_penalty > 0
+
+
+def test_make_eval_without_its_dataset_says_how_to_get_one(tmp_path: Path) -> None:
+    """From a clone, the default dataset path (beside the project's own checkout) is absent."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on PATH")
+    missing = tmp_path / "locomo-dev.json"
+    result = subprocess.run(
+        ["make", "-s", "-o", "setup", "eval", f"EVAL_DATASET={missing}"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"no dataset at {missing}" in result.stderr
+    assert "make eval EVAL_DATASET=golden" in result.stderr

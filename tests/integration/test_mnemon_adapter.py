@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,7 +43,8 @@ from memory_orchestrator.models import (
     WriteAction,
 )
 from memory_orchestrator.settings import MnemonSettings, Settings, load_settings
-from tests.mnemon_double import fast_launcher, real_binary
+from memory_orchestrator.store_calls import StoreCalls, store_checks
+from tests.mnemon_double import fast_launcher, npm_launcher, real_binary, renaming_binary
 
 pytestmark = pytest.mark.integration
 
@@ -700,6 +702,20 @@ def test_a_store_that_stays_locked_gives_a_clear_transient_error(mnemon: Mnemon)
     assert backend.calls_by_command["remember"] == 1 + 3
 
 
+def test_a_read_keeps_retrying_a_locked_store_for_its_time_budget(mnemon: Mnemon) -> None:
+    """Reads meet the lock often (every Mnemon open takes it briefly): they retry for
+    `read_lock_wait_s`, not just `retries` times; writes keep their count."""
+    backend = mnemon.backend(retries=0, retry_backoff_s=0.02, read_lock_wait_s=60)
+    run(lambda: backend.write(mem("the lighthouse keeper logs the storm")))
+    with write_locked(mnemon.db) as held:
+        threading.Timer(0.3, lambda: held.execute("ROLLBACK")).start()
+        hits = run(lambda: backend.search("lighthouse storm", 3))
+    assert [h.memory.content for h in hits] == ["the lighthouse keeper logs the storm"]
+    assert backend.calls_by_command["recall"] >= 2  # met the lock, retried past `retries`
+    with write_locked(mnemon.db), pytest.raises(BackendError, match="gave up after 1 tries"):
+        run(lambda: backend.write(mem("a write still gives up after its retries")))
+
+
 def test_a_corrupted_store_is_a_clear_error_and_health_says_so(mnemon: Mnemon) -> None:
     mnemon.db.parent.mkdir(parents=True)
     mnemon.db.write_bytes(b"this is not a sqlite database, just bytes " * 200)
@@ -757,18 +773,83 @@ def test_a_caller_giving_up_kills_the_process_at_once(
         os.kill(entry["pid"], 0)
 
 
-def test_concurrent_first_calls_share_one_version_check(mnemon: Mnemon) -> None:
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    """Whether `pid` has exited (a zombie waiting for its reaper counts as gone), polled for
+    up to `within_s` (a bound, not a speed assertion)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("ignores_sigterm", [False, True])
+def test_a_timeout_stops_the_binary_behind_an_npm_style_launcher(
+    mnemon: Mnemon,
+    double_log: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    ignores_sigterm: bool,
+) -> None:
+    """Mnemon's npm launcher runs the binary as a child and forwards only INT, TERM and HUP:
+    killing the launcher alone leaves the binary running. The whole process group goes."""
+    monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")
+    if ignores_sigterm:
+        monkeypatch.setenv("MNEMON_DOUBLE_IGNORE_TERM", "1")
+    launcher = npm_launcher(tmp_path / "npm-bin", mnemon.binary)
+    backend = MnemonBackend(MnemonSettings(binary=launcher, data_dir=mnemon.data_dir, timeout_s=1))
+    with pytest.raises(MnemonTimeout, match="timed out after 1s"):
+        run(lambda: backend.status(fresh=True))
+    (entry,) = logged(double_log)  # the binary itself, a child of the launcher
+    assert _gone(entry["pid"])
+
+
+def test_reads_and_writes_start_no_version_check(mnemon: Mnemon) -> None:
+    """What the binary can do is learned from its answers, so the first request is one
+    process (with a slow process start, two in a row passed the retrieval timeout)."""
     mnemon.cli("remember", "--", "the store exists before the concurrent reads")
-    backend = mnemon.backend()
+    backend = mnemon.backend(direct_reads=False)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
             for query in ("alpha", "beta", "gamma", "delta"):
                 group.start_soon(backend.search, query, 3)
+        written = await backend.write(mem("a note", created_at=datetime(2026, 1, 2, tzinfo=UTC)))
+        await backend.get_memories([written.id])
 
     run(main)
-    assert backend.calls_by_command["--version"] == 1
+    assert "--version" not in backend.calls_by_command
     assert backend.calls_by_command["recall"] >= 4  # more when an open met a lock and retried
+    assert backend.notes == ()
+
+
+def test_health_asks_version_and_status_at_once(tmp_path: Path) -> None:
+    """A fake whose `--version` answers only once a `status` process has started: in a row,
+    with a slow process start, the two passed the health timeout."""
+    marker = tmp_path / "status-started"
+    fake = _fake_binary(
+        tmp_path / "bin",
+        "import time, pathlib\n"
+        f"marker = pathlib.Path({str(marker)!r})\n"
+        "if '--version' in sys.argv:\n"
+        "    deadline = time.monotonic() + 20\n"
+        "    while not marker.exists() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    print('mnemon version dev' if marker.exists() else 'too late')\n"
+        "    sys.exit(0 if marker.exists() else 1)\n"
+        "marker.touch()\n"
+        'print(\'{"total_insights": 2, "edge_count": 1}\')',
+    )
+    backend = MnemonBackend(MnemonSettings(binary=fake, data_dir=tmp_path, timeout_s=30))
+    checks = {c.name: c for c in run(backend.health)}
+    assert [c for c in checks] == ["binary", "version", "store", "direct_reads", "features"]
+    assert checks["version"].status is Status.OK, checks["version"].detail
+    assert checks["store"].status is Status.OK
 
 
 def test_concurrent_reads_that_meet_a_lock_at_open_are_retried(mnemon: Mnemon) -> None:
@@ -796,6 +877,54 @@ def _fake_binary(folder: Path, body: str) -> Path:
     path.write_text(f"#!{sys.executable} -S\nimport sys\n{body}\n", encoding="utf-8")
     path.chmod(0o755)
     return path
+
+
+@pytest.mark.parametrize("style", ["go", "camel"])
+def test_records_printed_with_go_or_camel_case_keys_are_read(
+    mnemon: Mnemon, tmp_path: Path, style: str
+) -> None:
+    """Newer builds may print `ID`, `CreatedAt` or `createdAt`: the same fields."""
+    renamed = renaming_binary(tmp_path / style, mnemon.binary, style)
+    backend = MnemonBackend(
+        MnemonSettings(binary=renamed, data_dir=mnemon.data_dir, direct_reads=False)
+    )
+
+    async def main() -> None:
+        first = await backend.write(
+            mem("the Atlas rollout is blocked on the vendor", entities=["Atlas"])
+        )
+        second = await backend.write(mem("the Atlas vendor promised a fix", entities=["Atlas"]))
+        repeat = await backend.write(mem("the Atlas vendor promised a fix"))
+        assert repeat.action is WriteAction.SKIPPED
+        assert repeat.existing_id == second.id
+        hits = await backend.search("Atlas vendor", 5)
+        assert {h.memory.id for h in hits} == {first.id, second.id}
+        assert all(h.memory.created_at is not None for h in hits)
+        got = await backend.get_memories([first.id])
+        assert [m.content for m in got] == ["the Atlas rollout is blocked on the vendor"]
+        near = await backend.neighbors([first.id], hops=1)
+        assert second.id in {n.memory.id for n in near}
+
+    run(main)
+
+
+def test_records_without_an_id_are_an_error_never_no_results(
+    mnemon: Mnemon, tmp_path: Path
+) -> None:
+    run(lambda: mnemon.backend().write(mem("the Atlas rollout is blocked on the vendor")))
+    renamed = renaming_binary(tmp_path / "no-id", mnemon.binary, "no-id")
+    backend = MnemonBackend(MnemonSettings(binary=renamed, data_dir=mnemon.data_dir))
+    with pytest.raises(BackendError, match=r"a record without an id .*uuid"):
+        run(lambda: backend.search("Atlas vendor", 5))
+    assert any("without an id" in note for note in backend.notes)
+
+    async def checks() -> dict[str, Status]:
+        found = await store_checks(backend, StoreCalls(Settings()))
+        return {c.name: c.status for c in found}
+
+    statuses = run(checks)
+    assert statuses["retrieval"] is Status.ERROR
+    assert statuses["features"] is Status.DEGRADED
 
 
 def test_output_that_is_not_json_is_a_backend_error(tmp_path: Path) -> None:
@@ -883,20 +1012,23 @@ def test_an_older_build_runs_on_fallbacks_and_says_which(
     async def main() -> None:
         outcomes = await backend.write_many([mem("old build note one"), mem("old build note two")])
         assert backend.calls_by_command["remember"] == 2
-        assert "import" not in backend.calls_by_command
+        assert backend.calls_by_command["import"] == 1  # refused: not asked again
+        await backend.write(mem("timed", created_at=datetime(2026, 1, 2, tzinfo=UTC)))
+        assert backend.calls_by_command["import"] == 1
         hits = await backend.search("old build note", 5)
         assert {h.memory.id for h in hits} == {o.id for o in outcomes}
         assert hits[0].memory.created_at is not None  # the full shape, without --verbose
         got = await backend.get_memories([outcomes[1].id])
         assert [m.id for m in got] == [outcomes[1].id]
-        assert "show" not in backend.calls_by_command
+        assert backend.calls_by_command["show"] == 1  # refused once, then the listing
         edge = await backend.link(outcomes[0].id, outcomes[1].id, "update", 1.0)
         assert edge.type == "semantic"
 
     run(main)
     notes = " | ".join(backend.notes)
     for missing in ("`import`", "`verbose`", "`show`", "`supersedes`"):
-        assert f"mnemon 0.1.8 has no {missing}" in notes
+        assert f"this mnemon has no {missing}" in notes
+    assert "--version" not in backend.calls_by_command  # learned from its answers
     features = next(c for c in run(backend.health) if c.name == "features")
     assert features.status is Status.DEGRADED
 
@@ -915,11 +1047,23 @@ def test_version_and_status_are_cached(mnemon: Mnemon) -> None:
 
 def test_version_text_is_parsed() -> None:
     assert MnemonVersion.parse("mnemon version 0.2.9\n").parts == (0, 2, 9)
-    assert MnemonVersion.parse("mnemon version v0.1.10").has("import")
-    assert not MnemonVersion.parse("mnemon version 0.1.9").has("import")
-    dev = MnemonVersion.parse("mnemon version dev")
-    assert dev.parts is None
-    assert dev.has("show")
+    assert MnemonVersion.parse("mnemon version v0.1.10").parts == (0, 1, 10)
+    assert MnemonVersion.parse("mnemon version dev").parts is None
+
+
+def test_a_build_from_source_versioned_dev_is_healthy_and_adds_no_note(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`go install` builds print `mnemon version dev`: nothing is assumed from that."""
+    mnemon.double_only("MNEMON_DOUBLE_VERSION=dev")
+    monkeypatch.setenv("MNEMON_DOUBLE_VERSION", "dev")
+    backend = mnemon.backend()
+    run(lambda: backend.write(mem("a build from source still finds this")))
+    assert [h.memory.content for h in run(lambda: backend.search("build from source", 3))]
+    checks = {c.name: c for c in run(backend.health)}
+    assert all(c.status is Status.OK for c in checks.values()), checks
+    assert "version dev" in checks["version"].detail
+    assert backend.notes == ()
 
 
 # ---------------------------------------------------------------- settings and the registry

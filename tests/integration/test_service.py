@@ -165,7 +165,9 @@ def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
         lambda: orch.write(WriteRequest(memory=NewMemory(content="A zeppelin note"), dry_run=True))
     )
     assert report.id is None
-    assert "dry run" in report.reason
+    assert report.dry_run
+    assert report.action is WriteAction.ADDED  # what would happen, marked as a dry run
+    assert report.reason == "dry run: would be added; nothing written"
     assert run(lambda: orch.store_search("zeppelin", 5)) == before
 
 

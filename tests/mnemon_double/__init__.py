@@ -32,6 +32,71 @@ def fast_launcher(folder: Path) -> Path:
     return path
 
 
+def npm_launcher(folder: Path, target: Path) -> Path:
+    """An executable `mnemon` in `folder` shaped like Mnemon's npm launcher
+    (`@mnemon-dev/mnemon`): it runs `target` as a child process with the same argv and
+    stdio, forwards only SIGINT, SIGTERM and SIGHUP to it, and exits with its exit code.
+    A SIGKILL sent to the launcher alone leaves the child running."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mnemon"
+    path.write_text(
+        f"#!{sys.executable} -S\n"
+        "import signal, subprocess, sys\n"
+        f"child = subprocess.Popen([{str(target)!r}, *sys.argv[1:]])\n"
+        "for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n"
+        "    signal.signal(sig, lambda number, frame: child.send_signal(number))\n"
+        "sys.exit(child.wait())\n",
+        encoding="utf-8",
+    )
+    path.chmod(0o755)
+    return path
+
+
+RENAME = """
+import json, re, subprocess, sys
+
+def name(key, style):
+    parts = key.split("_")
+    if style == "no-id":
+        return "uuid" if key == "id" else key
+    if style == "go":
+        return "".join("ID" if p == "id" else p.capitalize() for p in parts)
+    return parts[0] + "".join(p.capitalize() for p in parts[1:])
+
+def rename(data, style):
+    if isinstance(data, list):
+        return [rename(item, style) for item in data]
+    if isinstance(data, dict):
+        return {
+            name(k, style): v if k == "metadata" else rename(v, style) for k, v in data.items()
+        }
+    return data
+
+done = subprocess.run([TARGET, *sys.argv[1:]], capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+try:
+    document = json.loads(done.stdout)
+except ValueError:
+    sys.stdout.write(done.stdout)
+else:
+    sys.stdout.write(json.dumps(rename(document, STYLE), indent=2) + "\\n")
+sys.exit(done.returncode)
+"""
+
+
+def renaming_binary(folder: Path, target: Path, style: str) -> Path:
+    """An executable `mnemon` in `folder` that runs `target` and prints its JSON with the
+    keys renamed as a newer Mnemon build might print them: `go` (Go field names: `ID`,
+    `CreatedAt`, `ReplacedID`), `camel` (`id`, `createdAt`, `replacedId`) or `no-id` (the id
+    field under another name, `uuid`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mnemon"
+    head = f"#!{sys.executable} -S\nTARGET = {str(target)!r}\nSTYLE = {style!r}\n"
+    path.write_text(head + RENAME, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
 def real_binary() -> Path | None:
     """A real Mnemon: $MNEMON_REAL_BINARY, else `.tools/bin/mnemon` in this checkout (where
     `make mnemon` installs it), else `mnemon` on PATH; never this double."""

@@ -27,7 +27,8 @@ Test knobs (environment): `MNEMON_DOUBLE_VERSION` (pretend to be another version
 has no `--verbose`/`--brief` and prints the full shape), `MNEMON_DOUBLE_DIFF=legacy` (older
 builds: near-duplicates are `skipped`, close ones `updated`), `MNEMON_DOUBLE_LOG=<file>`
 (one JSON line per run: argv, pid, embed endpoint), `MNEMON_DOUBLE_SLEEP_S` (hang first),
-`MNEMON_DOUBLE_HOLD_S` (keep the write transaction open that long).
+`MNEMON_DOUBLE_HOLD_S` (keep the write transaction open that long),
+`MNEMON_DOUBLE_IGNORE_TERM=1` (ignore SIGTERM: only SIGKILL stops it).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import socket
 import sqlite3
 import sys
@@ -1401,6 +1403,14 @@ def _fail(message: str, command: str | None, usage: bool) -> int:
     return 1
 
 
+def _test_knobs() -> None:
+    if os.environ.get("MNEMON_DOUBLE_IGNORE_TERM") == "1":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pause = float(os.environ.get("MNEMON_DOUBLE_SLEEP_S") or 0)
+    if pause > 0:
+        time.sleep(pause)
+
+
 def main(argv: list[str]) -> int:
     log = os.environ.get("MNEMON_DOUBLE_LOG")
     if log:
@@ -1411,9 +1421,7 @@ def main(argv: list[str]) -> int:
         }
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
-    pause = float(os.environ.get("MNEMON_DOUBLE_SLEEP_S") or 0)
-    if pause > 0:
-        time.sleep(pause)
+    _test_knobs()
     command, rest = find_command(argv)
     if command is None:
         try:

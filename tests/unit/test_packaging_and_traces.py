@@ -19,7 +19,7 @@ from memory_orchestrator.models import (
     Trace,
 )
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
-from memory_orchestrator.pipeline.packager import Budget, _render, package, shorten
+from memory_orchestrator.pipeline.packager import Budget, package, shorten
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
 from memory_orchestrator.settings import RankingSettings
@@ -72,19 +72,20 @@ def test_the_block_keeps_the_longest_prefix_that_fits() -> None:
     items = ranked_items(12)
     p = plan("atlas vendor")
     whole = package(items, p, Budget(12, 100_000, 120), task=None, candidate_count=12)
-    sizes = []
-    for max_chars in range(300, len(whole.context_block) + 50, 37):
+    one = package(items, p, Budget(1, 100_000, 120), task=None, candidate_count=12)
+    sizes = []  # from the budget that holds the full header and one item (below it, see next)
+    for max_chars in range(len(one.context_block), len(whole.context_block) + 50, 37):
         packed = package(items, p, Budget(12, max_chars, 120), task=None, candidate_count=12)
         count = len(packed.items)
         assert [i.memory_id for i in packed.items] == [i.id for i in items[:count]]
         assert len(packed.context_block) <= max_chars
         if count < 12:  # one more item would not have fitted
-            header = packed.context_block.split("\n\n")[0]
-            more = _render(header, whole.items[: count + 1], p, "auto")
-            assert len(more) > max_chars
+            more = package(items, p, Budget(count + 1, 100_000, 120), task=None, candidate_count=12)
+            assert len(more.context_block) > max_chars
         sizes.append(count)
     assert sizes == sorted(sizes)
-    assert sizes[0] < 12 == sizes[-1]
+    assert sizes[0] == 1
+    assert sizes[-1] == 12
 
 
 def test_episodic_strategy_lists_items_chronologically() -> None:
@@ -112,6 +113,32 @@ def test_the_package_names_entities_span_and_task() -> None:
     assert set(packed.linked_entities) == {"Atlas", "Vendor X"}
     assert packed.time_span is not None
     assert packed.summary.startswith("3 of 9 candidate memories")
+
+
+@pytest.mark.parametrize("task", [None, "draft the weekly update for the Atlas programme"])
+@pytest.mark.parametrize("max_chars", [200, 300, 400, 500])
+def test_a_tight_budget_keeps_the_best_items_cut_to_fit(task: str | None, max_chars: int) -> None:
+    """Six memories, max_items 3: the header shrinks first, then the best items are cut;
+    the block never says none were found, and the summary counts what it shows."""
+    items = ranked_items(6, query="Atlas blockers")
+    p = plan("Atlas blockers")
+    packed = package(items, p, Budget(3, max_chars, 240), task=task, candidate_count=6)
+    assert len(packed.context_block) <= max_chars
+    assert "No relevant memories found" not in packed.context_block
+    assert len(packed.items) >= 1
+    assert packed.items[0].memory_id == items[0].id
+    assert packed.summary.startswith(f"{len(packed.items)} of 6 candidate memories")
+    for item in packed.items:
+        assert item.memory_id in packed.context_block
+        assert item.summary in packed.context_block
+
+
+def test_when_nothing_fits_at_all_the_block_says_so_not_none_found() -> None:
+    items = ranked_items(3)
+    packed = package(items, plan("atlas vendor"), Budget(3, 30, 240), task=None, candidate_count=3)
+    assert len(packed.context_block) <= 30
+    assert "No relevant" not in packed.context_block
+    assert packed.summary.startswith("3 of 3 candidate memories matched; none fit")
 
 
 def test_an_empty_result_still_gives_a_clear_block() -> None:
@@ -153,6 +180,42 @@ def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
     summary = summarize(sample_trace())
     assert summary.expanded_from == ("a",)
     assert summary.subqueries == ("atlas",)
+
+
+def test_the_summary_names_no_seed_when_no_expanded_memory_is_shown() -> None:
+    """The "expanded from" footer appeared when the expanded memory did not make it in."""
+    trace = sample_trace().model_copy(update={"result_ids": ["a"]})
+    assert summarize(trace).expanded_from == ()
+
+
+@pytest.mark.parametrize(
+    ("days", "half_life", "reason"),
+    [
+        (0, 30, "recent (today)"),
+        (1, 30, "recent (1 day old)"),
+        (9, 30, "recent (9 days old)"),
+        (112, 180, "112 days old, within its 180-day half-life"),
+        (40, 30, None),
+    ],
+)
+def test_an_old_memory_is_not_called_recent(
+    days: int, half_life: float, reason: str | None
+) -> None:
+    """ "recent (112 days old)" read wrong."""
+    ranking = RankingSettings()
+    ranking = ranking.model_copy(update={"half_life_days": {MemoryType.EPISODIC: float(half_life)}})
+    cand = candidate(
+        memory(
+            "m",
+            "Atlas vendor note",
+            kind=MemoryType.EPISODIC,
+            created_at=NOW - timedelta(days=days),
+        ),
+        rank=1,
+    )
+    (item,) = rerank([cand], RankContext(plan=plan("atlas vendor"), now=NOW, settings=ranking))
+    ages = [r for r in item.reasons if "day" in r or "recent" in r]
+    assert ages == ([reason] if reason else [])
 
 
 def test_traces_persist_in_sqlite_and_old_ones_are_pruned(tmp_path: Path) -> None:

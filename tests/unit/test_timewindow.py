@@ -174,3 +174,68 @@ def test_any_mix_of_time_words_at_any_date_never_raises(words: list[str], now: d
         first, last = found.window.start, found.window.end
         assert first is not None or last is not None
         assert first is None or last is None or first <= last
+
+
+LATE = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        # ranges
+        ("blockers between Oct 1 and Oct 15", (2026, 10, 1), (2026, 10, 15)),
+        ("between October 1 and 15", (2026, 10, 1), (2026, 10, 15)),
+        ("from Oct 1 to Oct 15", (2026, 10, 1), (2026, 10, 15)),
+        ("Oct 1-15", (2026, 10, 1), (2026, 10, 15)),
+        ("Oct 1 - Nov 3", (2026, 10, 1), (2026, 11, 3)),
+        ("from March to May", (2026, 3, 1), (2026, 5, 31)),
+        ("between 2021 and 2023", (2021, 1, 1), (2023, 12, 31)),
+        ("from Dec 20 to Jan 5", (2025, 12, 20), (2026, 1, 5)),
+        ("between 2026-10-01 and 2026-10-15", (2026, 10, 1), (2026, 10, 15)),
+        # weeks
+        ("the week of Nov 10", (2026, 11, 9), (2026, 11, 15)),
+        ("during the week of 2026-11-10", (2026, 11, 9), (2026, 11, 15)),
+        # quarters
+        ("Q3 2026", (2026, 7, 1), (2026, 9, 30)),
+        ("in Q1", (2026, 1, 1), (2026, 3, 31)),
+        ("the third quarter of 2025", (2025, 7, 1), (2025, 9, 30)),
+        ("this quarter", (2026, 10, 1), (2026, 11, 25)),
+        ("last quarter", (2026, 7, 1), (2026, 9, 30)),
+        # seasons
+        ("last summer", (2026, 6, 1), (2026, 8, 31)),
+        ("last winter", (2025, 12, 1), (2026, 2, 28)),
+        ("this winter", (2026, 12, 1), (2027, 2, 28)),
+        ("in the spring", (2026, 3, 1), (2026, 5, 31)),
+        ("summer 2025", (2025, 6, 1), (2025, 8, 31)),
+        # weekends, parts of months, numeric dates, fortnights
+        ("over the weekend", (2026, 11, 21), (2026, 11, 22)),
+        ("mid-November", (2026, 11, 11), (2026, 11, 20)),
+        ("early December 2025", (2025, 12, 1), (2025, 12, 10)),
+        ("late February", (2026, 2, 21), (2026, 2, 28)),
+        ("on 11/10/2026", (2026, 11, 10), (2026, 11, 10)),
+        ("on 25/10/2026", (2026, 10, 25), (2026, 10, 25)),  # only one order reads it
+        ("a fortnight ago", (2026, 11, 9), (2026, 11, 15)),
+        ("the past fortnight", (2026, 11, 11), (2026, 11, 25)),
+    ],
+)
+def test_ranges_weeks_quarters_seasons_and_numeric_dates(text: str, first: Day, last: Day) -> None:
+    assert window(text, LATE) == (start(*first), end(*last))
+
+
+def test_numeric_dates_follow_the_day_month_order_setting() -> None:
+    found = find_time_window("on 11/10/2026", LATE, day_first=True)
+    assert found is not None
+    assert (found.window.start, found.window.end) == (start(2026, 10, 11), end(2026, 10, 11))
+
+
+def test_the_weekend_on_a_saturday_is_this_one() -> None:
+    saturday = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+    assert window("over the weekend", saturday) == (start(2026, 11, 28), end(2026, 11, 28))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["fall back to the old server", "spring cleaning of the repo", "from the vendor to Dana"],
+)
+def test_season_and_range_words_alone_are_not_windows(text: str) -> None:
+    assert find_time_window(text, LATE) is None

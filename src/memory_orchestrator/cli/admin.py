@@ -4,9 +4,10 @@ the demo. Each is one service call (or one read that starts no store) and its re
 from __future__ import annotations
 
 import shutil
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -21,6 +22,7 @@ from memory_orchestrator.cli.common import (
     state_of,
     validate,
 )
+from memory_orchestrator.cli.config_toml import effective_values, settings_toml
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.models import ContextPackage, ContextRequest
 from memory_orchestrator.service import Orchestrator
@@ -38,11 +40,18 @@ class StatsFormat(StrEnum):
     JSON = "json"
 
 
-config_app = typer.Typer(help="Inspect the effective settings.", no_args_is_help=True)
-outbox_app = typer.Typer(
-    help="Writes the store could not take yet (the durable outbox).", no_args_is_help=True
+# Plain help (`rich_markup_mode=None`, as in `app`): rich markup ate "[http]" in option help.
+config_app = typer.Typer(
+    help="Inspect the effective settings.", no_args_is_help=True, rich_markup_mode=None
 )
-token_app = typer.Typer(help="Bearer tokens for the HTTP transport.", no_args_is_help=True)
+outbox_app = typer.Typer(
+    help="Writes the store could not take yet (the durable outbox).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+token_app = typer.Typer(
+    help="Bearer tokens for the HTTP transport.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @outbox_app.command("list")
@@ -63,7 +72,7 @@ def outbox_list(
 @outbox_app.command("flush")
 def outbox_flush(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Replay queued writes to the store now, in order. Exit code 1 when some still wait."""
-    result = call_service(ctx, lambda o: o.flush_outbox())
+    result = call_service(ctx, lambda o: o.flush_outbox(), creates=True)
     show(ctx, json, result, render.outbox_report)
     if result.depth:
         raise typer.Exit(FAILURE)
@@ -151,8 +160,12 @@ def stats(
 @config_app.command("show")
 def config_show(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Print the effective settings (flags > env > TOML file > defaults)."""
-    values = guarded(state_of(ctx).settings).model_dump(mode="json")
-    show(ctx, json, values, render.settings_toml)
+    values = effective_values(guarded(state_of(ctx).settings))
+    show(ctx, json, values, _print_toml)
+
+
+def _print_toml(values: dict[str, Any]) -> None:
+    sys.stdout.write(settings_toml(values))
 
 
 def list_backends(ctx: typer.Context, json: JsonFlag = False) -> None:
@@ -200,7 +213,7 @@ def demo(
         render.note(f"loaded {count} sample memories into {folder}")
         return await orchestrator.context(request)
 
-    result = call_service(ctx, load_and_ask, settings)
+    result = call_service(ctx, load_and_ask, settings, creates=True)
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
 
 

@@ -51,6 +51,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: rich markup ate "[http]" in option help, and the rich layout showed every
+    # flag as taking a `<bool>` value (`--json true health` then failed).
+    rich_markup_mode=None,
 )
 
 
@@ -225,7 +228,7 @@ def write(
         link_related=not no_link,
         dry_run=dry_run,
     )
-    result = call_service(ctx, lambda o: o.write(request))
+    result = call_service(ctx, lambda o: o.write(request), creates=True)
     show(ctx, json, result, render.write_report)
 
 

@@ -94,15 +94,33 @@ def call_service(
     ctx: typer.Context,
     action: Callable[[Orchestrator], Awaitable[T]],
     settings: Settings | None = None,
+    *,
+    creates: bool = False,
 ) -> T:
-    """Open an orchestrator, make one call, close it; expected failures end the command."""
+    """Open an orchestrator, make one call, close it; expected failures end the command.
+
+    A command that only reads (`creates` off) fails with exit code 2 when the store file does
+    not exist and nothing else of ours does either (no traces, no outbox: a mistyped
+    --data-dir must not answer "nothing found"); one that writes creates it and says so on
+    stderr."""
     chosen = settings or guarded(state_of(ctx).settings)
+    store_file = chosen.store_file()
+    ours = (store_file, chosen.trace_path(), chosen.outbox_path())
+    if not creates and store_file is not None and not any(p.exists() for p in ours if p):
+        fail(
+            f"no memory store at {store_file} (data dir {chosen.data_dir}): check --data-dir,"
+            " ORCHESTRATOR_DATA_DIR or [embedded] path; `orchestrator write` or"
+            " `orchestrator serve` create one",
+            USAGE_ERROR,
+        )
 
     async def go() -> T:
         orchestrator = Orchestrator.from_settings(chosen)
         try:
             return await action(orchestrator)
         finally:
+            if orchestrator.created_store is not None:
+                render.note(f"created an empty memory store at {orchestrator.created_store}")
             await orchestrator.close()
 
     return guarded(lambda: anyio.run(go))

@@ -32,6 +32,7 @@ from rich.text import Text
 from memory_orchestrator.cli import render
 from memory_orchestrator.cli.common import FAILURE, USAGE_ERROR, fail, guarded
 from memory_orchestrator.errors import (
+    MissingExtra,
     UnknownBackend,
 )
 from memory_orchestrator.eval.datasets import GOLDEN, Dataset, load_dataset
@@ -142,9 +143,7 @@ def evaluate(
     run = guarded(lambda: _run_with_bars(data, settings, options))
     report = build_report(run, worst=worst)
     if out is not None:
-        written = guarded(lambda: write_report(report, out))
-        written += guarded(lambda: write_plots(report, run, out))
-        render.note(f"wrote {', '.join(p.name for p in written)} to {out}")
+        _write_out(report, run, out)
     _emit(report, OutputFormat.JSON if root is not None and root.json else output)
     checks = report.get("write_checks")
     if checks and checks["failed"]:
@@ -153,6 +152,17 @@ def evaluate(
 
 
 # ---------------------------------------------------------------- options
+
+
+def _write_out(report: dict[str, Any], run: EvalRun, out: Path) -> None:
+    """report.json, report.md and the PNG plots; without the plots extra, the tables only
+    (and a note saying why)."""
+    written = guarded(lambda: write_report(report, out))
+    try:
+        written += write_plots(report, run, out)
+    except MissingExtra as exc:  # the tables are written and printed all the same
+        render.note(f"no plots: {exc}")
+    render.note(f"wrote {', '.join(p.name for p in written)} to {out}")
 
 
 def _emit(report: dict[str, Any], chosen: OutputFormat) -> None:

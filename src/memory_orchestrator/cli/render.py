@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
@@ -116,6 +115,7 @@ def write_report(report: WriteReport) -> None:
         (str(report.action), f"bold {_ACTION_STYLE.get(report.action, '')}"),
         " ",
         report.id or (f"outbox #{report.outbox_seq}" if report.outbox_seq else "(no id)"),
+        " (dry run: nothing written)" if report.dry_run else "",
     )
     console.print(head)
     console.print(Text(report.reason))
@@ -234,11 +234,6 @@ def backends(names: Iterable[str], selected: str) -> None:
         console.print(Text(f"{marker} {name}"))
 
 
-def settings_toml(values: Mapping[str, Any]) -> None:
-    """Print settings as TOML (unset optional values become comments)."""
-    sys.stdout.write("\n".join(_toml_lines(values, ())) + "\n")
-
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -296,25 +291,6 @@ def _when(moment: datetime | None, precise: bool = True) -> str:
 
 def _span(span: TimeRange) -> str:
     return f"{_when(span.start) or '...'} - {_when(span.end) or '...'}"
-
-
-def _toml_lines(values: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
-    lines: list[str] = []
-    tables = {k: v for k, v in values.items() if isinstance(v, Mapping)}
-    for key, value in values.items():
-        if key in tables:
-            continue
-        if value is None:
-            lines.append(f"# {key} = (unset)")
-        else:
-            lines.append(f"{key} = {json.dumps(value)}")
-    for key, table in tables.items():
-        sub = (*path, key)
-        if lines:
-            lines.append("")
-        lines.append(f"[{'.'.join(sub)}]")
-        lines.extend(_toml_lines(table, sub))
-    return lines
 
 
 def outbox_report(report: OutboxReport) -> None:

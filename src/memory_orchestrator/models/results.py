@@ -140,6 +140,7 @@ class WriteReport(Frozen):
     trace_id: str
     outbox_seq: int | None = None  # set when queued: the write's place in the outbox
     entities: tuple[str, ...] = ()  # what the memory was stored with (extracted if none given)
+    dry_run: bool = False  # `action` is what would have been done; nothing was written
 
 
 class OutboxState(StrEnum):

@@ -10,8 +10,12 @@ from memory_orchestrator.models import CandidateTrace, Trace, TraceSummary
 
 
 def summarize(trace: Trace) -> TraceSummary:
-    """The short trace that travels inside every answer."""
-    expanded_from = sorted({d.seed_id for d in trace.expansions if d.accepted})
+    """The short trace that travels inside every answer. `expanded_from`: the seeds of the
+    expanded memories the answer shows (none when no expanded memory made it in)."""
+    shown = set(trace.result_ids)
+    expanded_from = sorted(
+        {d.seed_id for d in trace.expansions if d.accepted and d.neighbor_id in shown}
+    )
     return TraceSummary(
         subqueries=trace.plan.subqueries if trace.plan else (),
         expanded_from=tuple(expanded_from),

@@ -1,14 +1,18 @@
 """Stage 6: the context object and the `context_block` text an agent reads.
 
 `max_items` and `max_chars` are hard limits: the block never exceeds `max_chars` characters,
-and what did not fit is named in the trace.
+and what did not fit is named in the trace. Fitting (`_fit`): the full header and the longest
+prefix of the ranked items that fits; when not even the best item fits, every item under a
+shorter header (the summary cut, no entity line), then under a one-line header, then the most
+of the best items that fit cut to at least `MIN_CUT_CHARS`. The summary always counts the
+items the block shows; "No relevant memories found" only when none were.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memory_orchestrator.models import (
@@ -23,6 +27,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.text import normalize
 
 _ELLIPSIS = "…"
+MIN_CUT_CHARS = 40  # an item cut shorter than this says too little to be worth its line
 
 
 @dataclass(frozen=True)
@@ -85,20 +90,9 @@ def package(
 ) -> Packed:
     chosen = [to_context_item(i, budget.item_chars) for i in items[: budget.max_items]]
     cut = [i.id for i in items[budget.max_items :]]
-    entities = _top_entities(chosen)
-    span = _span(chosen)
-    summary = _summary(chosen, plan, entities, span, candidate_count)
-    header = _header(plan, task, summary, entities)
-    block, fitted = _fit(header, chosen, plan, budget)
-    cut = [c.memory_id for c in chosen[len(fitted) :]] + cut
-    return Packed(
-        items=tuple(fitted),
-        summary=summary,
-        linked_entities=entities,
-        time_span=span,
-        context_block=block,
-        cut=tuple(cut),
-    )
+    packed = _fit(chosen, _Draw(plan, budget, task, candidate_count, len(chosen)))
+    cut = [c.memory_id for c in chosen[len(packed.items) :]] + cut
+    return replace(packed, cut=tuple(cut))
 
 
 def _top_entities(items: Sequence[ContextItem], limit: int = 8) -> tuple[str, ...]:
@@ -127,7 +121,10 @@ def _summary(
     entities: Sequence[str],
     span: TimeRange | None,
     candidate_count: int,
+    found: int = 0,
 ) -> str:
+    if not items and found:
+        return f"{found} of {candidate_count} candidate memories matched; none fit the budget."
     if not items:
         return f"No memory matched {plan.canonical_query!r}."
     parts = [f"{len(items)} of {candidate_count} candidate memories"]
@@ -144,11 +141,18 @@ def _summary(
     return " ".join(parts) + f". Best: {shorten(items[0].summary, 120)}"
 
 
-def _header(plan: QueryPlan, task: str | None, summary: str, entities: Sequence[str]) -> str:
-    lines = [f"Memory context for task: {shorten(task, 200)}" if task else "Memory context"]
-    lines.append(f"Query: {shorten(plan.raw_query, 200)} (strategy: {plan.strategy.value})")
-    lines.append(f"Summary: {summary}")
-    if entities:
+def _header(
+    plan: QueryPlan, task: str | None, summary: str, entities: Sequence[str], level: int = 0
+) -> str:
+    """Level 0: task, query, summary, entities; 1: the same cut short, no entities; 2: one
+    line with the summary's first sentence."""
+    if level >= 2:
+        return f"Memory context: {summary.split('. Best: ', maxsplit=1)[0].rstrip('.')}."
+    size = 200 if level == 0 else 60
+    lines = [f"Memory context for task: {shorten(task, size)}" if task else "Memory context"]
+    lines.append(f"Query: {shorten(plan.raw_query, size)} (strategy: {plan.strategy.value})")
+    lines.append(f"Summary: {summary if level == 0 else shorten(summary, 100)}")
+    if entities and level == 0:
         lines.append("Relevant entities: " + ", ".join(entities))
     return "\n".join(lines)
 
@@ -193,38 +197,102 @@ def _sections(
     return [("Key recalled memories (best first):", list(items))]
 
 
-def _fit(
-    header: str, items: Sequence[ContextItem], plan: QueryPlan, budget: Budget
-) -> tuple[str, list[ContextItem]]:
-    """The longest prefix of `items` (rank order) whose rendered block fits in max_chars.
+@dataclass(frozen=True)
+class _Draw:
+    """What every trial rendering of the block shares."""
 
-    Every added item adds a line, so the block grows with the prefix: a binary search over
-    its length renders O(log n) blocks instead of one per item."""
+    plan: QueryPlan
+    budget: Budget
+    task: str | None
+    candidate_count: int
+    found: int  # items chosen before fitting
 
-    def render(count: int) -> str:
-        return _render(header, items[:count], plan, budget.group_by)
+    def block(self, items: Sequence[ContextItem], level: int, chars: int | None = None) -> Packed:
+        """The package showing `items` (each cut to `chars`) under a header of `level`."""
+        if chars is not None:
+            items = [i.model_copy(update={"summary": shorten(i.summary, chars)}) for i in items]
+        entities = _top_entities(items)
+        span = _span(items)
+        summary = _summary(items, self.plan, entities, span, self.candidate_count, self.found)
+        header = _header(self.plan, self.task, summary, entities, level)
+        text = _render(header, items, self.plan, self.budget.group_by, footer=level == 0)
+        return Packed(tuple(items), summary, entities, span, text, ())
 
-    block = render(len(items))
-    if len(block) <= budget.max_chars:  # the usual case: everything fits
-        return block, list(items)
-    low, high = 0, len(items)  # render(low) fits, or low is 0; render(high) does not
-    block = render(0)
+    def fits(self, packed: Packed) -> bool:
+        return len(packed.context_block) <= self.budget.max_chars
+
+
+def _longest_prefix(items: Sequence[ContextItem], draw: _Draw, level: int) -> Packed:
+    """The longest prefix of `items` (rank order) whose block fits (possibly none). Every
+    added item adds a line, so the block grows with the prefix: a binary search renders
+    O(log n) blocks instead of one per item."""
+    whole = draw.block(items, level)
+    if draw.fits(whole):  # the usual case: everything fits
+        return whole
+    low, high = 0, len(items)  # block(low) fits, or low is 0; block(high) does not
+    best = draw.block(items[:0], level)
     while high - low > 1:
         middle = (low + high) // 2
-        trial = render(middle)
-        if len(trial) <= budget.max_chars:
-            low, block = middle, trial
+        trial = draw.block(items[:middle], level)
+        if draw.fits(trial):
+            low, best = middle, trial
         else:
             high = middle
-    if len(block) > budget.max_chars:  # the header alone is over budget
-        block = block[: budget.max_chars - 1] + _ELLIPSIS
-    return block, list(items[:low])
+    return best
 
 
-def _render(header: str, items: Sequence[ContextItem], plan: QueryPlan, group_by: GroupBy) -> str:
+def _widest_cut(items: Sequence[ContextItem], draw: _Draw, low: int) -> Packed | None:
+    """`items`, each cut to the most characters (at least `low`) that fit; None if none do."""
+    found, high = None, max((len(i.summary) for i in items), default=low)
+    while low <= high:
+        middle = (low + high) // 2
+        trial = draw.block(items, 2, middle)
+        if draw.fits(trial):
+            found, low = trial, middle + 1
+        else:
+            high = middle - 1
+    return found
+
+
+def _fit(items: Sequence[ContextItem], draw: _Draw) -> Packed:
+    """The block for `items` within `max_chars` (see the module docstring)."""
+    packed = _longest_prefix(items, draw, 0)
+    if packed.items or not items:
+        if draw.fits(packed):
+            return packed
+        return _truncated(packed, draw)
+    for level in (1, 2):  # a shorter header, every item whole
+        packed = draw.block(items, level)
+        if draw.fits(packed):
+            return packed
+    for count in range(len(items), 0, -1):  # the best items, cut to fit
+        cut = _widest_cut(items[:count], draw, MIN_CUT_CHARS)
+        if cut is not None:
+            return cut
+    cut = _widest_cut(items[:1], draw, 1)
+    if cut is not None:
+        return cut
+    return _truncated(draw.block(items[:0], 2), draw)
+
+
+def _truncated(packed: Packed, draw: _Draw) -> Packed:
+    """A block with no item whose header alone is over budget, cut."""
+    text = packed.context_block
+    return replace(packed, context_block=text[: draw.budget.max_chars - 1] + _ELLIPSIS)
+
+
+def _render(
+    header: str,
+    items: Sequence[ContextItem],
+    plan: QueryPlan,
+    group_by: GroupBy,
+    *,
+    footer: bool = True,
+) -> str:
     lines = [header, ""]
     if not items:
-        lines.append("No relevant memories found.")
+        if "none fit the budget" not in header:
+            lines.append("No relevant memories found.")
         return "\n".join(lines)
     number = 1
     for title, group in _sections(items, plan, group_by):
@@ -233,5 +301,7 @@ def _render(header: str, items: Sequence[ContextItem], plan: QueryPlan, group_by
             lines.append(_line(number, item))
             number += 1
         lines.append("")
+    if not footer:
+        return "\n".join(lines).rstrip()
     lines.append("Supporting memory IDs: " + ", ".join(i.memory_id for i in items))
     return "\n".join(lines)

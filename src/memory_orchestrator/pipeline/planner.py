@@ -411,6 +411,7 @@ def plan_query(
     max_subqueries: int = 4,
     expand: bool | None = None,
     fuzzy_names: bool = True,
+    day_first: bool = False,
 ) -> QueryPlan:
     """Plan one request. `now` is the reference time (`as_of` or the clock; naive = UTC).
     With `fuzzy_names`, a name the store does not know but spells another way is read as the
@@ -422,7 +423,7 @@ def plan_query(
         notes.extend(read)
     toks = _tokenize(text)
     lowers = [t.lower for t in toks]
-    time = find_time_window(text, now)
+    time = find_time_window(text, now, day_first=day_first)
     keywords = _dedupe(w.removesuffix("'s") for w in content_words(text) if w not in QUESTION_WORDS)
     terms = tuple(_dedupe(s for s in (stem(k) for k in keywords) if s))
     canonical = _canonical(toks)

@@ -32,6 +32,7 @@ from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import content_word_count
 
 _DAY = 86_400.0
+RECENT_DAYS = 14  # "recent" in a reason: at most this many days old
 _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
 _DERIVED_LISTS = {SEMANTIC_SOURCE: "semantic index", LOCAL_SOURCE: "local index"}
@@ -290,7 +291,15 @@ def _recency(c: Candidate, ctx: RankContext) -> tuple[float, str | None]:
         return 1.0, None
     age_days = max(0.0, (to_utc(ctx.now) - to_utc(created)).total_seconds() / _DAY)
     score = 0.5 ** (age_days / half_life)
-    return score, (f"recent ({age_days:.0f} days old)" if score >= 0.5 else None)
+    return score, (_age_reason(age_days, half_life) if score >= 0.5 else None)
+
+
+def _age_reason(age_days: float, half_life: float) -> str:
+    """ "recent" only for days-old memories; older ones name the half-life they are within."""
+    days = round(age_days)
+    if days <= RECENT_DAYS:
+        return "recent (today)" if days == 0 else f"recent ({days} day{'s' * (days != 1)} old)"
+    return f"{days} days old, within its {half_life:g}-day half-life"
 
 
 def _window_score(when: datetime, window: TimeRange) -> tuple[float, str | None]:

@@ -64,13 +64,12 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
             similarity=round(best_sim, 4),
             calls=calls,
         )
-    if policy.dry_run:
-        verb = "would be written as an update of" if duplicate else "would be added"
-        reason = f"dry run: {verb} {best_id}" if duplicate else f"dry run: {verb}; nothing written"
+    if policy.dry_run:  # the action that would be taken; `dry_run` marks it as not taken
+        verb = f"would be written as an update of {best_id}" if duplicate else "would be added"
         return Written(
             id=None,
-            action=WriteAction.SKIPPED,
-            reason=reason,
+            action=WriteAction.UPDATED if duplicate else WriteAction.ADDED,
+            reason=f"dry run: {verb}; nothing written",
             duplicate_of=best_id if duplicate else None,
             similarity=round(best_sim, 4) if best_id else None,
             calls=calls,

@@ -126,6 +126,11 @@ class Settings(BaseSettings):
     def embedded_path(self) -> Path:
         return self.embedded.path or self.data_dir / "memories.db"
 
+    def store_file(self) -> Path | None:
+        """The file the configured store keeps its memories in, when this process makes it on
+        first use (the embedded store); None for stores kept elsewhere."""
+        return self.embedded_path() if self.backend == "embedded" else None
+
     def trace_path(self) -> Path:
         return self.traces.path or self.data_dir / "traces.db"
 

@@ -40,7 +40,16 @@ class MnemonSettings(Section):
         description="run every command with --readonly: reads leave no trace, writes are refused",
     )
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per mnemon process")
-    retries: int = Field(default=3, ge=0, le=10, description="retries on 'database is locked'")
+    retries: int = Field(
+        default=3, ge=0, le=10, description="retries on 'database is locked' (at least)"
+    )
+    read_lock_wait_s: float = Field(
+        default=3.0,
+        ge=0,
+        le=60,
+        description="how long a read keeps retrying 'database is locked' (every Mnemon open"
+        " briefly takes the write lock)",
+    )
     retry_backoff_s: float = Field(
         default=0.05, ge=0, le=5, description="first retry delay; doubles each retry"
     )

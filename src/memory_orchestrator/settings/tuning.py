@@ -34,6 +34,10 @@ class RetrievalSettings(Section):
         default=True,
         description="read a name the store does not know as the known name it misspells",
     )
+    date_order: Literal["month-first", "day-first"] = Field(
+        default="month-first",
+        description='how a numeric date in a query reads: "11/10/2026" is Nov 10 or 11 Oct',
+    )
 
 
 class ExpansionSettings(Section):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ import anyio
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mnemon import store_file
 from memory_orchestrator.backends.mnemon.features import Features, MnemonVersion
+from memory_orchestrator.backends.mnemon.health import health_checks
 from memory_orchestrator.backends.mnemon.mapping import (
     CATEGORIES_FOR,
     NATIVE_EDGES,
@@ -28,14 +28,15 @@ from memory_orchestrator.backends.mnemon.mapping import (
     import_row,
     importance_out,
     linked_edge,
+    normalized,
     outcome,
     recall_results,
     related_neighbors,
+    require_id,
     to_memory,
 )
 from memory_orchestrator.backends.mnemon.process import Cached, MnemonRunner
 from memory_orchestrator.backends.mnemon.store_file import (
-    NoDirectRead,
     StoreFile,
     edge_between,
     entity_names,
@@ -54,7 +55,6 @@ from memory_orchestrator.models import (
     NewMemory,
     SearchFilters,
     SearchHit,
-    Status,
     WriteOutcome,
 )
 from memory_orchestrator.settings import MnemonSettings
@@ -67,10 +67,6 @@ T = TypeVar("T")
 WALK_EDGES = frozenset(NATIVE_EDGES[:4])  # what `related` follows without --edge
 NOT_FOUND = ("no rows in result set", "not found")
 IMPORT_CHUNK = 1000
-
-
-class _Degraded(Exception):
-    """A health check that passed with a reservation."""
 
 
 class MnemonBackend:
@@ -168,10 +164,14 @@ class MnemonBackend:
         argv = self.argv(command, flags, positional)
         out = await self.runner.run(argv, command, store=self.db_path, write=write, timeout=timeout)
         try:
-            return json.loads(out)
+            return normalized(json.loads(out))
         except ValueError as exc:
             head = out.strip()[:200]
             raise BackendError(f"mnemon {command} printed no valid JSON ({exc}): {head!r}") from exc
+
+    @staticmethod
+    async def _first(outcomes: Awaitable[list[WriteOutcome]]) -> WriteOutcome:
+        return (await outcomes)[0]
 
     async def version(self) -> MnemonVersion:
         """`mnemon --version`, cached for `cache_ttl_s`."""
@@ -213,12 +213,19 @@ class MnemonBackend:
         flags = ["--limit", str(min(top_k * 3, 300) if over else top_k)]
         if len(categories) == 1:
             flags += ["--cat", next(iter(categories))]
-        verbose = await self.features.has("verbose", "recall prints its full shape by default")
-        if verbose:
-            flags.append("--verbose")
-        data = await self._json("recall", flags, [text])
+        data = await self.features.or_else(
+            "verbose",
+            "recall prints its full shape by default",
+            lambda: self._json("recall", [*flags, "--verbose"], [text]),
+            lambda: self._json("recall", flags, [text]),
+        )
+        try:
+            results = recall_results(data)
+        except BackendError as exc:
+            self._note(f"search: {exc}")
+            raise
         hits = []
-        for result in recall_results(data):
+        for result in results:
             if not has_signal(result):
                 continue  # a recency anchor, or reached only by walking from one
             memory = to_memory(result["insight"], superseded=bool(result.get("superseded")))
@@ -241,15 +248,9 @@ class MnemonBackend:
         return [to_memory(found[i]) for i in wanted if i in found]
 
     async def _get_by_cli(self, wanted: list[str]) -> dict[str, Json]:
+        """`show` per id in parallel; one `recall --basic` listing on builds without it."""
         found: dict[str, Json] = {}
-        if not await self.features.has("show", "get_memories lists memories with `recall --basic`"):
-            total = int((await self.status()).get("total_insights") or 0)
-            listing = await self._json("recall", ["--basic", "--limit", str(max(total, 1))], [""])
-            wanted_set = set(wanted)
-            for item in listing if isinstance(listing, list) else []:
-                if isinstance(item, dict) and item.get("id") in wanted_set:
-                    found[str(item["id"])] = item
-            return found
+        refused: list[BackendError] = []
 
         async def one(memory_id: str) -> None:
             try:
@@ -257,13 +258,24 @@ class MnemonBackend:
             except BackendError as exc:
                 if any(marker in str(exc) for marker in NOT_FOUND):
                     return
+                if self.features.missing("show", exc, "get_memories lists with `recall --basic`"):
+                    refused.append(exc)
+                    return
                 raise
-            if isinstance(item, dict) and "id" in item:
-                found[memory_id] = item
+            found[memory_id] = require_id(item, "show")
 
-        async with anyio.create_task_group() as group:
-            for memory_id in wanted:
-                group.start_soon(one, memory_id)
+        if self.features.has("show"):
+            async with anyio.create_task_group() as group:
+                for memory_id in wanted:
+                    group.start_soon(one, memory_id)
+            if not refused:
+                return found
+        total = int((await self.status()).get("total_insights") or 0)
+        listing = await self._json("recall", ["--basic", "--limit", str(max(total, 1))], [""])
+        wanted_set = set(wanted)
+        for item in listing if isinstance(listing, list) else []:
+            if require_id(item, "recall --basic")["id"] in wanted_set:
+                found[str(item["id"])] = item
         return found
 
     async def list_memories(
@@ -343,9 +355,16 @@ class MnemonBackend:
     async def write(self, memory: NewMemory) -> WriteOutcome:
         self._check_store()
         check_new(memory)
-        no_import = "a memory's created_at is not kept (remember has no time flag)"
-        if memory.created_at is not None and await self.features.has("import", no_import):
-            return (await self._import([memory]))[0]
+        if memory.created_at is not None and self.features.has("import"):
+            return await self.features.or_else(
+                "import",
+                "a memory's created_at is not kept (remember has no time flag)",
+                lambda: self._first(self._import([memory])),
+                lambda: self._remember(memory),
+            )
+        return await self._remember(memory)
+
+    async def _remember(self, memory: NewMemory) -> WriteOutcome:
         category, tags = category_and_tags(memory)
         flags = ["--cat", category]
         if memory.importance is not None:
@@ -356,11 +375,21 @@ class MnemonBackend:
             flags += ["--entities", ",".join(memory.entities)]
         if memory.source:
             flags += ["--source", memory.source]
-        if self.settings.entity_mode != "merge" and await self.features.has(
-            "entity-mode", "Mnemon merges the entities it finds"
-        ):
-            flags += ["--entity-mode", self.settings.entity_mode]
-        data = await self._json("remember", flags, [memory.content], write=True)
+        text = [memory.content]
+        if self.settings.entity_mode == "merge":
+            data = await self._json("remember", flags, text, write=True)
+        else:
+            data = await self.features.or_else(
+                "entity-mode",
+                "Mnemon merges the entities it finds",
+                lambda: self._json(
+                    "remember",
+                    [*flags, "--entity-mode", self.settings.entity_mode],
+                    text,
+                    write=True,
+                ),
+                lambda: self._json("remember", flags, text, write=True),
+            )
         self._status.clear()
         if not isinstance(data, dict):
             raise BackendError("mnemon remember printed no JSON object")
@@ -373,12 +402,19 @@ class MnemonBackend:
             check_new(memory, index)
         if not batch:
             return []
-        if not await self.features.has("import", "write_many runs one remember per memory"):
+
+        async def imported() -> list[WriteOutcome]:
+            outcomes: list[WriteOutcome] = []
+            for start in range(0, len(batch), IMPORT_CHUNK):
+                outcomes += await self._import(batch[start : start + IMPORT_CHUNK])
+            return outcomes
+
+        async def one_by_one() -> list[WriteOutcome]:
             return [await self.write(m) for m in batch]
-        outcomes: list[WriteOutcome] = []
-        for start in range(0, len(batch), IMPORT_CHUNK):
-            outcomes += await self._import(batch[start : start + IMPORT_CHUNK])
-        return outcomes
+
+        return await self.features.or_else(
+            "import", "write_many runs one remember per memory", imported, one_by_one
+        )
 
     async def _import(self, batch: list[NewMemory]) -> list[WriteOutcome]:
         draft = {"schema_version": "1", "insights": [import_row(m) for m in batch]}
@@ -416,18 +452,26 @@ class MnemonBackend:
         metadata = {k: str(v) for k, v in (meta or {}).items() if v is not None}
         if kind != relation:
             metadata["relation"] = relation
-        if kind == "supersedes" and not await self.features.has(
-            "supersedes", "`update` links are made as `semantic` edges"
-        ):
+        if kind == "supersedes" and not self.features.has("supersedes"):
             kind = "semantic"
         if relation not in NATIVE_EDGES:
             existing = await self._direct(lambda c: edge_between(c, source_id, target_id, kind))
             if isinstance(existing, Edge):
                 return existing
-        flags = ["--type", kind, "--weight", f"{weight:.6g}"]
+        extra = ["--weight", f"{weight:.6g}"]
         if metadata:
-            flags += ["--meta", json.dumps(metadata, ensure_ascii=False)]
-        data = await self._json("link", flags, [source_id, target_id], write=True)
+            extra += ["--meta", json.dumps(metadata, ensure_ascii=False)]
+        ends = [source_id, target_id]
+        if kind == "supersedes":
+            data = await self.features.or_else(
+                "supersedes",
+                "`update` links are made as `semantic` edges",
+                lambda: self._json("link", ["--type", "supersedes", *extra], ends, write=True),
+                lambda: self._json("link", ["--type", "semantic", *extra], ends, write=True),
+            )
+            kind = "supersedes" if self.features.has("supersedes") else "semantic"
+        else:
+            data = await self._json("link", ["--type", kind, *extra], ends, write=True)
         self._status.clear()
         return linked_edge(data, source_id, target_id, kind, weight)
 
@@ -446,46 +490,7 @@ class MnemonBackend:
     # ------------------------------------------------------------------ lifecycle
 
     async def health(self) -> list[HealthCheck]:
-        checks: list[HealthCheck] = []
-
-        async def check(name: str, probe: Callable[[], Awaitable[str]]) -> bool:
-            started = time.perf_counter()
-            try:
-                detail, status = await probe(), Status.OK
-            except (NoDirectRead, _Degraded) as exc:
-                detail, status = str(exc), Status.DEGRADED
-            except Exception as exc:
-                detail, status = str(exc) or type(exc).__name__, Status.ERROR
-            ms = round((time.perf_counter() - started) * 1000, 3)
-            checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))
-            return status is not Status.ERROR
-
-        async def binary() -> str:
-            return str(self.binary())
-
-        async def version() -> str:
-            found = await self.features.version()
-            return f"mnemon version {found.text}"
-
-        async def store() -> str:
-            if self.store_error is not None:
-                raise BackendError(self.store_error)
-            data = await self.status()
-            return (
-                f"store {self.store!r}: {data.get('total_insights', '?')} memories,"
-                f" {data.get('edge_count', '?')} edges; {data.get('db_path', self.db_path)}"
-            )
-
-        async def features() -> str:
-            if self.notes:
-                raise _Degraded("; ".join(self.notes))
-            return "no fallbacks in use"
-
-        if await check("binary", binary) and await check("version", version):
-            await check("store", store)
-        await check("direct_reads", self.direct_reads_ok)
-        await check("features", features)
-        return checks
+        return await health_checks(self)
 
     async def close(self) -> None:
         """Nothing stays open between calls."""

@@ -1,39 +1,42 @@
-"""What the installed `mnemon` can do, from `mnemon --version`.
+"""What the installed `mnemon` can do, learned from how it answers, never from its version.
 
-Commands and flags came in over Mnemon's releases (`FEATURES`); 0.2.x has them all. A build
-without a release number (`mnemon version dev`, a build from source) is taken to be current.
-When a feature is missing, the adapter uses a fallback and `Features.has` notes it once, for
-traces and health.
+A build from source prints `mnemon version dev` (only release builds carry a number), so the
+version string says nothing about what a binary can do. Every call is made as on a current
+build; when the binary answers that it lacks the command, flag or edge type used
+(`unknown command "show"`, `unknown flag: --verbose`, `invalid edge type "supersedes"`),
+`Features.missing` remembers that, notes the fallback once (for traces and health), and the
+caller retries with the fallback. `--version` is asked only for health.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from memory_orchestrator.backends.mnemon.process import Cached, MnemonRunner, error_message
 from memory_orchestrator.errors import BackendError
 
-# Commands (and flags) by the first version known to have them; 0.2.x has all of these.
-FEATURES = {
-    "show": (0, 2, 0),
-    "supersedes": (0, 2, 0),
-    "import": (0, 1, 10),
-    "verbose": (0, 1, 9),
-    "entity-mode": (0, 1, 4),
+T = TypeVar("T")
+
+# How a binary without the feature answers (Cobra's and Mnemon's own texts).
+REFUSALS = {
+    "show": 'unknown command "show"',
+    "import": 'unknown command "import"',
+    "verbose": "unknown flag: --verbose",
+    "entity-mode": "unknown flag: --entity-mode",
+    "supersedes": 'invalid edge type "supersedes"',
 }
 
 
 @dataclass(frozen=True)
 class MnemonVersion:
-    """What `mnemon --version` said; `parts` is None for builds without a release number."""
+    """What `mnemon --version` said; `parts` is None for builds without a release number
+    (`dev`, a build from source)."""
 
     text: str
     parts: tuple[int, int, int] | None
-
-    def has(self, feature: str) -> bool:
-        return self.parts is None or self.parts >= FEATURES[feature]
 
     @classmethod
     def parse(cls, output: str) -> MnemonVersion:
@@ -47,12 +50,13 @@ class MnemonVersion:
 
 
 class Features:
-    """The version of the binary `runner` starts (asked once per `ttl_s`), and whether it has
-    a feature; `note` receives each fallback taken."""
+    """What the binary `runner` starts has shown it lacks; `note` receives each fallback
+    taken. The version (`--version`, for health) is asked once per `ttl_s`."""
 
     def __init__(self, runner: MnemonRunner, ttl_s: float, note: Callable[[str], None]) -> None:
         self._runner = runner
         self._note = note
+        self._missing: set[str] = set()
         self._version = Cached(self._fetch, ttl_s)
 
     async def version(self) -> MnemonVersion:
@@ -65,16 +69,34 @@ class Features:
         code, out, err = await self._runner.spawn(argv, "--version", timeout)
         if code != 0:
             raise BackendError(f"mnemon --version failed (exit {code}): {error_message(err)}")
-        found = MnemonVersion.parse(out.decode(errors="replace"))
-        if found.parts is None:
-            self._note(f"mnemon version {found.text!r} has no release number; assuming v0.2.9")
-        return found
+        return MnemonVersion.parse(out.decode(errors="replace"))
 
-    async def has(self, feature: str, fallback: str) -> bool:
-        """Whether the binary has `feature`; when not, `fallback` (what is done instead) is
-        noted."""
-        found = await self.version()
-        if found.has(feature):
-            return True
-        self._note(f"mnemon {found.text} has no `{feature}`; {fallback}")
-        return False
+    def has(self, feature: str) -> bool:
+        """False once the binary has answered that it lacks `feature`."""
+        return feature not in self._missing
+
+    def missing(self, feature: str, error: BackendError, fallback: str) -> bool:
+        """Whether `error` is the binary saying it lacks `feature`; if so that is remembered
+        and `fallback` (what is done instead) is noted."""
+        if REFUSALS[feature] not in str(error):
+            return False
+        self._missing.add(feature)
+        self._note(f"this mnemon has no `{feature}` ({REFUSALS[feature]}); {fallback}")
+        return True
+
+    async def or_else(
+        self,
+        feature: str,
+        fallback: str,
+        first: Callable[[], Awaitable[T]],
+        instead: Callable[[], Awaitable[T]],
+    ) -> T:
+        """`first()`, which uses `feature`; `instead()` when the binary has answered (now or
+        before) that it lacks it (`missing` notes `fallback` once)."""
+        if self.has(feature):
+            try:
+                return await first()
+            except BackendError as exc:
+                if not self.missing(feature, exc, fallback):
+                    raise
+        return await instead()

@@ -12,6 +12,7 @@ bytes, tag and entity counts and sizes) are checked before anything runs.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -162,20 +163,64 @@ def import_row(memory: NewMemory) -> Json:
 
 # ---------------------------------------------------------------- what the CLI prints
 
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+OPAQUE_KEYS = frozenset({"metadata", "meta"})  # values keyed by the user: kept as they are
+
+
+def snake_key(key: str) -> str:
+    """`ID`, `Id`, `createdAt`, `CreatedAt`, `replacedID` -> `id`, `created_at`,
+    `replaced_id`: Mnemon's newer builds may print Go field names or camelCase tags."""
+    return _WORD_START.sub("_", key).lower()
+
+
+def normalized(data: Any) -> Any:
+    """What Mnemon printed with every object key in snake_case (`snake_key`); a key already
+    in snake_case wins over a variant of it. The values of `metadata` are left alone."""
+    if isinstance(data, list):
+        return [normalized(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    out: Json = {}
+    for key, value in data.items():
+        name = snake_key(key) if isinstance(key, str) else key
+        if name in out and name != key:
+            continue
+        out[name] = value if name in OPAQUE_KEYS else normalized(value)
+    return out
+
+
+def _keys(row: Json) -> str:
+    return ", ".join(sorted(str(k) for k in row)[:12]) or "none"
+
+
+def require_id(row: object, command: str) -> Json:
+    """A printed record that names its memory; anything else is an error, never "no
+    results" (a newer build might rename the field once more)."""
+    if not isinstance(row, dict):
+        raise BackendError(f"mnemon {command} printed a {type(row).__name__} where a record was")
+    found = row.get("id")
+    if not isinstance(found, str) or not found:
+        raise BackendError(
+            f"mnemon {command} printed a record without an id (keys: {_keys(row)});"
+            " this adapter cannot map it"
+        )
+    return row
+
 
 def recall_results(data: Any) -> list[Json]:
     """Recall results as `{"insight": {...}, "score", "via", "signals"?, ...}`, whichever
-    shape Mnemon printed (verbose; compact; a bare list)."""
+    shape Mnemon printed (verbose; compact; a bare list). Raises BackendError on a row
+    that names no memory."""
     rows = data.get("results") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise BackendError("mnemon recall printed no result list")
     out: list[Json] = []
     for row in rows:
-        if not isinstance(row, dict):
-            continue
-        if isinstance(row.get("insight"), dict) and "id" in row["insight"]:
+        if isinstance(row, dict) and isinstance(row.get("insight"), dict):
+            require_id(row["insight"], "recall")
             out.append(row)
-        elif "id" in row:  # the compact shape: no timestamps, tags or signals
+        else:  # the compact shape: no timestamps, tags or signals
+            require_id(row, "recall")
             out.append({**row, "insight": row, "via": row.get("matched_via", "")})
     return out
 
@@ -223,6 +268,7 @@ def related_neighbors(
     best: dict[str, Neighbor] = {}
     for seed in seeds:
         for row in per_seed.get(seed, []):
+            require_id(row, "related")
             kind, depth = str(row.get("via_edge_type") or ""), row.get("depth")
             hop = depth if isinstance(depth, int) and depth > 0 else 1
             if row.get("id") in seeds or (allowed is not None and kind not in allowed):

@@ -4,10 +4,16 @@
   under the working directory (where `make mnemon` installs it), else `mnemon` on PATH.
 - The environment: Mnemon's embedding probe (2 s per call) is pointed at an address that
   fails at once unless an endpoint is configured; `MNEMON_MAX_INSIGHTS` when set.
-- A timeout per process: a late process is killed, and so is one whose caller gave up.
+- A timeout per process: a late process is stopped, and so is one whose caller gave up. Each
+  process starts in its own process group, and the whole group is stopped (SIGTERM, then
+  SIGKILL after `KILL_GRACE_S`): Mnemon's npm launcher runs the real binary as a child and
+  forwards only SIGINT, SIGTERM and SIGHUP, so killing the launcher alone would leave the
+  binary running.
 - At most `max_processes` at once; writes to one store one at a time (a lock per store file,
   shared by every backend in the event loop); "database is locked" retried with bounded
-  backoff (Mnemon sets no busy timeout).
+  backoff (Mnemon sets no busy timeout): writes `retries` times, reads for up to
+  `read_lock_wait_s` (every Mnemon open briefly takes the write lock, so concurrent reads
+  meet it often).
 - Mnemon's error text: the `Error: ...` line of stderr, else its last non-empty line.
 """
 
@@ -17,6 +23,7 @@ import contextlib
 import os
 import random
 import shutil
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -27,7 +34,7 @@ from typing import Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 
 from memory_orchestrator.errors import BackendError, StoreTimeout
 from memory_orchestrator.settings import MnemonSettings
@@ -40,6 +47,8 @@ INSTALL_HINT = (
     " `make mnemon`, which puts it in ./.tools/bin), or set [mnemon] binary"
 )
 FAIL_FAST_ENDPOINT = "http://127.0.0.1:1"  # connection refused at once: no 2 s probe
+KILL_GRACE_S = 1.0  # between SIGTERM and SIGKILL to a late process group
+MAX_RETRY_DELAY_S = 0.4
 LOCKED = ("database is locked", "sqlite_busy", "database table is locked", "sqlite_locked")
 
 _STORE_LOCKS: anyio.lowlevel.RunVar[dict[str, anyio.Lock]] = anyio.lowlevel.RunVar(
@@ -94,6 +103,22 @@ async def _drain(stream: ByteReceiveStream | None, into: bytearray) -> None:
         return
     async for chunk in stream:
         into.extend(chunk)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def _stop_group(process: Process) -> None:
+    """SIGTERM to the process's group (it leads one), SIGKILL to the group once the process
+    has exited or `KILL_GRACE_S` has passed: no child it started survives it."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_S):
+        await process.wait()
+    _signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
 
 
 class PerLoop(Generic[T]):
@@ -180,7 +205,9 @@ class MnemonRunner:
             self.process_calls += 1
             self.calls_by_command[command] += 1
             try:
-                process = await anyio.open_process(argv, stdin=subprocess.DEVNULL, env=self._env())
+                process = await anyio.open_process(
+                    argv, stdin=subprocess.DEVNULL, env=self._env(), start_new_session=True
+                )
             except OSError as exc:
                 raise BackendError(f"cannot start {argv[0]}: {exc}") from exc
             out, err = bytearray(), bytearray()
@@ -198,8 +225,7 @@ class MnemonRunner:
             finally:  # on our timeout or the caller's cancellation: never leave it running
                 with anyio.CancelScope(shield=True):
                     if process.returncode is None:
-                        with contextlib.suppress(ProcessLookupError):
-                            process.kill()
+                        await _stop_group(process)
                     await process.aclose()
             return process.returncode or 0, bytes(out), bytes(err)
 
@@ -223,10 +249,12 @@ class MnemonRunner:
         timeout: float | None = None,
     ) -> str:
         """`argv`'s stdout. "database is locked" (on `store`) is retried with exponential
-        backoff, `retries` times; a `write` holds the store's write lock. Raises
-        BackendError with Mnemon's error text."""
+        backoff: a `write` `retries` times (holding the store's write lock), a read until
+        `read_lock_wait_s` has passed (and at least `retries` times). Raises BackendError
+        with Mnemon's error text."""
         limit = timeout or self.settings.timeout_s
         attempt = 0
+        started = time.monotonic()
         while True:
             try:
                 if write:
@@ -234,14 +262,16 @@ class MnemonRunner:
                         return await self._once(argv, command, limit)
                 return await self._once(argv, command, limit)
             except _Locked as exc:
-                if attempt >= self.settings.retries:
+                delay = min(self.settings.retry_backoff_s * (2**attempt), MAX_RETRY_DELAY_S)
+                waited = time.monotonic() - started
+                more_time = not write and waited + delay < self.settings.read_lock_wait_s
+                if attempt >= self.settings.retries and not more_time:
                     tries = attempt + 1
                     raise BackendError(
                         f"mnemon {command}: the store {store} stayed locked by another"
-                        f" writer ({exc}); gave up after {tries} tries",
+                        f" writer ({exc}); gave up after {tries} tries in {waited:.1f}s",
                         transient=True,
                     ) from exc
-                delay = self.settings.retry_backoff_s * (2**attempt)
                 await anyio.sleep(delay * (1 + random.random() / 2))
                 attempt += 1
 
