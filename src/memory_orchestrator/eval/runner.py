@@ -244,8 +244,9 @@ class CaseRunner:
                 problems.append(f"expected a duplicate of {check.duplicate_of}, found {named}")
         if check.expect == "updated" and self.orchestrator.capabilities.link:
             target = self.keys.id_of.get(check.duplicate_of or "")
-            if not any(e.type == "update" and e.target_id == target for e in report.links):
-                problems.append("no 'update' link to the revised memory")
+            kinds = ("update", "supersedes")
+            if not any(e.type in kinds and e.target_id == target for e in report.links):
+                problems.append("no 'update' or 'supersedes' link to the revised memory")
         detail = relabel("; ".join(problems) or report.reason, self.keys.by_id)
         return WriteCheckResult(
             id=check.id, expect=check.expect, got=got, passed=not problems, detail=detail
