@@ -192,7 +192,8 @@ def test_history_and_as_of_bring_back_what_was_true_then(orch: Orchestrator) -> 
     assert drop.id == old.id
     assert drop.detail.startswith(f"superseded by {new.id} on ")
     history = run(lambda: orch.search(SearchRequest(query="billing rate limit", history=True)))
-    assert {i.memory_id for i in history.items} == {old.id, new.id}
+    assert [i.memory_id for i in history.items] == [new.id, old.id]  # the current one first
+    assert (history.items[1].changed or "").startswith(f"superseded by {new.id} on ")
     back_then = NOW - timedelta(days=5)
     then = run(lambda: orch.search(SearchRequest(query="billing rate limit", as_of=back_then)))
     assert [i.memory_id for i in then.items] == [old.id]

@@ -85,12 +85,7 @@ def disagree(a: Memory, b: Memory, threshold: float) -> bool:
 def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
     """`items` with each newer memory of a disagreeing pair moved just above the older one,
     and saying what changed; corrected memories (history) say what corrected them."""
-    out = list(items)
-    for index, item in enumerate(out):
-        memory = item.candidate.memory
-        if memory.superseded_by is not None:
-            note = f"superseded by {memory.superseded_by} on {_day(memory.superseded_at)}"
-            out[index] = item.model_copy(update={"changed": note})
+    out = _corrections_first(items)
     for first in range(len(out)):
         a = out[first].candidate.memory
         if a.superseded_by is not None or out[first].changed is not None:
@@ -104,6 +99,22 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
             elif _newer(a, b):
                 out[first] = _changed(out[first], b)
             break
+    return out
+
+
+def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:
+    """History: each corrected memory says what corrected it and ranks below it."""
+    out = list(items)
+    for item in items:
+        memory = item.candidate.memory
+        if memory.superseded_by is None:
+            continue
+        at = out.index(item)
+        note = f"superseded by {memory.superseded_by} on {_day(memory.superseded_at)}"
+        out[at] = item.model_copy(update={"changed": note})
+        later = [i for i, x in enumerate(out) if x.id == memory.superseded_by]
+        if later and later[0] > at:
+            out.insert(at, out.pop(later[0]))
     return out
 
 
