@@ -170,15 +170,26 @@ def compare(old: str, new: str) -> Change:
         return Change("same")
     if words_gone and words_came:  # another subject: a look-alike, not this fact changed
         return Change("other", tuple(what), "; ".join(details))
-    if "name" in what and len(what) > 1:  # someone else's fact, with its own values
+    names = sum(t.kind == "name" for t in gone), sum(t.kind == "name" for t in came)
+    if "name" in what and (len(what) > 1 or max(names) > 1):
+        # someone else's fact, with its own values (or several names swapped at once)
         return Change("other", tuple(what), "; ".join(details))
     return Change("update", tuple(what), "; ".join(details))
 
 
 def _missing(a: tuple[Token, ...], b: tuple[Token, ...]) -> list[Token]:
-    """Tokens of `a` (values and content words) that `b` does not carry."""
-    keys = {t.key for t in b}
-    return [t for t in a if t.kind not in ("small", "negation") and t.key not in keys]
+    """Tokens of `a` (values and content words) that `b` does not carry (a capitalised
+    word at the start of one sentence is the same word lower-case in the other)."""
+    keys = {t.key for t in b} | {_loose(t) for t in b}
+    return [
+        t
+        for t in a
+        if t.kind not in ("small", "negation") and t.key not in keys and _loose(t) not in keys
+    ]
+
+
+def _loose(t: Token) -> str:
+    return stem(t.key) if t.kind == "name" else t.key
 
 
 def _negated(toks: tuple[Token, ...]) -> bool:

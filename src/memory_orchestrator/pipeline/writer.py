@@ -75,26 +75,35 @@ class Verdict:
 
 
 def judge(memory: NewMemory, near: Sequence[SearchHit], policy: WritePolicy) -> Verdict:
-    """Restatement, update or new fact, from the closest live memories, most similar first.
+    """Restatement, update or new fact, from the closest live memories.
 
-    A memory a later one corrected is never compared: the current value is what counts."""
+    The most similar restatement wins over a less similar update. Among updates, one that
+    keeps the names (another number, date, negation, opposite) wins over a swap of names,
+    the weakest sign of the same fact. A memory a later one corrected is never compared:
+    the current value is what counts."""
     live = [h.memory for h in near if h.memory.superseded_by is None]
     scored = sorted(
         ((similarity(memory.content, m.content), m.id, m.content) for m in live),
         key=lambda s: -s[0],
     )
     lookalike: tuple[str, Change] | None = None
+    duplicate: Verdict | None = None
+    updates: list[Verdict] = []
     for sim, mem_id, content in scored:
         if sim < min(policy.update_threshold, policy.threshold):
             break
         change = compare(content, memory.content)
         if change.kind == "update" and policy.on_conflict != "skip":
             if sim >= policy.update_threshold:
-                return Verdict("update", mem_id, sim, change)
+                updates.append(Verdict("update", mem_id, sim, change))
         elif change.kind == "other":
             lookalike = lookalike or (mem_id, change)
-        elif sim >= policy.threshold:  # same values, or an update the policy skips
-            return Verdict("duplicate", mem_id, sim, change)
+        elif sim >= policy.threshold and duplicate is None:  # same values (or skipped update)
+            duplicate = Verdict("duplicate", mem_id, sim, change)
+    if duplicate is not None and (not updates or duplicate.similarity >= updates[0].similarity):
+        return duplicate
+    if updates:
+        return min(updates, key=lambda v: "name" in v.change.what if v.change else True)
     best_id, best_sim = (scored[0][1], scored[0][0]) if scored else (None, 0.0)
     return Verdict("new", best_id, best_sim, lookalike=lookalike)
 
