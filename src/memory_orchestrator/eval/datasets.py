@@ -99,8 +99,7 @@ _TIME_FORMATS = (
 
 def load_dataset(source: str | Path) -> Dataset:
     """A shipped set by name (`"golden"`, `"agent-facts"`, `"knowledge-updates"`), a `.jsonl`
-    file, or a LoCoMo
-    `.json` file."""
+    file, or a LoCoMo `.json` file."""
     if str(source) in SHIPPED:
         name = str(source)
         text = resources.files("memory_orchestrator.eval").joinpath(SHIPPED[name])
