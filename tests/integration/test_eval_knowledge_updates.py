@@ -16,7 +16,7 @@ from memory_orchestrator.settings import Settings
 pytestmark = pytest.mark.integration
 
 RATE = "The API rate limit for the billing service is {} requests per minute."
-SET = [
+SET: list[dict[str, Any]] = [
     {"case": "tiny", "ingest": "write", "as_of": "2026-10-01T00:00:00Z"},
     {
         "memory": {
