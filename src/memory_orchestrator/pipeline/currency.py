@@ -39,10 +39,18 @@ def _day(moment: datetime | None) -> str:
     return to_utc(moment).strftime("%Y-%m-%d") if moment else "an unknown date"
 
 
+def superseded(memory: Memory) -> bool:
+    """Corrected by a later memory: marked by the store (`superseded_by`), or flagged by one
+    that only says so (Mnemon: `metadata["superseded"]`, from its `supersedes` links)."""
+    return memory.superseded_by is not None or memory.metadata.get("superseded") is True
+
+
 def valid_at(memory: Memory, as_of: datetime | None) -> tuple[bool, str]:
     """Whether `memory` was the current truth at `as_of` (now when None), and if not why."""
     by = memory.superseded_by
     when = memory.superseded_at
+    if by is None and superseded(memory):
+        return False, "superseded (flagged by the store)"
     if by is not None and (as_of is None or when is None or to_utc(when) <= to_utc(as_of)):
         return False, f"superseded by {by} on {_day(when)}"
     replaced = memory.metadata.get(SUPERSEDES_KEY)

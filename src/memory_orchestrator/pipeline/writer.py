@@ -26,8 +26,10 @@ from memory_orchestrator.models import (
     SearchFilters,
     SearchHit,
     WriteAction,
+    WriteOutcome,
 )
 from memory_orchestrator.pipeline.conflicts import Change, compare
+from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.text import cut_at_word
 
@@ -81,7 +83,7 @@ def judge(memory: NewMemory, near: Sequence[SearchHit], policy: WritePolicy) -> 
     keeps the names (another number, date, negation, opposite) wins over a swap of names,
     the weakest sign of the same fact. A memory a later one corrected is never compared:
     the current value is what counts."""
-    live = [h.memory for h in near if h.memory.superseded_by is None]
+    live = [h.memory for h in near if not superseded(h.memory)]
     scored = sorted(
         ((similarity(memory.content, m.content), m.id, m.content) for m in live),
         key=lambda s: -s[0],
@@ -142,6 +144,8 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
         calls=2,
         timeout_s=policy.timeout_s,
     )
+    if _store_superseded(verdict, outcome, written):
+        return written
     if outcome.action is not WriteAction.ADDED:
         return written
     if verdict.kind == "update":
@@ -156,6 +160,19 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
     if memory.entities and policy.link_related > 0:
         await _link_shared_entities(backend, outcome.id, memory, policy, written)
     return written
+
+
+def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written) -> bool:
+    """Whether the store itself wrote the memory as the new version of the one it corrects
+    (a write carrying `metadata["supersedes"]`, e.g. mnemon-mcp's `memory_update`)."""
+    if verdict.kind != "update" or verdict.change is None:
+        return False
+    if outcome.action is not WriteAction.UPDATED or outcome.existing_id != verdict.id:
+        return False
+    written.supersedes, written.changed = verdict.id, verdict.change.detail
+    written.duplicate_of = verdict.id
+    written.reason = f"updated: {verdict.change.detail}; supersedes {verdict.id} (by the store)"
+    return True
 
 
 def _added_reason(verdict: Verdict) -> str:
@@ -202,7 +219,10 @@ async def _update(
         return
     written.reason = f"updated: {change.detail}; supersedes {old}"
     if not backend.capabilities.supersede or not isinstance(backend, SupersedingBackend):
-        written.notes.append(f"the store cannot mark {old} superseded; only linked")
+        written.notes.append(
+            f"the store keeps no superseded mark; {old} is linked 'supersedes' only (a store"
+            " that reads such links, as Mnemon does, flags it so)"
+        )
         return
     try:
         written.calls += 1
