@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy
+from rapidfuzz import fuzz, process
+
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
     Candidate,
@@ -24,7 +27,7 @@ from memory_orchestrator.models import (
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare
-from memory_orchestrator.pipeline.deduper import similarity
+from memory_orchestrator.pipeline.deduper import similarity, similarity_key
 
 _WAS_CHARS = 120
 
@@ -94,13 +97,16 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
     """`items` with each newer memory of a disagreeing pair moved just above the older one,
     and saying what changed; corrected memories (history) say what corrected them."""
     out = _corrections_first(items)
+    close = _close_pairs(out, threshold)
     for first in range(len(out)):
         a = out[first].candidate.memory
         if a.superseded_by is not None or out[first].changed is not None:
             continue
         for second in range(first + 1, len(out)):
             b = out[second].candidate.memory
-            if b.superseded_by is not None or not disagree(a, b, threshold):
+            if (a.id, b.id) not in close or b.superseded_by is not None:
+                continue
+            if compare(a.content, b.content).kind != "update":
                 continue
             if _newer(b, a):
                 out.insert(first, _changed(out.pop(second), a))
@@ -108,6 +114,18 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
                 out[first] = _changed(out[first], b)
             break
     return out
+
+
+def _close_pairs(items: Sequence[ScoredItem], threshold: float) -> set[tuple[str, str]]:
+    """The id pairs (both orders) at or above `threshold` similarity: one C call for all."""
+    if len(items) < 2:
+        return set()
+    keys = [similarity_key(i.candidate.memory.content) for i in items]
+    scores = process.cdist(
+        keys, keys, scorer=fuzz.ratio, processor=None, score_cutoff=threshold * 100
+    )
+    ids = [i.id for i in items]
+    return {(ids[a], ids[b]) for a, b in zip(*numpy.nonzero(scores), strict=True) if a != b}
 
 
 def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:

@@ -27,6 +27,11 @@ def _key(text: str) -> str:
     return " ".join(sorted(normalize(text).casefold().split()))
 
 
+def similarity_key(text: str) -> str:
+    """What `similarity` compares: `fuzz.ratio` of two keys is the similarity of the texts."""
+    return _key(text)
+
+
 def similarity(a: str, b: str) -> float:
     """0..1 near-duplicate similarity of two texts (case, spacing and word order ignored)."""
     return fuzz.ratio(_key(a), _key(b)) / 100.0
