@@ -259,3 +259,19 @@ def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_memories(tmp_path: 
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     conn.close()
+
+
+def test_two_unlinked_memories_that_differ_in_a_name_only_are_left_as_ranked(
+    orch: Orchestrator,
+) -> None:
+    store = EmbeddedBackend(orch.settings.embedded_path())
+    text = "The security team rejected the {} data export request."
+    try:
+        older = NewMemory(content=text.format("Hermes"), created_at=NOW - timedelta(days=9))
+        newer = NewMemory(content=text.format("Orion"), created_at=NOW - timedelta(days=2))
+        ids = [o.id for o in run(lambda: store.write_many([older, newer]))]
+    finally:
+        run(store.close)
+    found = run(lambda: orch.search(SearchRequest(query="security decision on the Hermes export")))
+    assert [i.memory_id for i in found.items][:1] == ids[:1]
+    assert all(i.changed is None for i in found.items)

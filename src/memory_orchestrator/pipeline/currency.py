@@ -4,8 +4,9 @@
   candidates; the trace names the memory that superseded it. Unless the request asks for
   history, or for `as_of` a moment before the correction: then it was the truth, and the
   correction, written after `as_of`, is what leaves.
-- Two current memories that disagree (the same fact with other values) and are not linked:
-  the newer ranks above the older and says what it replaced ("changed on DATE: was ...").
+- Two current memories that disagree (the same fact with other values, not only another
+  name) and are not linked: the newer ranks above the older and says what it replaced
+  ("changed on DATE: was ...").
 """
 
 from __future__ import annotations
@@ -87,10 +88,15 @@ def current_only(candidates: Sequence[Candidate], as_of: datetime | None, histor
 
 def disagree(a: Memory, b: Memory, threshold: float) -> bool:
     """Whether two memories state the same fact with other values (see `conflicts`)."""
-    return (
-        similarity(a.content, b.content) >= threshold
-        and compare(a.content, b.content).kind == "update"
-    )
+    return similarity(a.content, b.content) >= threshold and _disagreement(a, b)
+
+
+def _disagreement(a: Memory, b: Memory) -> bool:
+    """Other values, and not only another name: two memories that differ in a name alone may
+    be about two subjects (the Hermes export, the Orion export); unlinked, both stay as
+    ranked. (On write, the closest memory with a name swapped is still an update.)"""
+    change = compare(a.content, b.content)
+    return change.kind == "update" and change.what != ("name",)
 
 
 def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
@@ -106,7 +112,7 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
             b = out[second].candidate.memory
             if (a.id, b.id) not in close or b.superseded_by is not None:
                 continue
-            if compare(a.content, b.content).kind != "update":
+            if not _disagreement(a, b):
                 continue
             if _newer(b, a):
                 out.insert(first, _changed(out.pop(second), a))
