@@ -77,21 +77,44 @@ def write(
     return report.id or "", report.action, report.supersedes, report.changed
 
 
-def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(orch: Orchestrator) -> None:
-    old, action, _, _ = write(orch, RATE.format(100), days_ago=3)
-    assert action is WriteAction.ADDED
-    new, action, supersedes, changed = write(orch, RATE.format(500), days_ago=1)
-    assert (action, supersedes, changed) == (
-        WriteAction.UPDATED,
-        old,
+CASES = [  # the three writes: a number, a date, a negation
+    (
+        RATE.format(100),
+        RATE.format(500),
         "100 -> 500 requests per minute",
-    )
-    package = run(lambda: orch.context(ContextRequest(query="billing API rate limit")))
+        "billing API rate limit",
+    ),
+    (
+        "Dana moved the Atlas review to Friday.",
+        "Dana moved the Atlas review to Monday.",
+        "Friday -> Monday",
+        "Atlas review",
+    ),
+    (
+        "Dana moved the Atlas review to Friday.",
+        "Dana did not move the Atlas review to Friday.",
+        "negated",
+        "Atlas review",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "detail", "query"), CASES, ids=["number", "date", "negation"]
+)
+def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(
+    orch: Orchestrator, first: str, then: str, detail: str, query: str
+) -> None:
+    old, action, _, _ = write(orch, first, days_ago=3)
+    assert action is WriteAction.ADDED
+    new, action, supersedes, changed = write(orch, then, days_ago=1)
+    assert (action, supersedes, changed) == (WriteAction.UPDATED, old, detail)
+    package = run(lambda: orch.context(ContextRequest(query=query)))
     ids = [i.memory_id for i in package.items]
     assert ids[:1] == [new]
     assert old not in ids
-    assert "500 requests per minute" in package.context_block
-    assert "100 requests per minute" not in package.context_block
+    assert then.rstrip(".") in package.context_block
+    assert first.rstrip(".") not in package.context_block
 
 
 def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
