@@ -23,6 +23,7 @@ from memory_orchestrator.models import (
     NewMemory,
     SearchRequest,
     WriteAction,
+    WriteReport,
     WriteRequest,
 )
 from memory_orchestrator.service import Orchestrator
@@ -141,5 +142,32 @@ def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
         found = run(lambda: o.search(SearchRequest(query="billing API rate limit", history=True)))
         assert [i.memory_id for i in found.items][:2] == [new, old]
         assert (found.items[1].changed or "").startswith(f"superseded by {new} on ")
+    finally:
+        run(o.close)
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_reversal_back_to_a_corrected_value_is_written_again(
+    kind: str, settings: Settings, tmp_path: Path
+) -> None:
+    on = "The new-checkout feature flag is enabled in production."
+    off = "The new-checkout feature flag is disabled in production."
+    store = make_store(kind, tmp_path)
+    o = Orchestrator(store, settings, traces=TraceStore(settings.trace_path()), clock=lambda: NOW)
+    try:
+        reports: list[WriteReport] = []
+        for content in (on, off, on):  # no created_at: the store dates them (or not)
+            request = WriteRequest(memory=NewMemory(content=content))
+            reports.append(run(lambda r=request: o.write(r)))  # type: ignore[misc]
+        actions = [r.action for r in reports]
+        if kind == "mnemon":  # its `remember` refuses a text it holds, superseded or not
+            assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.SKIPPED]
+            assert "the store refused it as a copy of" in reports[2].reason
+            return
+        assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.UPDATED]
+        assert reports[2].supersedes == reports[1].id
+        assert reports[2].id not in (reports[0].id, reports[1].id)
+        found = run(lambda: o.search(SearchRequest(query="new-checkout flag production")))
+        assert [i.memory_id for i in found.items][:1] == [reports[2].id]
     finally:
         run(o.close)

@@ -94,6 +94,10 @@ def search_terms(query: str) -> list[str]:
     return out
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _stamp(when: datetime) -> str:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -400,6 +404,9 @@ class KgMemoryBackend:
                 )
                 results = (added or {}).get("results") or [{}]
                 if not results[0].get("addedObservations"):
+                    if memory.created_at is None and await self._corrected(mem_id):
+                        # a reversal to a corrected value: the same text again, dated now
+                        return await self.write(memory.model_copy(update={"created_at": _now()}))
                     return WriteOutcome(
                         id=mem_id,
                         action=WriteAction.SKIPPED,
@@ -438,6 +445,10 @@ class KgMemoryBackend:
             rel = {"from": source, "to": target, "relationType": edge.type}
             await self.server.call("create_relations", {"relations": [rel]})
         return edge
+
+    async def _corrected(self, mem_id: str) -> bool:
+        found = (await self._graph()).memories().get(mem_id)
+        return found is not None and found.superseded_by is not None
 
     async def supersede(self, old_id: str, new_id: str) -> None:
         """Adds the mark "superseded: OLD by NEW at TIME" to the old memory's entity (TIME:

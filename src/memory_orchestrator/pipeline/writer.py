@@ -147,6 +147,11 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
     if _store_superseded(verdict, outcome, written):
         return written
     if outcome.action is not WriteAction.ADDED:
+        if verdict.kind == "update" and outcome.action is WriteAction.SKIPPED:
+            written.reason += (  # e.g. Mnemon: a reversal to a value it holds, superseded
+                f"; the store refused it as a copy of {outcome.existing_id}, so the correction"
+                f" of {verdict.id} ({verdict.change.detail if verdict.change else ''}) is lost"
+            )
         return written
     if verdict.kind == "update":
         await _update(backend, outcome.id, verdict, policy, written)
