@@ -93,6 +93,10 @@ AsOf = Annotated[
     datetime | None,
     Field(description="Answer as if now were this instant (ISO 8601); default: now."),
 ]
+History = Annotated[
+    bool,
+    Field(description="Also return memories a later one corrected (each says by which)."),
+]
 LabelText = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
 
@@ -202,6 +206,7 @@ async def memory_context(
     group_by: Annotated[
         GroupBy | None, Field(description="How to group the context block; default: auto.")
     ] = None,
+    history: History = False,
 ) -> ContextPackage:
     """Call this before answering anything that may depend on past sessions: earlier decisions,
     user preferences, people, projects or events. Returns a compact, ranked context package:
@@ -220,6 +225,7 @@ async def memory_context(
             "expand": expand,
             "as_of": as_of,
             "group_by": group_by,
+            "history": history,
         },
     )
     return await _call(_orchestrator(ctx).context(request))
@@ -241,6 +247,7 @@ async def memory_search(
         bool | None,
         Field(description="Return the store's raw ranking unchanged (for comparison)."),
     ] = None,
+    history: History = False,
 ) -> SearchResult:
     """Look up stored memories and get them ranked, each with memory_id, summary, score,
     reasons, entities and timestamp. Use it to check what is already known (for example before
@@ -258,6 +265,7 @@ async def memory_search(
             "expand": expand,
             "as_of": as_of,
             "passthrough": passthrough,
+            "history": history,
         },
     )
     return await _call(_orchestrator(ctx).search(request))
@@ -327,9 +335,12 @@ async def memory_write(
     """Store a memory worth recalling in later sessions: a decision, a fact, a preference, an
     event, a procedure. Write one self-contained statement per call, name its entities, and
     give `created_at` for events. Near-duplicates are detected first (skipped, or updated with
-    on_duplicate="update") and the new memory is linked to related ones. Returns the action
-    taken (added, updated, skipped, queued), the memory id and `duplicate_of` when skipped. Use
-    dry_run=true to preview. Never store secrets or passing chatter.
+    on_duplicate="update") and the new memory is linked to related ones. A correction (the
+    same fact with another number, date, name, negation or opposite) is written as `updated`:
+    it supersedes the old memory (`supersedes`, `changed` say which and what changed), which
+    reads then leave out. Returns the action taken (added, updated, skipped, queued), the
+    memory id and `duplicate_of` when skipped. Use dry_run=true to preview. Never store
+    secrets or passing chatter.
     """
     memory = _validated(
         NewMemory,

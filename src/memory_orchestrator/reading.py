@@ -40,6 +40,7 @@ from memory_orchestrator.models import (
     Strategy,
     Trace,
 )
+from memory_orchestrator.pipeline.currency import current_only, disagree, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
@@ -66,6 +67,7 @@ class ReadRequest:
     filters: SearchFilters | None = None
     expand: bool | None = None
     as_of: datetime | None = None
+    history: bool = False  # corrected memories stay (`pipeline.currency`)
 
 
 @dataclass
@@ -290,7 +292,12 @@ class ReadPath:
         and say why each item was chosen."""
         assert run.ctx is not None
         ctx, limit, trace = run.ctx, run.req.limit, run.trace
-        ranked = rerank(run.candidates, ctx, reasons=False)
+        current = current_only(run.candidates, run.req.as_of, run.req.history)
+        trace.dropped.extend(current.dropped)
+        if current.dropped:
+            trace.notes.append(f"{len(current.dropped)} superseded memory(ies) left out")
+        apart = self._settings.write.update_threshold
+        ranked = rerank(current.candidates, ctx, reasons=False)
         kept = self._above_floor(ranked, trace)
         dd = self._settings.dedup
         deduped = dedupe(
@@ -299,6 +306,7 @@ class ReadPath:
             soft_threshold=dd.soft_threshold,
             weights=ctx.settings.weights,
             limit=limit,
+            keep_apart=lambda a, b: disagree(a.candidate.memory, b.candidate.memory, apart),
         )
         trace.dropped.extend(deduped.dropped)
         items = deduped.items
@@ -307,7 +315,8 @@ class ReadPath:
             merged = {d.id for d in deduped.dropped}
             pool = [*deduped.items, *(i for i in kept if i.id not in merged)]
             items = slot_neighbors(items, pool, ctx.around, slots)
-        items = with_reasons(items[:limit], run.candidates, ctx)
+        items = newest_first(items[: 2 * limit], apart)[:limit]
+        items = with_reasons(items, current.candidates, ctx)
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result. The records are made as it is stored.
         self._recorder.defer_candidates(trace, items, [*ranked, *deduped.items])

@@ -31,7 +31,7 @@ from typing import TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, SupersedingBackend
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
@@ -231,6 +231,14 @@ class GuardedBackend:
             raise BackendError(f"the store answered a link with {_kind(edge)}, not an edge")
         return edge
 
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """The inner store's mark (`SupersedingBackend`), retried on transient errors (marking
+        twice is harmless). Raises CapabilityMissing when the store does not declare it."""
+        inner = self.inner
+        if not self.capabilities.supersede or not isinstance(inner, SupersedingBackend):
+            raise CapabilityMissing(f"{self.name} cannot mark a memory superseded")
+        await retry(lambda: inner.supersede(old_id, new_id), self.policy, "supersede")
+
     async def health(self) -> list[HealthCheck]:
         checks = await self.inner.health()
         if not isinstance(checks, list):
@@ -262,7 +270,9 @@ async def find_written(
     key = content_hash(memory.content)
     query = memory.content if max_chars is None else cut_at_word(memory.content, max_chars)
     for hit in await backend.search(query, 5):
-        if isinstance(hit, SearchHit) and content_hash(hit.memory.content) == key:
+        if not isinstance(hit, SearchHit) or hit.memory.superseded_by is not None:
+            continue  # a corrected memory written again (a reversal) is a new write
+        if content_hash(hit.memory.content) == key:
             return WriteOutcome(
                 id=hit.memory.id,
                 action=WriteAction.ADDED,
@@ -285,8 +295,10 @@ def _clean_memory(memory: Memory) -> Memory:
         value = getattr(memory, name)
         if isinstance(value, float) and not math.isfinite(value):
             update[name] = None
-    if memory.created_at is not None and memory.created_at.tzinfo is None:
-        update["created_at"] = to_utc(memory.created_at)
+    for name in ("created_at", "superseded_at"):
+        moment = getattr(memory, name)
+        if moment is not None and moment.tzinfo is None:
+            update[name] = to_utc(moment)
     return memory.model_copy(update=update) if update else memory
 
 

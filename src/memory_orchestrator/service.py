@@ -193,6 +193,7 @@ class Orchestrator:
                 filters=request.filters,
                 expand=request.expand or self.settings.expansion.enabled,
                 as_of=request.as_of,
+                history=request.history,
             )
         )
         items = tuple(to_context_item(i, self.settings.packaging.item_chars) for i in run.items)
@@ -225,6 +226,7 @@ class Orchestrator:
                 filters=request.filters,
                 expand=expand_flag,
                 as_of=request.as_of,
+                history=request.history,
             ),
             finish=False,
         )

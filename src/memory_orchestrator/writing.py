@@ -73,6 +73,8 @@ class WritePath:
             timeout_s=s.retrieval.timeout_s,
             dry_run=request.dry_run,
             max_query_chars=s.limits.max_query_chars,
+            on_conflict=s.write.on_conflict,
+            update_threshold=s.write.update_threshold,
         )
 
     def check(self, memory: NewMemory) -> None:
@@ -139,6 +141,8 @@ class WritePath:
             trace_id=trace.trace_id,
             entities=request.memory.entities,
             dry_run=request.dry_run,
+            supersedes=written.supersedes,
+            changed=written.changed,
         )
 
     async def with_entities(self, memories: Sequence[NewMemory], trace: Trace) -> list[NewMemory]:

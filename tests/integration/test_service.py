@@ -150,13 +150,30 @@ def test_write_as_update_links_to_the_memory_it_revises(orch: Orchestrator) -> N
         content="The Atlas pilot with Acme Corp starts on 1 December.", entities=["Acme Corp"]
     )
     first = run(lambda: orch.write(WriteRequest(memory=base)))
+    restated = NewMemory(
+        content="The Atlas pilot with Acme Corp will start on 1 December.", entities=["Acme Corp"]
+    )
+    second = run(lambda: orch.write(WriteRequest(memory=restated, on_duplicate="update")))
+    assert second.action is WriteAction.UPDATED
+    assert second.duplicate_of == first.id
+    assert second.supersedes is None  # a restatement revises; it corrects nothing
+    assert any(e.type == "update" and e.target_id == first.id for e in second.links)
+
+
+def test_a_correction_supersedes_the_memory_it_corrects(orch: Orchestrator) -> None:
+    base = NewMemory(
+        content="The Atlas pilot with Acme Corp starts on 1 December.", entities=["Acme Corp"]
+    )
+    first = run(lambda: orch.write(WriteRequest(memory=base)))
     revised = NewMemory(
         content="The Atlas pilot with Acme Corp starts on 3 December.", entities=["Acme Corp"]
     )
-    second = run(lambda: orch.write(WriteRequest(memory=revised, on_duplicate="update")))
+    second = run(lambda: orch.write(WriteRequest(memory=revised)))
     assert second.action is WriteAction.UPDATED
-    assert second.duplicate_of == first.id
-    assert any(e.type == "update" and e.target_id == first.id for e in second.links)
+    assert (second.supersedes, second.changed) == (first.id, "1 -> 3 December")
+    assert any(e.type == "supersedes" and e.target_id == first.id for e in second.links)
+    (old,) = run(lambda: orch.memories([first.id or ""]))
+    assert old.superseded_by == second.id
 
 
 def test_dry_run_writes_nothing(orch: Orchestrator) -> None:

@@ -106,3 +106,17 @@ class EnumerableBackend(Protocol):
     async def list_memories(
         self, cursor: str | None, limit: int
     ) -> tuple[list[Memory], str | None]: ...
+
+
+@runtime_checkable
+class SupersedingBackend(Protocol):
+    """A store that can mark a memory as corrected by a later one: the optional ability a
+    backend declares with `capabilities.supersede` (see `pipeline.conflicts`).
+
+    Contract of `supersede(old_id, new_id)`: afterwards the memories the store returns for
+    `old_id` carry `superseded_by == new_id` and `superseded_at` (when the correction took
+    effect: the new memory's time where the store keeps one, else when it was marked); both
+    must exist (`BackendError` otherwise). Each store keeps the mark its own way (a column,
+    a tool's supersede flag, a link, frontmatter, an observation)."""
+
+    async def supersede(self, old_id: str, new_id: str) -> None: ...

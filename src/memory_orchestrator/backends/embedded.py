@@ -1,8 +1,10 @@
 """The default, zero-setup store: one SQLite file with FTS5 (BM25), an entity index and edges.
 
-Layout (schema version 1, kept in `PRAGMA user_version`):
+Layout (schema version 2, kept in `PRAGMA user_version`; a version 1 file is upgraded in place
+when opened):
 - `memories`: one row per memory; times are integer microseconds since the epoch (UTC);
-  `deleted_at` marks a soft delete.
+  `deleted_at` marks a soft delete; `superseded_by` / `superseded_at` a memory a later one
+  corrected (version 2).
 - `memories_fts`: FTS5 (`unicode61`, no porter) over text already stemmed by
   `memory_orchestrator.text`, so a query and the index always stem alike. Column `body` holds
   content + entities, column `ents` the entities alone (weighted higher by BM25). Rows of
@@ -46,16 +48,17 @@ from memory_orchestrator.backends.embedded_sql import (
     NEXT,
     PREV,
     PRUNE_FROM,
-    SCHEMA,
     SCHEMA_VERSION,
     SEARCH,
     SEARCH_TOP,
     SHARERS,
+    SUPERSEDE,
     UPSERT_EDGE,
     count_rows,
     entity_key,
     fts_probe,
     marks,
+    migrate,
     now_us,
     quick_check,
     store_error,
@@ -105,7 +108,8 @@ class EmbeddedBackend:
         entity_index=True,
         soft_delete=True,
         listing=True,  # by rowid
-        edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
+        supersede=True,  # columns superseded_by / superseded_at
+        edge_types=("temporal", "entity", "causal", "semantic", "related", "update", "supersedes"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
 
@@ -155,8 +159,7 @@ class EmbeddedBackend:
             if version > SCHEMA_VERSION:
                 raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
             if version < SCHEMA_VERSION:
-                conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                migrate(conn, version)
         except (sqlite3.Error, OSError, BackendError) as exc:
             if conn is not None:
                 conn.close()
@@ -221,7 +224,7 @@ class EmbeddedBackend:
             )
             rows = conn.execute(statement, args).fetchall()
             return [
-                SearchHit(memory=to_memory(r), rank=n, score=-r[10]) for n, r in enumerate(rows, 1)
+                SearchHit(memory=to_memory(r), rank=n, score=-r[12]) for n, r in enumerate(rows, 1)
             ]
 
         return await self._call(run)
@@ -401,6 +404,20 @@ class EmbeddedBackend:
             return edge
 
         return await self._call(run)
+
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """Mark `old_id` corrected by `new_id` (`SupersedingBackend`): its row keeps its text;
+        reads leave it out unless history is asked for."""
+        ids = [old_id, new_id]
+        if len(kit.clean_ids(ids)) != 2:
+            raise BackendError("supersede: two different memory ids are needed")
+
+        def run(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                kit.require_known(ids, self._rows(conn, ids))
+                conn.execute(SUPERSEDE, (new_id, now_us(), old_id))
+
+        await self._call(run)
 
     async def forget(self, memory_id: str) -> bool:
         """Soft delete; the edges stay, but nothing reaches a forgotten memory any more."""

@@ -19,7 +19,15 @@ from memory_orchestrator.models import (
 
 Row = tuple[Any, ...]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 2 adds `superseded_by` / `superseded_at` (a memory a later one corrected); a version 1
+# file is upgraded in place when it is opened (`MIGRATE`), its memories kept.
+MIGRATE = {
+    2: (
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        "ALTER TABLE memories ADD COLUMN superseded_at INTEGER",
+    ),
+}
 
 
 CHUNK = 500  # ids per IN (...) query
@@ -37,7 +45,7 @@ CREATE TABLE IF NOT EXISTS memories (
     type TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT,
     importance REAL, confidence REAL, entities TEXT NOT NULL DEFAULT '[]',
     tags TEXT NOT NULL DEFAULT '[]', metadata TEXT NOT NULL DEFAULT '{}',
-    content_hash TEXT NOT NULL, deleted_at INTEGER);
+    content_hash TEXT NOT NULL, deleted_at INTEGER, superseded_by TEXT, superseded_at INTEGER);
 CREATE INDEX IF NOT EXISTS memories_hash ON memories(content_hash) WHERE deleted_at IS NULL;
 CREATE INDEX IF NOT EXISTS memories_time ON memories(created_at) WHERE deleted_at IS NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, ents, tokenize='unicode61');
@@ -55,7 +63,10 @@ CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
 """
 
 
-COLS = "id, content, type, created_at, source, importance, confidence, entities, tags, metadata"
+COLS = (
+    "id, content, type, created_at, source, importance, confidence, entities, tags, metadata,"
+    " superseded_by, superseded_at"
+)
 
 
 MCOLS = ", ".join(f"m.{c.strip()}" for c in COLS.split(","))
@@ -86,7 +97,17 @@ SEARCH_TOP = (  # unfiltered: rank in FTS alone, then read only the top rows (mu
 )
 
 
-DUPLICATE = "SELECT id FROM memories WHERE content_hash = ? AND deleted_at IS NULL LIMIT 1"
+DUPLICATE = (  # a corrected memory written again (a reversal) is a new memory
+    "SELECT id FROM memories WHERE content_hash = ? AND deleted_at IS NULL"
+    " AND superseded_by IS NULL LIMIT 1"
+)
+
+
+SUPERSEDE = (
+    "UPDATE memories SET superseded_by = ?1, updated_at = ?2,"
+    " superseded_at = (SELECT created_at FROM memories WHERE id = ?1) WHERE id = ?3"
+    " AND deleted_at IS NULL"
+)
 
 
 INSERT = (
@@ -160,7 +181,7 @@ def entity_key(name: str) -> str:
 
 
 def to_memory(row: Row) -> Memory:
-    return parsed_row(row[:10])
+    return parsed_row(row[:12])
 
 
 @lru_cache(maxsize=8192)
@@ -168,7 +189,8 @@ def parsed_row(row: tuple[Any, ...]) -> Memory:
     """A memory row as a `Memory`, memoized on the row's values: the same memories come back
     query after query, and parsing three JSON columns and validating the model costs more than
     the query that found them. A changed row has other values, so it is parsed anew."""
-    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row
+    mem_id, content, kind, created, source, importance, confidence, ents, tags, meta = row[:10]
+    by, at = row[10:12]
     return Memory(
         id=mem_id,
         content=content,
@@ -181,7 +203,29 @@ def parsed_row(row: tuple[Any, ...]) -> Memory:
         tags=tuple(json.loads(tags)),
         metadata=json.loads(meta),
         store="embedded",
+        superseded_by=by,
+        superseded_at=None if at is None else EPOCH + timedelta(microseconds=at),
     )
+
+
+def migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Create the schema (a new file) or upgrade an older one, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in filter(str.strip, SCHEMA.split(";")):
+            conn.execute(statement)
+        have = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATE.get(step, ()):
+                column = statement.split("ADD COLUMN ")[1].split()[0]
+                if column not in have:
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    conn.execute("COMMIT")
 
 
 def marks(values: Sequence[object]) -> str:

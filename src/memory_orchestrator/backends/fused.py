@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, SupersedingBackend
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
+    SUPERSEDES_KEY,
     Capabilities,
     Edge,
     HealthCheck,
@@ -55,7 +56,23 @@ class Member:
 
 
 def _qualify(label: str, memory: Memory) -> Memory:
-    return memory.model_copy(update={"id": f"{label}{SEP}{memory.id}", "store": label})
+    by = f"{label}{SEP}{memory.superseded_by}" if memory.superseded_by else None
+    return memory.model_copy(
+        update={"id": f"{label}{SEP}{memory.id}", "store": label, "superseded_by": by}
+    )
+
+
+def _for_member(memory: NewMemory, label: str) -> NewMemory:
+    """`memory` as member `label` gets it: a `supersedes` id of that member unqualified, of
+    another member left out (ids are per store)."""
+    named = memory.metadata.get(SUPERSEDES_KEY)
+    if not isinstance(named, str):
+        return memory
+    mine, sep, inner = named.partition(SEP)
+    meta = {k: v for k, v in memory.metadata.items() if k != SUPERSEDES_KEY}
+    if sep and mine == label and inner:
+        meta[SUPERSEDES_KEY] = inner
+    return memory.model_copy(update={"metadata": meta})
 
 
 class FusedBackend:
@@ -101,6 +118,7 @@ class FusedBackend:
             entity_filter=all(c.entity_filter for c in caps),
             entity_index=any(c.entity_index for c in caps),
             soft_delete=prim.soft_delete,
+            supersede=prim.supersede,  # writes go to the primary, so do corrections
             listing=False,  # no list_memories: one cursor cannot span the members' listings
             edge_types=tuple(dict.fromkeys(t for c in caps for t in c.edge_types)),
         )
@@ -243,9 +261,14 @@ class FusedBackend:
         if self.mirror_writes:
             others = [m for m in self.members if m is not self.primary]
             mirrored = await self._each(
-                others, lambda m: m.backend.write_many(batch), self.mirror_timeout_s
+                others,
+                lambda m: m.backend.write_many([_for_member(x, m.label) for x in batch]),
+                self.mirror_timeout_s,
             )
-        outcomes = [self._qualify_outcome(o) for o in await self.primary.backend.write_many(batch)]
+        primary = [_for_member(x, self.primary.label) for x in batch]
+        outcomes = [
+            self._qualify_outcome(o) for o in await self.primary.backend.write_many(primary)
+        ]
         for label, copies in mirrored.items():
             for memory, copy in zip(batch, copies, strict=False):
                 copy_id = copy.existing_id or copy.id
@@ -281,6 +304,17 @@ class FusedBackend:
         ((label, (source, target)),) = grouped.items()
         edge = await self.by_label[label].backend.link(source, target, relation, weight, meta)
         return edge.model_copy(update={"source_id": source_id, "target_id": target_id})
+
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """The mark, by the member holding both memories (`SupersedingBackend`)."""
+        grouped = self._split([old_id, new_id])
+        if len(grouped) != 1 or sum(len(v) for v in grouped.values()) != 2:
+            raise CapabilityMissing("fused: a correction joins two memories of the same store")
+        ((label, (old, new)),) = grouped.items()
+        member = self.by_label[label].backend
+        if not member.capabilities.supersede or not isinstance(member, SupersedingBackend):
+            raise CapabilityMissing(f"fused: {label} cannot mark a memory superseded")
+        await member.supersede(old, new)
 
     async def forget(self, memory_id: str) -> bool:
         grouped = self._split([memory_id])

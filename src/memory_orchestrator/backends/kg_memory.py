@@ -21,6 +21,9 @@ stem, so "hiking" also matches "hike") as its own `search_nodes`, unions the ent
 scores each observation locally (IDF-weighted terms matched, a little for its entity's name).
 Every call is serialized: the server rewrites its whole file per call and loses overlapping
 writes.
+Superseded memories (`supersede`): an observation cannot be changed in place (its id is its
+text), so the mark is one more observation of the same entity, "superseded: OLD by NEW at
+TIME", never read as a memory itself; the memory it names reads back with `superseded_by`.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ PACKAGE = "@modelcontextprotocol/server-memory"
 NAME = "kg-memory"
 DEFAULT_ENTITY = "notes"
 _TIME = re.compile(r"^\[(\d{4}-\d{2}-\d{2})(?: (\d{2}:\d{2}))?\] ")
+_MARK = re.compile(r"^superseded: (kg_[0-9a-f]{16}) by (kg_[0-9a-f]{16}) at (\S+)$")
 _RELATION_WEIGHT = 0.7
 
 
@@ -88,6 +92,10 @@ def search_terms(query: str) -> list[str]:
         if term and term not in out:
             out.append(term)
     return out
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _stamp(when: datetime) -> str:
@@ -139,7 +147,24 @@ def _handed(cursor: str | None) -> dict[str, str]:
 
 
 def _observations(entity: dict[str, Any]) -> list[str]:
-    return [o for o in entity.get("observations") or [] if isinstance(o, str)]
+    """The entity's observations that are memories (supersede marks left out)."""
+    return [
+        o for o in entity.get("observations") or [] if isinstance(o, str) and not _MARK.match(o)
+    ]
+
+
+def _marks(entity: dict[str, Any]) -> dict[str, tuple[str, datetime | None]]:
+    """old id -> (new id, when), from the entity's supersede marks (parsed once per read)."""
+    cached = entity.get("\x00marks")
+    if isinstance(cached, dict):
+        return cached
+    found: dict[str, tuple[str, datetime | None]] = {}
+    for o in entity.get("observations") or []:
+        match = _MARK.match(o) if isinstance(o, str) else None
+        if match:
+            found[match.group(1)] = (match.group(2), kit.parse_time(match.group(3)))
+    entity["\x00marks"] = found
+    return found
 
 
 def _to_memory(entity: dict[str, Any], observation: str) -> Memory:
@@ -157,14 +182,18 @@ def _to_memory(entity: dict[str, Any], observation: str) -> Memory:
             content = observation[match.end() :]
         except ValueError:
             when = None
+    mem_id = observation_id(name, observation)
+    by, at = _marks(entity).get(mem_id, (None, None))
     return Memory(
-        id=observation_id(name, observation),
+        id=mem_id,
         content=content or observation,
         type=kind,
         entities=(name,) if name != DEFAULT_ENTITY else (),
         created_at=when,
         store=NAME,
         metadata={"entity": name, "entity_type": kind_name},
+        superseded_by=by,
+        superseded_at=at,
     )
 
 
@@ -183,6 +212,7 @@ class KgMemoryBackend:
         entity_index=True,
         soft_delete=False,
         listing=True,  # from read_graph; see list_memories
+        supersede=True,  # a mark observation on the old memory's entity
         edge_types=("entity", "mentions"),
     )
     notes: tuple[str, ...] = ()
@@ -374,6 +404,9 @@ class KgMemoryBackend:
                 )
                 results = (added or {}).get("results") or [{}]
                 if not results[0].get("addedObservations"):
+                    if memory.created_at is None and await self._corrected(mem_id):
+                        # a reversal to a corrected value: the same text again, dated now
+                        return await self.write(memory.model_copy(update={"created_at": _now()}))
                     return WriteOutcome(
                         id=mem_id,
                         action=WriteAction.SKIPPED,
@@ -412,6 +445,26 @@ class KgMemoryBackend:
             rel = {"from": source, "to": target, "relationType": edge.type}
             await self.server.call("create_relations", {"relations": [rel]})
         return edge
+
+    async def _corrected(self, mem_id: str) -> bool:
+        found = (await self._graph()).memories().get(mem_id)
+        return found is not None and found.superseded_by is not None
+
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """Adds the mark "superseded: OLD by NEW at TIME" to the old memory's entity (TIME:
+        the new memory's, else now)."""
+        kit.checked_edge(new_id, old_id, "supersedes")
+        memories = (await self._graph()).memories()
+        kit.require_known([old_id, new_id], memories)
+        when = memories[new_id].created_at or datetime.now(UTC)
+        mark = f"superseded: {old_id} by {new_id} at {kit.utc_text(when)}"
+        entity = str(memories[old_id].metadata["entity"])
+        try:
+            await self.server.call(
+                "add_observations", {"observations": [{"entityName": entity, "contents": [mark]}]}
+            )
+        except ToolError as exc:
+            raise BackendError(str(exc)) from exc
 
     async def forget(self, memory_id: str) -> bool:
         """Deletes the observation (the server has no soft delete)."""

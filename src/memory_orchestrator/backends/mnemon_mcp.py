@@ -11,7 +11,9 @@ Mapping:
   `date_to`, which the server applies to event_at, else its insert time;
 - scope -> `Memory.store` is "mnemon-mcp" and the scope goes to `metadata["scope"]`;
 - a write whose `metadata["supersedes"]` names a memory is sent as `memory_update` with
-  `supersede=true` (a versioned replacement: the old one leaves search results).
+  `supersede=true` (a versioned replacement: the old one leaves search results and the
+  export; `memory_inspect` shows its `superseded_by`). The write path sends corrections so
+  (`pipeline.conflicts`); the server keeps no history to read back (`history` finds none).
 
 Traps worked around (see ../shared/reference/backends.md section 2):
 - its stemmer keeps a word whose stem is as long as the word ("family" stays "family" while the
@@ -107,6 +109,7 @@ def _to_memory(row: dict[str, Any]) -> Memory:
         confidence=_unit(row.get("confidence")),
         store=NAME,
         metadata=meta,
+        superseded_by=row["superseded_by"] if isinstance(row.get("superseded_by"), str) else None,
     )
 
 

@@ -84,6 +84,7 @@ class MnemonicBackend:
         entity_index=True,
         soft_delete=False,
         listing=True,  # in the order files were read; see list_memories
+        supersede=True,  # frontmatter: superseded_by, temporal.valid_until
         edge_types=("entity", "related"),
     )
     notes: tuple[str, ...] = ()
@@ -189,7 +190,13 @@ class MnemonicBackend:
         self._df = df
         self._by_digest = {}
         for doc in self._by_id.values():
-            self._by_digest.setdefault(doc.digest, doc.memory.id)
+            self._keep_digest(doc)
+
+    def _keep_digest(self, doc: Doc) -> None:
+        """The exact-duplicate index: a current memory wins over one a later one corrected."""
+        held = self._by_id.get(self._by_digest.get(doc.digest, ""))
+        if held is None or (held.memory.superseded_by and not doc.memory.superseded_by):
+            self._by_digest[doc.digest] = doc.memory.id
 
     def _add_doc(self, doc: Doc) -> None:
         """Index one file this process wrote (incremental unless it replaces another)."""
@@ -199,7 +206,7 @@ class MnemonicBackend:
             self._reindex()
             return
         self._by_id[doc.memory.id] = doc
-        self._by_digest.setdefault(doc.digest, doc.memory.id)
+        self._keep_digest(doc)
         for stem in doc.stems:
             self._df[stem] = self._df.get(stem, 0) + 1
 
@@ -342,7 +349,7 @@ class MnemonicBackend:
     def _write(self, memory: NewMemory) -> WriteOutcome:
         self._scan()
         mid = self._by_digest.get(digest(memory.content))
-        if mid is not None:
+        if mid is not None and self._by_id[mid].memory.superseded_by is None:
             return WriteOutcome(
                 id=mid, action=WriteAction.SKIPPED, existing_id=mid, detail="exact duplicate"
             )
@@ -401,6 +408,31 @@ class MnemonicBackend:
             return edge
 
         return await self._run(run)
+
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """Marks `old_id` corrected by `new_id` in its frontmatter (`SupersedingBackend`):
+        `superseded_by` and `temporal.valid_until` (the new memory's `valid_from`)."""
+        kit.checked_edge(new_id, old_id, "supersedes")
+
+        def run() -> None:
+            self._scan(force=True)
+            kit.require_known([old_id, new_id], self._by_id)
+            doc, new = self._by_id[old_id], self._by_id[new_id].memory
+            split = split_frontmatter(doc.path.read_text(encoding="utf-8"))
+            assert split is not None
+            front, body = split
+            now = kit.utc_text(datetime.now(UTC))
+            temporal = front.get("temporal")
+            temporal = temporal if isinstance(temporal, dict) else {}
+            until = kit.utc_text(new.created_at) if new.created_at else now
+            front["temporal"] = {**temporal, "valid_until": until}
+            front["superseded_by"] = new_id
+            front["modified"] = now
+            head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
+            self._write_file(doc.path, f"---\n{head}---\n\n{body}")
+            self._commit([doc.path], f"memory: {new_id} supersedes {old_id}")
+
+        await self._run(run)
 
     async def forget(self, memory_id: str) -> bool:
         """Removes the file (git keeps its history when commits are on)."""

@@ -131,6 +131,7 @@ def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
     if isinstance(decay.get("half_life"), str):
         meta["half_life"] = decay["half_life"]
     entities = _labels(front.get("entities"))
+    by = front.get("superseded_by")
     memory = Memory(
         id=str(mem_id),
         content=content,
@@ -143,6 +144,8 @@ def parse_doc(path: Path, raw: str, stamp: tuple[int, int]) -> Doc | None:
         confidence=unit(provenance.get("confidence")),
         store=NAME,
         metadata=meta,
+        superseded_by=str(by) if isinstance(by, str | int) and str(by) else None,
+        superseded_at=kit.parse_time(temporal.get("valid_until")) if by else None,
     )
     relations = [r for r in front.get("relations") or [] if isinstance(r, dict) and r.get("id")]
     stems: dict[str, int] = {}

@@ -19,6 +19,7 @@ from memory_orchestrator.cli import admin, eval_cmd, render, tune_cmd
 from memory_orchestrator.cli.common import (
     AsOfOpt,
     EntityOpt,
+    HistoryOpt,
     JsonFlag,
     SinceOpt,
     State,
@@ -108,6 +109,7 @@ def search(
     passthrough: Annotated[
         bool, typer.Option("--passthrough", help="The store's raw ranking, unchanged.")
     ] = False,
+    history: HistoryOpt = False,
     json: JsonFlag = False,
 ) -> None:
     """Search memories and show them ranked, with scores and reasons."""
@@ -121,6 +123,7 @@ def search(
         expand=expand,
         as_of=as_of,
         passthrough=passthrough or None,
+        history=history,
     )
     result = call_service(ctx, lambda o: o.search(request))
     show(ctx, json, result, lambda r: render.search_result(r, state_of(ctx).verbose))
@@ -144,6 +147,7 @@ def context(
     memory_type: TypeOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    history: HistoryOpt = False,
     json: JsonFlag = False,
 ) -> None:
     """Build the agent-ready context package: ranked items and a context block."""
@@ -157,6 +161,7 @@ def context(
         expand=expand,
         as_of=as_of,
         group_by=group_by,
+        history=history,
     )
     result = call_service(ctx, lambda o: o.context(request))
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))

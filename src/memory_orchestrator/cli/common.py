@@ -62,6 +62,9 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="Up to this ISO da
 AsOfOpt = Annotated[
     str | None, typer.Option("--as-of", help="Rank as if now were this ISO date/time.")
 ]
+HistoryOpt = Annotated[
+    bool, typer.Option("--history", help="Also show memories a later one corrected.")
+]
 
 
 def state_of(ctx: typer.Context) -> State:

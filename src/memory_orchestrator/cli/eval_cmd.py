@@ -93,8 +93,8 @@ def evaluate(
         typer.Option(
             "--dataset",
             "-d",
-            help="A LoCoMo .json file, a hand-made .jsonl set, or a shipped set: 'golden' or"
-            " 'agent-facts'.",
+            help="A LoCoMo .json file, a hand-made .jsonl set, or a shipped set: 'golden',"
+            " 'agent-facts' or 'knowledge-updates'.",
         ),
     ] = GOLDEN,
     backend: Annotated[
@@ -258,6 +258,9 @@ def _tables(report: dict[str, Any]) -> None:
     if adversarial and adversarial["questions"]:
         label = f"adversarial (category {adversarial['category']}, apart from the headline)"
         console.print(_system_table(label, adversarial["systems"], columns))
+    updates = report.get("knowledge_updates")
+    if updates:
+        console.print(_updates_table(updates))
     checks = report.get("write_checks")
     if checks:
         console.print(Text(f"write checks: {checks['passed']} passed, {checks['failed']} failed"))
@@ -286,4 +289,26 @@ def _system_table(title: str, systems: dict[str, Any], columns: list[tuple[str, 
         table.add_column(name, justify="right")
     for label, key in columns:
         table.add_row(label, *(format_value(key, block.get(key)) for block in systems.values()))
+    return table
+
+
+def _updates_table(updates: dict[str, Any]) -> Table:
+    """The knowledge-update figures (`eval.updates`): writes, then reads per system."""
+    table = Table(title="knowledge updates", title_justify="left")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    u = updates
+    rows = [
+        ("updates detected", f"{u['updates_detected']} / {u['updates']}"),
+        ("restatements wrongly written", f"{u['restatements_written']} / {u['restatements']}"),
+        ("look-alikes wrongly superseded", f"{u['lookalikes_superseded']} / {u['lookalikes']}"),
+        ("new facts superseding", f"{u['new_facts_superseding']} / {u['new_facts']}"),
+        ("added facts skipped", str(u["added_skipped"])),
+    ]
+    for system, reads in u["systems"].items():
+        rows.append((f"{system}: current-fact recall@1", f"{reads['current_recall@1']:.4f}"))
+        leak = reads["stale_leakage"]
+        rows.append((f"{system}: stale leakage", "-" if leak is None else f"{leak:.4f}"))
+    for row in rows:
+        table.add_row(*row)
     return table

@@ -119,8 +119,10 @@ def write_report(report: WriteReport) -> None:
     )
     console.print(head)
     console.print(Text(report.reason))
-    if report.duplicate_of:
-        similarity = "" if report.similarity is None else f" (similarity {report.similarity:.2f})"
+    similarity = "" if report.similarity is None else f" (similarity {report.similarity:.2f})"
+    if report.supersedes:
+        console.print(Text(f"supersedes {report.supersedes}{similarity}: {report.changed}"))
+    elif report.duplicate_of:
         console.print(Text(f"duplicate of {report.duplicate_of}{similarity}"))
     for edge in report.links:
         console.print(
@@ -248,6 +250,8 @@ def _items_table(items: Sequence[ContextItem], title: str, verbose: bool) -> Tab
     table.add_column("summary / reasons")
     for rank, item in enumerate(items, start=1):
         cell = Text(item.summary)
+        if item.changed:
+            cell.append("\n" + item.changed, style="yellow")
         reasons = item.reasons if verbose else item.reasons[:3]
         if reasons:
             cell.append("\n" + "; ".join(reasons), style="dim")

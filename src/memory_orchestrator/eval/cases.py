@@ -26,6 +26,11 @@ class EvalMemory:
 
     key: str
     memory: NewMemory
+    # Knowledge-update sets (written one by one through memory_write): what the write should
+    # answer, the key of the memory it should supersede, the key of a look-alike it must not.
+    expect: Literal["added", "skipped", "updated"] | None = None
+    supersedes: str | None = None
+    lookalike_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,7 @@ class EvalQuestion:
     category: str
     as_of: datetime | None = None  # overrides the case's `as_of`
     skip_reason: str | None = None
+    stale: tuple[str, ...] = ()  # keys of corrected memories that must not rank above evidence
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class EvalCase:
     questions: tuple[EvalQuestion, ...]
     as_of: datetime
     write_checks: tuple[WriteCheck, ...] = ()
+    ingest: Literal["bulk", "write"] = "bulk"  # write: one by one through memory_write, in order
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,16 @@ __all__ = [
 
 GOLDEN = "golden"
 AGENT_FACTS = "agent-facts"
+KNOWLEDGE_UPDATES = "knowledge-updates"
 # Sets shipped in the package, by name: the golden set (one question per use case of the
-# brief) and agent-style facts (short memories, paraphrased questions).
-SHIPPED = {GOLDEN: "golden.jsonl", AGENT_FACTS: "agent_facts.jsonl"}
+# brief), agent-style facts (short memories, paraphrased questions) and knowledge updates
+# (corrections, restatements and look-alikes written through memory_write; built by
+# scripts/make_knowledge_updates.py).
+SHIPPED = {
+    GOLDEN: "golden.jsonl",
+    AGENT_FACTS: "agent_facts.jsonl",
+    KNOWLEDGE_UPDATES: "knowledge_updates.jsonl",
+}
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",
     "2": "temporal",
@@ -91,8 +98,8 @@ _TIME_FORMATS = (
 
 
 def load_dataset(source: str | Path) -> Dataset:
-    """A shipped set by name (`"golden"`, `"agent-facts"`), a `.jsonl` file, or a LoCoMo
-    `.json` file."""
+    """A shipped set by name (`"golden"`, `"agent-facts"`, `"knowledge-updates"`), a `.jsonl`
+    file, or a LoCoMo `.json` file."""
     if str(source) in SHIPPED:
         name = str(source)
         text = resources.files("memory_orchestrator.eval").joinpath(SHIPPED[name])

@@ -3,22 +3,28 @@
 Blank lines and lines starting with `#` are ignored. Four kinds of record, told apart by
 their first-level key:
 
-    {"case": "atlas-team", "as_of": "2026-03-20T17:00:00Z", "description": "..."}
+    {"case": "atlas-team", "as_of": "2026-03-20T17:00:00Z", "description": "...",
+     "ingest": "write"}
         Starts a case: a fresh store of its own. Records before any case line belong to the
         case "default". `as_of` ("now" for "last week" and for recency) is optional: it
-        defaults to the newest `created_at` among the case's memories.
+        defaults to the newest `created_at` among the case's memories. `ingest` is "bulk"
+        (default: stored as given) or "write": each memory written through `memory_write`, in
+        file order, so the write path decides (a knowledge-update set).
     {"memories": [{"id": "m1", "content": "...", "type": "episodic", "entities": ["Dana"],
                    "tags": [], "created_at": "2026-03-02T10:00:00Z"}, ...]}
     {"memory": {"id": "m2", "content": "..."}}
         Memories to ingest. `id` (unique in the case, no commas) and `content` are required;
         the other fields are those of `memory_write` (type, entities, tags, created_at,
         source, importance, confidence, metadata). A memory without `created_at` is dated
-        at the case's `as_of`.
+        at the case's `as_of`. In a "write" case a memory may also say what its write must
+        answer: "expect" (added / skipped / updated), "supersedes" (the key of the memory it
+        corrects) and "lookalike_of" (the key of a close memory it must leave alone).
     {"query": "what did Dana decide about the firmware?", "relevant": ["m1", "m7"],
      "category": "direct", "as_of": "...", "id": "q1"}
         A question and the ids of the memories that answer it. `category` (free text, e.g.
         direct / multi_hop / episodic) groups the per-category report; `as_of` overrides
-        the case's. A query with an empty `relevant` list is skipped and counted.
+        the case's. A query with an empty `relevant` list is skipped and counted. `"stale":
+        ["m0"]` names corrected memories that must not rank above the relevant ones.
     {"write": {"content": "...", "entities": ["Dana"]}, "expect": "skipped",
      "duplicate_of": "m1", "on_duplicate": "skip", "id": "w1"}
         A check of the write path, run through `memory_write` after the case's queries:
@@ -70,6 +76,13 @@ class _CaseRecord(_Record):
     case: str = Field(min_length=1, max_length=200)
     as_of: datetime | None = None
     description: str | None = None
+    ingest: Literal["bulk", "write"] = "bulk"
+
+
+class _Expect(_Record):
+    expect: Literal["added", "skipped", "updated"] | None = None
+    supersedes: Key | None = None
+    lookalike_of: Key | None = None
 
 
 class _QueryRecord(_Record):
@@ -79,6 +92,7 @@ class _QueryRecord(_Record):
     as_of: datetime | None = None
     id: str | None = None
     answer: str | None = None  # documentation only
+    stale: list[Key] = Field(default_factory=list)
 
 
 class _WriteRecord(_Record):
@@ -93,6 +107,7 @@ class _WriteRecord(_Record):
 class _Case:
     name: str
     as_of: datetime | None = None
+    ingest: Literal["bulk", "write"] = "bulk"
     memories: list[tuple[Key, dict[str, Any], int]] = field(default_factory=list)
     queries: list[tuple[_QueryRecord, int]] = field(default_factory=list)
     writes: list[tuple[_WriteRecord, int]] = field(default_factory=list)
@@ -122,7 +137,7 @@ def parse_jsonl(text: str, *, name: str, where: str | None = None) -> Dataset:
             header = _validated(_CaseRecord, record, place)
             if header.case in cases:
                 raise DatasetError(f"{place}: case {header.case!r} is already defined")
-            current = cases[header.case] = _Case(header.case, header.as_of)
+            current = cases[header.case] = _Case(header.case, header.as_of, header.ingest)
             continue
         if current is None:
             current = cases[DEFAULT_CASE] = _Case(DEFAULT_CASE)
@@ -196,6 +211,10 @@ def _build(case: _Case, where: str) -> EvalCase:
             raise DatasetError(f"{where}:{number}: memory id {key!r} repeats in {case.name!r}")
         memories.append(_memory(key, fields, as_of, f"{where}:{number}"))
     keys = {m.key for m in memories}
+    for memory, (_, _, number) in zip(memories, case.memories, strict=True):
+        named = [k for k in (memory.supersedes, memory.lookalike_of) if k is not None]
+        if _unknown(named, keys):
+            raise DatasetError(f"{where}:{number}: {_unknown(named, keys)} not in {case.name!r}")
     questions = [_question(case.name, q, n, keys, where) for q, n in case.queries]
     checks = [_check(case.name, w, n, keys, where) for w, n in case.writes]
     return EvalCase(
@@ -204,6 +223,7 @@ def _build(case: _Case, where: str) -> EvalCase:
         questions=tuple(questions),
         as_of=as_of,
         write_checks=tuple(checks),
+        ingest=case.ingest,
     )
 
 
@@ -218,6 +238,8 @@ def _stamp(fields: dict[str, Any]) -> datetime | None:
 
 
 def _memory(key: Key, fields: dict[str, Any], as_of: datetime, place: str) -> EvalMemory:
+    expected = {k: fields.pop(k) for k in ("expect", "supersedes", "lookalike_of") if k in fields}
+    expect = _validated(_Expect, expected, place)
     tags = fields.get("tags") or []
     metadata = fields.get("metadata") or {}
     if not isinstance(tags, list) or not isinstance(metadata, dict):
@@ -228,7 +250,13 @@ def _memory(key: Key, fields: dict[str, Any], as_of: datetime, place: str) -> Ev
         "metadata": {**metadata, KEY_FIELD: key},
         "created_at": fields.get("created_at") or as_of,
     }
-    return EvalMemory(key=key, memory=_validated(NewMemory, values, place))
+    return EvalMemory(
+        key=key,
+        memory=_validated(NewMemory, values, place),
+        expect=expect.expect,
+        supersedes=expect.supersedes,
+        lookalike_of=expect.lookalike_of,
+    )
 
 
 def _unknown(ids: Iterable[Key], keys: set[Key]) -> list[Key]:
@@ -238,7 +266,7 @@ def _unknown(ids: Iterable[Key], keys: set[Key]) -> list[Key]:
 def _question(
     case: str, record: _QueryRecord, number: int, keys: set[Key], where: str
 ) -> EvalQuestion:
-    missing = _unknown(record.relevant, keys)
+    missing = _unknown([*record.relevant, *record.stale], keys)
     if missing:
         raise DatasetError(f"{where}:{number}: relevant id(s) not in case {case!r}: {missing}")
     evidence = tuple(dict.fromkeys(record.relevant))
@@ -249,6 +277,7 @@ def _question(
         category=record.category,
         as_of=to_utc(record.as_of) if record.as_of else None,
         skip_reason=None if evidence else "no relevant memory listed",
+        stale=tuple(record.stale),
     )
 
 

@@ -94,6 +94,19 @@ class WriteCheckResult:
 
 
 @dataclass
+class UpdateResult:
+    """One write of a knowledge-update case: what it should answer and what it did."""
+
+    key: str
+    expect: str | None
+    got: str
+    supersedes: str | None  # expected, by key
+    superseded: str | None  # what the write superseded, by key (None: nothing)
+    lookalike_of: str | None
+    detail: str
+
+
+@dataclass
 class CaseResult:
     id: str
     memories: int
@@ -103,6 +116,7 @@ class CaseResult:
     skipped: list[EvalQuestion] = field(default_factory=list)
     writes: list[WriteCheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    updates: list[UpdateResult] = field(default_factory=list)
 
 
 @dataclass

@@ -8,6 +8,7 @@
                           "mean_ms", "questions", "by_category": {category: {...}}}},
      extras: "category_names", "cases", "skipped_questions", "adversarial" (categories reported
      apart, e.g. LoCoMo's 5), "recall_curve" (recall@1..max k), "ingest", "write_checks",
+     "knowledge_updates" (a set written through memory_write: see `eval.updates`),
      "worst_missed" (with the diagnosis of each), "regressions" (questions where the store
      alone found more evidence than the orchestrator, diagnosed alike), "notes"}
 
@@ -25,6 +26,7 @@ from typing import Any
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.markdown import to_markdown
 from memory_orchestrator.eval.records import Answer, EvalRun, QuestionResult
+from memory_orchestrator.eval.updates import knowledge_updates
 from memory_orchestrator.observability import percentile
 from memory_orchestrator.pipeline.deduper import similarity
 
@@ -152,6 +154,9 @@ def build_report(run: EvalRun, *, worst: int = _WORST) -> dict[str, Any]:
             "failed": sum(not w.passed for w in checks),
             "checks": [vars(w) for w in checks],
         }
+    updates = knowledge_updates(run)
+    if updates is not None:
+        report["knowledge_updates"] = updates
     report["worst_missed"] = _worst_missed(main, run, worst)
     report["regressions"] = _regressions(main, run, worst)
     report["notes"] = sorted({n for c in run.cases for n in c.notes if "ingested" not in n})

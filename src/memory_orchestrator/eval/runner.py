@@ -18,6 +18,7 @@ from memory_orchestrator.eval.records import (
     CaseResult,
     QuestionResult,
     RunOptions,
+    UpdateResult,
     WriteCheckResult,
 )
 from memory_orchestrator.models import (
@@ -116,6 +117,8 @@ class CaseRunner:
     # ------------------------------------------------------------------ ingest
 
     async def _ingest(self) -> CaseResult:
+        if self.case.ingest == "write":
+            return await self._ingest_by_writes()
         caps = self.orchestrator.capabilities
         notes = []
         items = list(self.case.memories)
@@ -144,6 +147,44 @@ class CaseRunner:
             stored=len(self.keys.by_id),
             ingest_s=round(seconds, 3),
             notes=notes,
+        )
+
+    async def _ingest_by_writes(self) -> CaseResult:
+        """Each memory through `memory_write`, in order: the write path decides what is a
+        restatement, an update or a new fact (a knowledge-update case)."""
+        started = time.perf_counter()
+        updates: list[UpdateResult] = []
+        for item in self.case.memories:
+            memory = self._stored_form(item.memory, self.orchestrator.capabilities.timestamps)
+            report = await self.orchestrator.write(WriteRequest(memory=memory))
+            skipped = report.action is WriteAction.SKIPPED
+            outcome = WriteOutcome(
+                id=report.id or "",
+                action=report.action,
+                existing_id=report.duplicate_of if skipped else None,
+            )
+            self.keys.learn(item.key, memory.content, outcome)
+            replaced = self.keys.of(report.supersedes) if report.supersedes else frozenset()
+            updates.append(
+                UpdateResult(
+                    key=item.key,
+                    expect=item.expect,
+                    got=report.action.value,
+                    supersedes=item.supersedes,
+                    superseded=_named(replaced, item.supersedes),
+                    lookalike_of=item.lookalike_of,
+                    detail=relabel(report.reason, self.keys.by_id),
+                )
+            )
+            self.advance("ingest", 1)
+        seconds = time.perf_counter() - started
+        return CaseResult(
+            id=self.case.id,
+            memories=len(self.case.memories),
+            stored=len(self.keys.by_id),
+            ingest_s=round(seconds, 3),
+            notes=[f"wrote {len(updates)} memories one by one through memory_write"],
+            updates=updates,
         )
 
     @staticmethod
@@ -244,8 +285,9 @@ class CaseRunner:
                 problems.append(f"expected a duplicate of {check.duplicate_of}, found {named}")
         if check.expect == "updated" and self.orchestrator.capabilities.link:
             target = self.keys.id_of.get(check.duplicate_of or "")
-            if not any(e.type == "update" and e.target_id == target for e in report.links):
-                problems.append("no 'update' link to the revised memory")
+            kinds = ("update", "supersedes")
+            if not any(e.type in kinds and e.target_id == target for e in report.links):
+                problems.append("no 'update' or 'supersedes' link to the revised memory")
         detail = relabel("; ".join(problems) or report.reason, self.keys.by_id)
         return WriteCheckResult(
             id=check.id, expect=check.expect, got=got, passed=not problems, detail=detail
@@ -256,3 +298,10 @@ def _as_an_agent_writes(memory: NewMemory) -> NewMemory:
     """Content and the time it was written, nothing else: no entities, tags or metadata (the
     dataset key then travels by the id the write returned)."""
     return NewMemory(content=memory.content, created_at=memory.created_at)
+
+
+def _named(keys: frozenset[str], expected: str | None) -> str | None:
+    """The key a superseded memory stands for: the expected one when it is among them."""
+    if expected in keys:
+        return expected
+    return min(keys) if keys else None

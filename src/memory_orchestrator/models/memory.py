@@ -56,6 +56,13 @@ class Memory(Frozen):
     confidence: float | None = None
     store: str = ""
     metadata: dict[str, MetaValue] = Field(default_factory=dict)
+    # Set when a later memory corrected this one (see `pipeline.conflicts`): which, and when.
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
+
+
+# The metadata key a memory that corrects another carries: the id of the memory it replaced.
+SUPERSEDES_KEY = "supersedes"
 
 
 class NewMemory(Frozen):
@@ -194,6 +201,7 @@ class Capabilities(Frozen):
     entity_index: bool = False
     soft_delete: bool = False
     listing: bool = False  # list_memories: pages of every live memory (`EnumerableBackend`)
+    supersede: bool = False  # supersede(old, new): marks a corrected memory (`SupersedingBackend`)
     edge_types: tuple[str, ...] = ()
 
 

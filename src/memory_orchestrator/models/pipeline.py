@@ -96,6 +96,7 @@ class ScoredItem(Frozen):
     reasons: tuple[str, ...] = ()
     merged_ids: tuple[str, ...] = ()
     cross_validated: bool = False
+    changed: str | None = None  # see `pipeline.currency`: what this memory replaced
 
     @property
     def id(self) -> str:
@@ -114,6 +115,7 @@ class DropReason(StrEnum):
     FANOUT_CAP = "fanout_cap"
     EDGE_TYPE = "edge_type_not_allowed"
     ALREADY_PRESENT = "already_present"
+    SUPERSEDED = "superseded"
 
 
 class Dropped(Frozen):

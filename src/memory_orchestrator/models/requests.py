@@ -46,6 +46,7 @@ class SearchRequest(Request):
     expand: bool = False
     as_of: Moment = None
     passthrough: bool | None = None
+    history: bool = False  # True: corrected (superseded) memories stay in the results
 
 
 class ResponseBudget(Frozen):
@@ -61,6 +62,7 @@ class ContextRequest(Request):
     expand: bool | None = None  # None: the planner decides
     as_of: Moment = None
     group_by: GroupBy | None = None
+    history: bool = False  # True: corrected (superseded) memories stay in the results
 
 
 class ExpandRequest(Frozen):

@@ -92,6 +92,9 @@ class ContextItem(Frozen):
     merged_ids: tuple[str, ...] = ()
     hops: int = 0
     breakdown: ScoreBreakdown | None = None
+    # "changed on 2026-03-02: was ..." when an older current memory disagrees with this one;
+    # "superseded by mem_x on ..." when history was asked for and this one was corrected.
+    changed: str | None = None
 
 
 class TraceSummary(Frozen):
@@ -141,6 +144,8 @@ class WriteReport(Frozen):
     outbox_seq: int | None = None  # set when queued: the write's place in the outbox
     entities: tuple[str, ...] = ()  # what the memory was stored with (extracted if none given)
     dry_run: bool = False  # `action` is what would have been done; nothing was written
+    supersedes: str | None = None  # set when updated: the memory this one corrected
+    changed: str | None = None  # what the update changed: "100 -> 500 requests per minute"
 
 
 class OutboxState(StrEnum):

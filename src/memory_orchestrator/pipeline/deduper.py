@@ -8,7 +8,7 @@ penalty in proportion, so the top of the list is not a row of near-copies.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -25,6 +25,11 @@ def _key(text: str) -> str:
     """Sorted lower-case tokens: `fuzz.ratio` over keys equals token-sort ratio over texts
     (memoized: the same memories come back question after question)."""
     return " ".join(sorted(normalize(text).casefold().split()))
+
+
+def similarity_key(text: str) -> str:
+    """What `similarity` compares: `fuzz.ratio` of two keys is the similarity of the texts."""
+    return _key(text)
 
 
 def similarity(a: str, b: str) -> float:
@@ -45,11 +50,13 @@ def dedupe(
     soft_threshold: float,
     weights: Weights,
     limit: int | None = None,
+    keep_apart: Callable[[ScoredItem, ScoredItem], bool] | None = None,
 ) -> Dedup:
     """Merge near-duplicates of `items` (best first); returns the survivors re-sorted.
 
     With `limit`, work stops once that many survivors (plus a margin for re-sorting after
-    penalties) are found: what lies below can never be returned.
+    penalties) are found: what lies below can never be returned. Two items `keep_apart`
+    says disagree (the same fact with other values) are neither merged nor penalised.
     """
     kept: list[ScoredItem] = []
     keys: list[str] = []
@@ -67,6 +74,10 @@ def dedupe(
             keys.append(key)
             continue
         best_sim, best_index = match[1] / 100.0, match[2]
+        if keep_apart is not None and keep_apart(kept[best_index], item):
+            kept.append(item)
+            keys.append(key)
+            continue
         if best_sim >= threshold:
             kept[best_index] = _merge(kept[best_index], item)
             dropped.append(

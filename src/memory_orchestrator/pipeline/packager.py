@@ -77,6 +77,7 @@ def to_context_item(
         merged_ids=item.merged_ids,
         hops=item.candidate.hops,
         breakdown=item.breakdown if with_breakdown else None,
+        changed=item.changed,
     )
 
 
@@ -161,6 +162,8 @@ def _line(number: int, item: ContextItem) -> str:
     flags = f"{item.memory_id}; {item.type.value}; score {item.score:.2f}"
     if item.cross_validated:
         flags += "; cross-validated"
+    if item.changed:
+        flags += f"; {item.changed}"
     return f"{number}. [{_day(item.timestamp)}] {item.summary} ({flags})"
 
 

@@ -1,18 +1,35 @@
 """The write path: look for a near-duplicate first, then write, then link to related memories.
 
-A duplicate is either skipped (the answer names the memory that already holds the fact) or
-written as an update linked to the memory it revises. The answer always says what was done.
+The closest live memories decide (`judge`, with `pipeline.conflicts`):
+- a restatement (same values, other words) is a duplicate: skipped (the answer names the
+  memory that already holds the fact), or with `on_duplicate = update` written and linked;
+- an update (same fact, another number, date, name, negation or opposite) is written, linked
+  `supersedes` to the memory it corrects, and that one marked superseded through the store
+  (`write.on_conflict`: supersede, keep_both, skip);
+- anything else, look-alikes about another subject included, is added.
+The answer always says what was done.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.models import Edge, NewMemory, SearchFilters, WriteAction
+from memory_orchestrator.backends.base import MemoryBackend, SupersedingBackend
+from memory_orchestrator.models import (
+    SUPERSEDES_KEY,
+    Edge,
+    NewMemory,
+    SearchFilters,
+    SearchHit,
+    WriteAction,
+    WriteOutcome,
+)
+from memory_orchestrator.pipeline.conflicts import Change, compare
+from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.text import cut_at_word
 
@@ -25,6 +42,8 @@ class WritePolicy:
     timeout_s: float
     dry_run: bool = False
     max_query_chars: int | None = None  # the duplicate and related lookups send no longer query
+    on_conflict: Literal["supersede", "keep_both", "skip"] = "supersede"
+    update_threshold: float = 0.7  # a close memory with other values is an update from here
 
     def query(self, text: str) -> str:
         return text if self.max_query_chars is None else cut_at_word(text, self.max_query_chars)
@@ -41,19 +60,63 @@ class Written:
     notes: list[str] = field(default_factory=list)
     calls: int = 0
     timeout_s: float = 60.0  # per link call
+    supersedes: str | None = None
+    changed: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the closest live memories make of a new one: `new`, `duplicate` (a restatement),
+    or `update` (same fact, other values: `change` says which)."""
+
+    kind: Literal["new", "duplicate", "update"]
+    id: str | None = None
+    similarity: float = 0.0
+    change: Change | None = None
+    lookalike: tuple[str, Change] | None = None  # a close memory about something else
+
+
+def judge(memory: NewMemory, near: Sequence[SearchHit], policy: WritePolicy) -> Verdict:
+    """Restatement, update or new fact, from the closest live memories.
+
+    The most similar restatement wins over a less similar update. Among updates, one that
+    keeps the names (another number, date, negation, opposite) wins over a swap of names,
+    the weakest sign of the same fact. A memory a later one corrected is never compared:
+    the current value is what counts."""
+    live = [h.memory for h in near if not superseded(h.memory)]
+    scored = sorted(
+        ((similarity(memory.content, m.content), m.id, m.content) for m in live),
+        key=lambda s: -s[0],
+    )
+    lookalike: tuple[str, Change] | None = None
+    duplicate: Verdict | None = None
+    updates: list[Verdict] = []
+    for sim, mem_id, content in scored:
+        if sim < min(policy.update_threshold, policy.threshold):
+            break
+        change = compare(content, memory.content)
+        if change.kind == "update" and policy.on_conflict != "skip":
+            if sim >= policy.update_threshold:
+                updates.append(Verdict("update", mem_id, sim, change))
+        elif change.kind == "other":
+            lookalike = lookalike or (mem_id, change)
+        elif sim >= policy.threshold and duplicate is None:  # same values (or skipped update)
+            duplicate = Verdict("duplicate", mem_id, sim, change)
+    if duplicate is not None and (not updates or duplicate.similarity >= updates[0].similarity):
+        return duplicate
+    if updates:
+        return min(updates, key=lambda v: "name" in v.change.what if v.change else True)
+    best_id, best_sim = (scored[0][1], scored[0][0]) if scored else (None, 0.0)
+    return Verdict("new", best_id, best_sim, lookalike=lookalike)
 
 
 async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WritePolicy) -> Written:
     """Validate against what the store holds, then write. Backend errors propagate."""
-    calls = 1
     with anyio.fail_after(policy.timeout_s):
         near = await backend.search(policy.query(memory.content), 5)
-    best_id, best_sim = None, 0.0
-    for hit in near:
-        sim = similarity(memory.content, hit.memory.content)
-        if sim > best_sim:
-            best_id, best_sim = hit.memory.id, sim
-    duplicate = best_id is not None and best_sim >= policy.threshold
+    verdict = judge(memory, near, policy)
+    best_id, best_sim = verdict.id, verdict.similarity
+    duplicate = verdict.kind == "duplicate"
     if duplicate and policy.on_duplicate == "skip":
         return Written(
             id=best_id,
@@ -62,44 +125,118 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
             " nothing written",
             duplicate_of=best_id,
             similarity=round(best_sim, 4),
-            calls=calls,
+            calls=1,
         )
-    if policy.dry_run:  # the action that would be taken; `dry_run` marks it as not taken
-        verb = f"would be written as an update of {best_id}" if duplicate else "would be added"
-        return Written(
-            id=None,
-            action=WriteAction.UPDATED if duplicate else WriteAction.ADDED,
-            reason=f"dry run: {verb}; nothing written",
-            duplicate_of=best_id if duplicate else None,
-            similarity=round(best_sim, 4) if best_id else None,
-            calls=calls,
+    if policy.dry_run:
+        return _dry_run(verdict, policy)
+    if verdict.kind == "update" and policy.on_conflict == "supersede":
+        memory = memory.model_copy(
+            update={"metadata": {**memory.metadata, SUPERSEDES_KEY: verdict.id}}
         )
     with anyio.fail_after(policy.timeout_s):
         outcome = await backend.write(memory)
-    calls += 1
     written = Written(
         id=outcome.id,
         action=outcome.action,
         reason=outcome.detail or f"{outcome.action.value} by the store",
         duplicate_of=outcome.existing_id,
         similarity=round(best_sim, 4) if best_id else None,
-        calls=calls,
+        calls=2,
         timeout_s=policy.timeout_s,
     )
-    if outcome.action is not WriteAction.ADDED:
+    if _store_superseded(verdict, outcome, written):
         return written
-    if duplicate and best_id is not None:
+    if outcome.action is not WriteAction.ADDED:
+        if verdict.kind == "update" and outcome.action is WriteAction.SKIPPED:
+            written.reason += (  # e.g. Mnemon: a reversal to a value it holds, superseded
+                f"; the store refused it as a copy of {outcome.existing_id}, so the correction"
+                f" of {verdict.id} ({verdict.change.detail if verdict.change else ''}) is lost"
+            )
+        return written
+    if verdict.kind == "update":
+        await _update(backend, outcome.id, verdict, policy, written)
+    elif duplicate and best_id is not None:
         written.action = WriteAction.UPDATED
         written.duplicate_of = best_id
         written.reason = f"written as an update of near-duplicate {best_id} ({best_sim:.2f})"
         await _link(backend, outcome.id, best_id, "update", 1.0, written)
     else:
-        written.reason = "added: no near-duplicate" + (
-            f" (closest {best_id} at {best_sim:.2f})" if best_id else ""
-        )
+        written.reason = _added_reason(verdict)
     if memory.entities and policy.link_related > 0:
         await _link_shared_entities(backend, outcome.id, memory, policy, written)
     return written
+
+
+def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written) -> bool:
+    """Whether the store itself wrote the memory as the new version of the one it corrects
+    (a write carrying `metadata["supersedes"]`, e.g. mnemon-mcp's `memory_update`)."""
+    if verdict.kind != "update" or verdict.change is None:
+        return False
+    if outcome.action is not WriteAction.UPDATED or outcome.existing_id != verdict.id:
+        return False
+    written.supersedes, written.changed = verdict.id, verdict.change.detail
+    written.duplicate_of = verdict.id
+    written.reason = f"updated: {verdict.change.detail}; supersedes {verdict.id} (by the store)"
+    return True
+
+
+def _added_reason(verdict: Verdict) -> str:
+    if verdict.lookalike is not None:
+        other, change = verdict.lookalike
+        return f"added: close to {other} but about something else ({change.detail})"
+    closest = f" (closest {verdict.id} at {verdict.similarity:.2f})" if verdict.id else ""
+    return "added: no near-duplicate" + closest
+
+
+def _dry_run(verdict: Verdict, policy: WritePolicy) -> Written:
+    best_id, sim = verdict.id, verdict.similarity
+    if verdict.kind == "update" and verdict.change is not None:
+        verb = "supersede" if policy.on_conflict == "supersede" else "be kept beside"
+        reason = f"dry run: would {verb} {best_id} ({verdict.change.detail}); nothing written"
+    elif verdict.kind == "duplicate":
+        reason = f"dry run: would be written as an update of {best_id}; nothing written"
+    else:
+        reason = "dry run: would be added; nothing written"
+    # the action that would be taken; the report's `dry_run` marks it as not taken
+    would = WriteAction.ADDED if verdict.kind == "new" else WriteAction.UPDATED
+    return Written(
+        id=None,
+        action=would,
+        reason=reason,
+        duplicate_of=best_id if verdict.kind != "new" else None,
+        similarity=round(sim, 4) if best_id else None,
+        calls=1,
+        changed=verdict.change.detail if verdict.change is not None else None,
+    )
+
+
+async def _update(
+    backend: MemoryBackend, new_id: str, verdict: Verdict, policy: WritePolicy, written: Written
+) -> None:
+    """The new memory corrects `verdict.id`: linked `supersedes`; with `on_conflict =
+    supersede`, the old one is marked superseded through the store as well."""
+    old, change = verdict.id, verdict.change
+    assert old is not None
+    assert change is not None
+    written.action = WriteAction.UPDATED
+    written.duplicate_of, written.supersedes, written.changed = old, old, change.detail
+    await _link(backend, new_id, old, "supersedes", 1.0, written)
+    if policy.on_conflict != "supersede":
+        written.reason = f"updated: {change.detail}; {old} kept as current too (keep_both)"
+        return
+    written.reason = f"updated: {change.detail}; supersedes {old}"
+    if not backend.capabilities.supersede or not isinstance(backend, SupersedingBackend):
+        written.notes.append(
+            f"the store keeps no superseded mark; {old} is linked 'supersedes' only (a store"
+            " that reads such links, as Mnemon does, flags it so)"
+        )
+        return
+    try:
+        written.calls += 1
+        with anyio.fail_after(policy.timeout_s):
+            await backend.supersede(old, new_id)
+    except Exception as exc:
+        written.notes.append(f"marking {old} superseded failed: {exc}")
 
 
 async def _link(

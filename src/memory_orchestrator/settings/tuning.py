@@ -311,6 +311,18 @@ class OutboxSettings(Section):
 
 class WriteSettings(Section):
     on_duplicate: Literal["skip", "update"] = "skip"
+    on_conflict: Literal["supersede", "keep_both", "skip"] = Field(
+        default="supersede",
+        description="a close memory that asserts other values (a number, date, name, negation,"
+        " opposite): supersede = write the new one and mark the old superseded (the newest"
+        " fact wins); keep_both = write and link, mark nothing; skip = treat as a duplicate",
+    )
+    update_threshold: float = Field(
+        default=0.7,
+        ge=0.0,
+        le=1.0,
+        description="similarity from which a close memory with other values is an update",
+    )
     link_related: int = Field(
         default=3, ge=0, le=20, description="links to memories sharing entities"
     )

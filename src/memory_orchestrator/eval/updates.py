@@ -1,0 +1,108 @@
+"""Knowledge-update figures: did the write path tell corrections from restatements, and does
+the read path give the current value first?
+
+From the writes of "write" cases (`jsonl`: `ingest: "write"`) and their questions:
+- `updates_detected`: writes expected `updated` that answered `updated` and superseded the
+  memory named by `supersedes`; `updates_missed` the others.
+- `restatements_written`: writes expected `skipped` (a restatement) that were written.
+- `lookalikes_superseded`: writes of a look-alike (`lookalike_of`) that superseded something.
+- `new_facts_superseding`: other writes expected `added` that superseded something;
+  `added_skipped`: writes expected `added` (look-alikes included) skipped as near-duplicates.
+- per system, over the questions: `current_recall@1` (the first item holds the current
+  fact) and `stale_leakage` (a corrected memory ranks above the current one, or is returned
+  while the current one is not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memory_orchestrator.eval import metrics
+from memory_orchestrator.eval.records import EvalRun, QuestionResult, UpdateResult
+
+__all__ = ["knowledge_updates"]
+
+_PLACES = 4
+_LISTED = 20  # wrong writes listed by key
+
+
+def knowledge_updates(run: EvalRun) -> dict[str, Any] | None:
+    """The figures above, or None when the run had no "write" case."""
+    writes = [u for c in run.cases for u in c.updates]
+    if not writes:
+        return None
+    names = {c.id for c in run.cases if c.updates}
+    asked = [q for c in run.cases if c.id in names for q in c.questions]
+    updates = [u for u in writes if u.expect == "updated"]
+    detected = [u for u in updates if u.got == "updated" and u.superseded == u.supersedes]
+    restated = [u for u in writes if u.expect == "skipped"]
+    restated_written = [u for u in restated if u.got != "skipped"]
+    lookalikes = [u for u in writes if u.lookalike_of is not None]
+    lookalikes_hit = [u for u in lookalikes if u.superseded is not None]
+    fresh = [u for u in writes if u.expect == "added" and u.lookalike_of is None]
+    fresh_hit = [u for u in fresh if u.superseded is not None]
+    lost = [u for u in writes if u.expect == "added" and u.got == "skipped"]
+    wrong = [u for u in writes if not _as_expected(u)]
+    return {
+        "writes": len(writes),
+        "updates": len(updates),
+        "updates_detected": len(detected),
+        "update_recall": _share(len(detected), len(updates)),
+        "restatements": len(restated),
+        "restatements_written": len(restated_written),
+        "lookalikes": len(lookalikes),
+        "lookalikes_superseded": len(lookalikes_hit),
+        "new_facts": len(fresh),
+        "new_facts_superseding": len(fresh_hit),
+        "added_skipped": len(lost),
+        "questions": len(asked),
+        "systems": {s: _reads(asked, s) for s in run.options.systems},
+        "wrong_writes": [_entry(u) for u in wrong[:_LISTED]],
+    }
+
+
+def _as_expected(u: UpdateResult) -> bool:
+    if u.expect is not None and u.got != u.expect:
+        return False
+    return u.superseded == (u.supersedes if u.expect == "updated" else None)
+
+
+def _entry(u: UpdateResult) -> dict[str, Any]:
+    return {
+        "key": u.key,
+        "expect": u.expect,
+        "got": u.got,
+        "supersedes": u.supersedes,
+        "superseded": u.superseded,
+        "detail": u.detail,
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, _PLACES) if whole else None
+
+
+def _reads(results: Sequence[QuestionResult], system: str) -> dict[str, Any]:
+    recall1 = [
+        metrics.recall_at(r.answers[system].ranking, r.question.evidence, 1) for r in results
+    ]
+    with_stale = [r for r in results if r.question.stale]
+    leaked = [r for r in with_stale if _leaks(r, system)]
+    return {
+        "current_recall@1": round(metrics.mean(recall1), _PLACES),
+        "stale_questions": len(with_stale),
+        "stale_leaked": len(leaked),
+        "stale_leakage": _share(len(leaked), len(with_stale)),
+    }
+
+
+def _leaks(r: QuestionResult, system: str) -> bool:
+    """A corrected memory ranks above the first current one (or comes without it)."""
+    evidence, stale = set(r.question.evidence), set(r.question.stale)
+    for keys in r.answers[system].ranking:
+        if keys & evidence:
+            return False
+        if keys & stale:
+            return True
+    return False

@@ -1,0 +1,165 @@
+"""The current truth first: what the read path does with corrected and disagreeing memories.
+
+- A memory a later one corrected (`superseded_by`, see `pipeline.conflicts`) leaves the
+  candidates; the trace names the memory that superseded it. Unless the request asks for
+  history, or for `as_of` a moment before the correction: then it was the truth, and the
+  correction, written after `as_of`, is what leaves.
+- Two current memories that disagree (the same fact with other values, not only another
+  name) and are not linked: the newer ranks above the older and says what it replaced
+  ("changed on DATE: was ...").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy
+from rapidfuzz import fuzz, process
+
+from memory_orchestrator.models import (
+    SUPERSEDES_KEY,
+    Candidate,
+    Dropped,
+    DropReason,
+    Memory,
+    ScoredItem,
+    to_utc,
+)
+from memory_orchestrator.pipeline.conflicts import compare
+from memory_orchestrator.pipeline.deduper import similarity, similarity_key
+
+_WAS_CHARS = 120
+
+
+@dataclass
+class Current:
+    candidates: list[Candidate]
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+def _day(moment: datetime | None) -> str:
+    return to_utc(moment).strftime("%Y-%m-%d") if moment else "an unknown date"
+
+
+def superseded(memory: Memory) -> bool:
+    """Corrected by a later memory: marked by the store (`superseded_by`), or flagged by one
+    that only says so (Mnemon: `metadata["superseded"]`, from its `supersedes` links)."""
+    return memory.superseded_by is not None or memory.metadata.get("superseded") is True
+
+
+def valid_at(memory: Memory, as_of: datetime | None) -> tuple[bool, str]:
+    """Whether `memory` was the current truth at `as_of` (now when None), and if not why."""
+    by = memory.superseded_by
+    when = memory.superseded_at
+    if by is None and superseded(memory):
+        return False, "superseded (flagged by the store)"
+    if by is not None and (as_of is None or when is None or to_utc(when) <= to_utc(as_of)):
+        return False, f"superseded by {by} on {_day(when)}"
+    replaced = memory.metadata.get(SUPERSEDES_KEY)
+    created = memory.created_at
+    late = as_of is not None and created is not None and to_utc(created) > to_utc(as_of)
+    if late and isinstance(replaced, str):
+        return False, f"corrects {replaced} on {_day(created)}, after as_of {_day(as_of)}"
+    return True, ""
+
+
+def current_only(candidates: Sequence[Candidate], as_of: datetime | None, history: bool) -> Current:
+    """The candidates that were current at `as_of` (all of them with `history`)."""
+    if history:
+        return Current(list(candidates))
+    out = Current([])
+    for candidate in candidates:
+        ok, why = valid_at(candidate.memory, as_of)
+        if ok:
+            out.candidates.append(candidate)
+        else:
+            out.dropped.append(
+                Dropped(
+                    id=candidate.memory.id,
+                    reason=DropReason.SUPERSEDED,
+                    stage="currency",
+                    detail=why + ("; ask with history to see it" if "superseded" in why else ""),
+                )
+            )
+    return out
+
+
+def disagree(a: Memory, b: Memory, threshold: float) -> bool:
+    """Whether two memories state the same fact with other values (see `conflicts`)."""
+    return similarity(a.content, b.content) >= threshold and _disagreement(a, b)
+
+
+def _disagreement(a: Memory, b: Memory) -> bool:
+    """Other values, and not only another name: two memories that differ in a name alone may
+    be about two subjects (the Hermes export, the Orion export); unlinked, both stay as
+    ranked. (On write, the closest memory with a name swapped is still an update.)"""
+    change = compare(a.content, b.content)
+    return change.kind == "update" and change.what != ("name",)
+
+
+def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
+    """`items` with each newer memory of a disagreeing pair moved just above the older one,
+    and saying what changed; corrected memories (history) say what corrected them."""
+    out = _corrections_first(items)
+    close = _close_pairs(out, threshold)
+    for first in range(len(out)):
+        a = out[first].candidate.memory
+        if a.superseded_by is not None or out[first].changed is not None:
+            continue
+        for second in range(first + 1, len(out)):
+            b = out[second].candidate.memory
+            if (a.id, b.id) not in close or b.superseded_by is not None:
+                continue
+            if not _disagreement(a, b):
+                continue
+            if _newer(b, a):
+                out.insert(first, _changed(out.pop(second), a))
+            elif _newer(a, b):
+                out[first] = _changed(out[first], b)
+            break
+    return out
+
+
+def _close_pairs(items: Sequence[ScoredItem], threshold: float) -> set[tuple[str, str]]:
+    """The id pairs (both orders) at or above `threshold` similarity: one C call for all."""
+    if len(items) < 2:
+        return set()
+    keys = [similarity_key(i.candidate.memory.content) for i in items]
+    scores = process.cdist(
+        keys, keys, scorer=fuzz.ratio, processor=None, score_cutoff=threshold * 100
+    )
+    ids = [i.id for i in items]
+    return {(ids[a], ids[b]) for a, b in zip(*numpy.nonzero(scores), strict=True) if a != b}
+
+
+def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:
+    """History: each corrected memory says what corrected it and ranks below it."""
+    out = list(items)
+    for item in items:
+        memory = item.candidate.memory
+        if memory.superseded_by is None:
+            continue
+        at = out.index(item)
+        note = f"superseded by {memory.superseded_by} on {_day(memory.superseded_at)}"
+        out[at] = item.model_copy(update={"changed": note})
+        later = [i for i, x in enumerate(out) if x.id == memory.superseded_by]
+        if later and later[0] > at:
+            out.insert(at, out.pop(later[0]))
+    return out
+
+
+def _changed(item: ScoredItem, older: Memory) -> ScoredItem:
+    """`item` saying which older memory it replaced and what changed."""
+    new = item.candidate.memory
+    was = older.content if len(older.content) <= _WAS_CHARS else older.content[:117] + "…"
+    what = compare(older.content, new.content).detail
+    note = f"changed on {_day(new.created_at)}: was {was!r} ({what}; {older.id})"
+    return item.model_copy(update={"changed": note, "reasons": (*item.reasons, note)})
+
+
+def _newer(a: Memory, b: Memory) -> bool:
+    if a.created_at is None or b.created_at is None:
+        return False
+    return to_utc(a.created_at) > to_utc(b.created_at)

@@ -1,0 +1,173 @@
+"""A correction through every store: written as `updated`, marked the way the store can, and
+left out of what is read (the real npm servers, real files, the Mnemon contract double)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.backends.fused import FusedBackend, Member
+from memory_orchestrator.backends.kg_memory import KgMemoryBackend
+from memory_orchestrator.backends.mnemon import MnemonBackend
+from memory_orchestrator.backends.mnemon_mcp import MnemonMcpBackend
+from memory_orchestrator.backends.mnemonic import MnemonicBackend
+from memory_orchestrator.models import (
+    ContextRequest,
+    NewMemory,
+    SearchRequest,
+    WriteAction,
+    WriteReport,
+    WriteRequest,
+)
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import MnemonSettings, Settings
+from memory_orchestrator.traces import TraceStore
+from tests.mnemon_double import fast_launcher
+from tests.npm_servers import require_script
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+RATE = "The API rate limit for the billing service is {} requests per minute."
+STORES = ["mnemon-mcp", "kg-memory", "mnemonic", "mnemon", "fused"]
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+def make_store(kind: str, folder: Path) -> MemoryBackend:
+    if kind == "mnemon-mcp":
+        return MnemonMcpBackend(folder / "m.db", script=require_script("mnemon-mcp"), timeout_s=20)
+    if kind == "kg-memory":
+        script = require_script("@modelcontextprotocol/server-memory")
+        return KgMemoryBackend(folder / "g.jsonl", script=script, timeout_s=20)
+    if kind == "mnemonic":
+        return MnemonicBackend(folder / "notes", rescan_s=0.0)
+    if kind == "mnemon":
+        binary = fast_launcher(folder / "bin")
+        return MnemonBackend(MnemonSettings(binary=binary, data_dir=folder / "mnemon"))
+    primary = MnemonicBackend(folder / "notes", rescan_s=0.0)
+    other = EmbeddedBackend(folder / "e.db")
+    return FusedBackend([Member("notes", primary), Member("embedded", other)], primary="notes")
+
+
+@pytest.fixture(params=STORES)
+def orch(
+    request: pytest.FixtureRequest, settings: Settings, tmp_path: Path
+) -> Iterator[Orchestrator]:
+    store = make_store(request.param, tmp_path)
+    o = Orchestrator(store, settings, traces=TraceStore(settings.trace_path()), clock=lambda: NOW)
+    yield o
+    run(o.close)
+
+
+def write(
+    orch: Orchestrator, content: str, days_ago: float
+) -> tuple[str, WriteAction, str | None, str | None]:
+    memory = NewMemory(content=content, created_at=NOW - timedelta(days=days_ago))
+    report = run(lambda: orch.write(WriteRequest(memory=memory)))
+    return report.id or "", report.action, report.supersedes, report.changed
+
+
+CASES = [  # the issue's three writes: a number, a date, a negation
+    (
+        RATE.format(100),
+        RATE.format(500),
+        "100 -> 500 requests per minute",
+        "billing API rate limit",
+    ),
+    (
+        "Dana moved the Atlas review to Friday.",
+        "Dana moved the Atlas review to Monday.",
+        "Friday -> Monday",
+        "Atlas review",
+    ),
+    (
+        "Dana moved the Atlas review to Friday.",
+        "Dana did not move the Atlas review to Friday.",
+        "negated",
+        "Atlas review",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "detail", "query"), CASES, ids=["number", "date", "negation"]
+)
+def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(
+    orch: Orchestrator, first: str, then: str, detail: str, query: str
+) -> None:
+    old, action, _, _ = write(orch, first, days_ago=3)
+    assert action is WriteAction.ADDED
+    new, action, supersedes, changed = write(orch, then, days_ago=1)
+    assert (action, supersedes, changed) == (WriteAction.UPDATED, old, detail)
+    package = run(lambda: orch.context(ContextRequest(query=query)))
+    ids = [i.memory_id for i in package.items]
+    assert ids[:1] == [new]
+    assert old not in ids
+    assert then.rstrip(".") in package.context_block
+    assert first.rstrip(".") not in package.context_block
+
+
+def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
+    old, _, _, _ = write(orch, RATE.format(100), days_ago=3)
+    again, action, supersedes, _ = write(
+        orch, "The billing service's API rate limit is 100 requests per minute.", days_ago=1
+    )
+    assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
+
+
+@pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "fused"])
+def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
+    kind: str, settings: Settings, tmp_path: Path
+) -> None:
+    o = Orchestrator(
+        make_store(kind, tmp_path),
+        settings,
+        traces=TraceStore(settings.trace_path()),
+        clock=lambda: NOW,
+    )
+    try:
+        old, _, _, _ = write(o, RATE.format(100), days_ago=3)
+        new, _, _, _ = write(o, RATE.format(500), days_ago=1)
+        found = run(lambda: o.search(SearchRequest(query="billing API rate limit", history=True)))
+        assert [i.memory_id for i in found.items][:2] == [new, old]
+        assert (found.items[1].changed or "").startswith(f"superseded by {new} on ")
+    finally:
+        run(o.close)
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_a_reversal_back_to_a_corrected_value_is_written_again(
+    kind: str, settings: Settings, tmp_path: Path
+) -> None:
+    on = "The new-checkout feature flag is enabled in production."
+    off = "The new-checkout feature flag is disabled in production."
+    store = make_store(kind, tmp_path)
+    o = Orchestrator(store, settings, traces=TraceStore(settings.trace_path()), clock=lambda: NOW)
+    try:
+        reports: list[WriteReport] = []
+        for content in (on, off, on):  # no created_at: the store dates them (or not)
+            request = WriteRequest(memory=NewMemory(content=content))
+            reports.append(run(lambda r=request: o.write(r)))  # type: ignore[misc]
+        actions = [r.action for r in reports]
+        if kind == "mnemon":  # its `remember` refuses a text it holds, superseded or not
+            assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.SKIPPED]
+            assert "the store refused it as a copy of" in reports[2].reason
+            return
+        assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.UPDATED]
+        assert reports[2].supersedes == reports[1].id
+        assert reports[2].id not in (reports[0].id, reports[1].id)
+        found = run(lambda: o.search(SearchRequest(query="new-checkout flag production")))
+        assert [i.memory_id for i in found.items][:1] == [reports[2].id]
+    finally:
+        run(o.close)
