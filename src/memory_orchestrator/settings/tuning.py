@@ -139,14 +139,14 @@ class RankingSettings(Section):
         "them; 0 = neighbours rank by their own score",
     )
     name_trust_power: float = Field(
-        default=0.0,
+        default=4.0,
         ge=0,
         le=32,
         description="how fast a name in the question loses its boost when memories of someone"
         " else match the question better (0: never)",
     )
     xref_gate: float = Field(
-        default=0.0,
+        default=0.5,
         ge=0,
         le=1,
         description="share of the cross-reference boost that scales with the memory's own"
