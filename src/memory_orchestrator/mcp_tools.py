@@ -23,6 +23,7 @@ from memory_orchestrator.errors import (
     BackendError,
     InvalidRequest,
     OrchestratorError,
+    OutboxError,
     TraceNotFound,
 )
 from memory_orchestrator.models import (
@@ -156,6 +157,8 @@ def tool_error(error: BaseException) -> str | None:
     if isinstance(error, BackendError):
         hint = " (transient; retrying may succeed)" if error.transient else ""
         return f"memory store error: {error}{hint}"
+    if isinstance(error, OutboxError):
+        return f"write outbox error: {error}"
     return None
 
 

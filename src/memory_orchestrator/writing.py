@@ -18,7 +18,13 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
-from memory_orchestrator.errors import BackendError, CapabilityMissing, InvalidRequest, describe
+from memory_orchestrator.errors import (
+    BackendError,
+    CapabilityMissing,
+    InvalidRequest,
+    OutboxError,
+    describe,
+)
 from memory_orchestrator.models import (
     HealthCheck,
     NewMemory,
@@ -282,7 +288,16 @@ class WritePath:
         return f"{describe(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
 
     def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
-        item = self._outbox.put(request, why)
+        """Keep `request` in the outbox; raises OutboxError naming both failures when the
+        outbox cannot keep it either (then nothing was written, nothing is kept)."""
+        try:
+            item = self._outbox.put(request, why)
+        except OutboxError as exc:
+            self._recorder.finish(trace)
+            raise OutboxError(
+                f"not written and not queued: the store cannot take it ({why}), and the outbox"
+                f" cannot keep it ({exc}); nothing was stored, send it again later"
+            ) from exc
         reason = (
             f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
             " is back (next write or health call, or `orchestrator outbox flush`)"
