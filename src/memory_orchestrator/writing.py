@@ -116,7 +116,13 @@ class WritePath:
         request = await self._with_entities(request, trace)
         outbox_on = self._settings.outbox.enabled
         if outbox_on and not request.dry_run:
-            waiting = await self.replay()
+            try:
+                waiting = await self.replay()
+            except OutboxError as exc:
+                self._recorder.finish(trace)
+                raise OutboxError(
+                    f"not written and not queued: {exc}; nothing was stored, send it again later"
+                ) from exc
             if waiting:
                 behind = f"{waiting} earlier write(s) still queued; kept in order behind them"
                 return self._queued(trace, request, behind, started)
@@ -226,7 +232,13 @@ class WritePath:
                 policy = self.policy(item.request)
                 written = await write_memory(self._store, item.request.memory, policy)
         except Exception as exc:
-            self._outbox.failed(item.seq, describe(exc))
+            try:
+                self._outbox.failed(item.seq, describe(exc))
+            except OutboxError as broken:
+                raise OutboxError(
+                    f"the store cannot take queued write #{item.seq} ({describe(exc)}), and"
+                    f" the outbox cannot keep track of it ({broken})"
+                ) from broken
             return None
         done = self._outbox.delivered(item.seq, written.id, written.action)
         trace.notes = [
