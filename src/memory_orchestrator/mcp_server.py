@@ -19,12 +19,14 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
 from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error
+from memory_orchestrator.mcp_wire import AnsweringReader, closed_pipe, say_closed
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.observability import Observer, calling
 from memory_orchestrator.service import Orchestrator, store_names
@@ -50,6 +52,22 @@ class _MemoryServer(MCPServer[AppState]):
 
     observer: Observer | None = None
     state: AppState | None = None
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, where a line that is not a message is answered with a
+        JSON-RPC error and a client hanging up ends the server with one line (`mcp_wire`)."""
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(
+                    AnsweringReader(read_stream, write_stream.send),
+                    write_stream,
+                    lowlevel.create_initialization_options(),
+                )
+        except Exception as exc:
+            if not closed_pipe(exc):
+                raise
+            say_closed()
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
