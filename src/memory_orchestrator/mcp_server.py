@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
-from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error
+from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error, without_nulls
 from memory_orchestrator.mcp_wire import AnsweringReader, closed_pipe, say_closed
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.observability import Observer, calling
@@ -86,7 +86,7 @@ class _MemoryServer(MCPServer[AppState]):
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            return await super().call_tool(name, without_nulls(name, arguments), context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
