@@ -162,7 +162,7 @@ class Connections:
             try:
                 result = fn(conn)
             except sqlite3.Error as exc:
-                raise self._failure(exc, gen) from exc
+                raise self._failure(exc, gen, writing=True) from exc
             sig = signature(self.path)
             if sig is None or sig[:2] != self._ident:
                 raise BackendError(
@@ -327,15 +327,29 @@ class Connections:
                 return
             self._dispose(conn)
 
-    def _failure(self, exc: sqlite3.Error, gen: int) -> BackendError:
-        """`exc` as a BackendError; a broken file drops the connections, to be opened anew."""
+    def _failure(self, exc: sqlite3.Error, gen: int, *, writing: bool = False) -> BackendError:
+        """`exc` as a BackendError; a broken file drops the connections, to be opened anew.
+
+        Dropped at once when the writer is free (`writing`: this thread holds it), else by
+        the next `_ready`: closing checkpoints the WAL into the file, which must happen
+        before a good copy is put back, not into it."""
         error = store_error(exc, self.path)
-        if getattr(exc, "sqlite_errorname", "").startswith(BROKEN):
-            with self._state:
-                if gen == self._gen and not self._broken:
-                    self._broken = True  # dropped by the next `_ready`, which holds both locks
-                    count = self._failed[3] + 1 if self._failed is not None else 1
-                    self._failed = (self._clock(), signature(self.path), str(error), count)
+        if not getattr(exc, "sqlite_errorname", "").startswith(BROKEN):
+            return error
+        with self._state:
+            if gen != self._gen or self._broken:
+                return error
+            self._broken = True
+            count = self._failed[3] + 1 if self._failed is not None else 1
+            self._failed = (self._clock(), signature(self.path), str(error), count)
+        if writing or self._writing.acquire(blocking=False):
+            try:
+                with self._state:
+                    if self._broken and gen == self._gen:
+                        self._drop()
+            finally:
+                if not writing:
+                    self._writing.release()
         return error
 
     def _drop(self) -> None:
