@@ -115,6 +115,7 @@ class Connections:
         self._ident: tuple[int, int] | None = None  # device, inode of the open file
         self._lost: str | None = None  # the file was deleted while open: why calls are refused
         self._gone: int | None = None  # inode of a file deleted or replaced while open
+        self._reading = 0  # readers in use
         self._failed: tuple[float, Sig | None, str, int] | None = None  # when, sig, why, count
         self._broken = False  # a call met a broken file: drop the connections, open anew
         self._closed = False
@@ -141,6 +142,7 @@ class Connections:
         with self._state:
             gen = self._gen
             conn = self._idle.pop() if self._idle else None
+            self._reading += 1
         try:
             if conn is None:
                 conn = self._connect(self._busy_ms, reader=True)
@@ -148,8 +150,7 @@ class Connections:
         except sqlite3.Error as exc:
             raise self._failure(exc, gen) from exc
         finally:
-            if conn is not None:
-                self._give_back(conn, gen)
+            self._give_back(conn, gen)
 
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """`fn` on the writer; raises a transient error when the file was deleted or replaced
@@ -271,6 +272,12 @@ class Connections:
         if self._failed is not None and not self._due(sig):
             raise BackendError(self._failed[2])
         if self._gone is not None and sig is not None:
+            if self._reading:  # their -shm locks would go with the set-aside check's (POSIX)
+                raise BackendError(
+                    f"embedded store {self.path}: the file was replaced; it is opened once the"
+                    " reads of the old one end",
+                    transient=True,
+                )
             how = "put back after a deletion" if self._lost else "replaced"
             moved = set_aside(self.path, self._gone)
             aside = f"; the old file's {' and '.join(moved)} set aside" if moved else ""
@@ -320,8 +327,11 @@ class Connections:
             conn.execute("PRAGMA query_only = 1")
         return conn
 
-    def _give_back(self, conn: sqlite3.Connection, gen: int) -> None:
+    def _give_back(self, conn: sqlite3.Connection | None, gen: int) -> None:
         with self._state:
+            self._reading -= 1
+            if conn is None:
+                return
             if gen == self._gen and not self._closed:
                 self._idle.append(conn)
                 return
