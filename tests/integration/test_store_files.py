@@ -323,3 +323,18 @@ def test_an_outbox_that_cannot_keep_a_write_gives_one_error_naming_both_failures
         assert "nothing was stored" in message
     finally:
         run(o.close)
+
+
+def test_an_in_memory_store_still_works_on_its_one_connection() -> None:
+    async def main() -> None:
+        store = EmbeddedBackend(":memory:")
+        try:
+            await store.write(NewMemory(content="Kept in memory only."))
+            assert [h.memory.content for h in await store.search("memory", 3)] == [
+                "Kept in memory only."
+            ]
+            assert {c.status for c in await store.health()} == {Status.OK}
+        finally:
+            await store.close()
+
+    anyio.run(main)

@@ -164,6 +164,8 @@ class Connections:
                 result = fn(conn)
             except sqlite3.Error as exc:
                 raise self._failure(exc, gen, writing=True) from exc
+            if self._memory:
+                return result
             sig = signature(self.path)
             if sig is None or sig[:2] != self._ident:
                 raise BackendError(
