@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar, cast
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import BackendError
+from memory_orchestrator.errors import BackendError, OutboxError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -31,10 +31,13 @@ from memory_orchestrator.models import (
     MetaValue,
     Neighbor,
     NewMemory,
+    QueuedWrite,
     SearchFilters,
     SearchHit,
     WriteOutcome,
+    WriteRequest,
 )
+from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.traces import TraceStore
 
 Mode = Literal["hang", "error", "transient", "junk", "die"]
@@ -223,3 +226,11 @@ class FailingTraceStore(TraceStore):
 
     def _insert(self, rows: list[tuple[str, str, str, str]]) -> None:
         raise sqlite3.OperationalError("disk I/O error")
+
+
+class UnwritableOutbox(Outbox):
+    """Fault injection: an outbox that reads but cannot take a write (a full disk, or a file
+    made immutable; `tests/e2e/test_immutable_files.py` makes one for real where it can)."""
+
+    def put(self, request: WriteRequest, reason: str) -> QueuedWrite:
+        raise OutboxError(f"outbox {self.path}: disk I/O error")

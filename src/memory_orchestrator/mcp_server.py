@@ -19,12 +19,14 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
-from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error
+from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error, without_nulls
+from memory_orchestrator.mcp_wire import AnsweringReader, closed_pipe, say_closed
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.observability import Observer, calling
 from memory_orchestrator.service import Orchestrator, store_names
@@ -51,6 +53,22 @@ class _MemoryServer(MCPServer[AppState]):
     observer: Observer | None = None
     state: AppState | None = None
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, where a line that is not a message is answered with a
+        JSON-RPC error and a client hanging up ends the server with one line (`mcp_wire`)."""
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(
+                    AnsweringReader(read_stream, write_stream.send),
+                    write_stream,
+                    lowlevel.create_initialization_options(),
+                )
+        except Exception as exc:
+            if not closed_pipe(exc):
+                raise
+            say_closed()
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
@@ -68,7 +86,7 @@ class _MemoryServer(MCPServer[AppState]):
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            return await super().call_tool(name, without_nulls(name, arguments), context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):

@@ -9,6 +9,7 @@ one mapping from the error tree (`errors.py`) to messages.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +24,7 @@ from memory_orchestrator.errors import (
     BackendError,
     InvalidRequest,
     OrchestratorError,
+    OutboxError,
     TraceNotFound,
 )
 from memory_orchestrator.models import (
@@ -160,6 +162,8 @@ def tool_error(error: BaseException) -> str | None:
     if isinstance(error, BackendError):
         hint = " (transient; retrying may succeed)" if error.transient else ""
         return f"memory store error: {error}{hint}"
+    if isinstance(error, OutboxError):
+        return f"write outbox error: {error}"
     return None
 
 
@@ -411,3 +415,17 @@ TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (memory_health, _READ),
 )
 TOOL_NAMES = frozenset(tool.__name__ for tool, _ in TOOLS)
+# The arguments of each tool that have a default: sent as null, they are taken as not given
+# (models often send every argument, the unused ones as null).
+OPTIONAL = {
+    tool.__name__: frozenset(
+        p.name for p in inspect.signature(tool).parameters.values() if p.default is not p.empty
+    )
+    for tool, _ in TOOLS
+}
+
+
+def without_nulls(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` less the optional ones sent as null (a required one stays, to be refused)."""
+    optional = OPTIONAL.get(tool, frozenset())
+    return {k: v for k, v in arguments.items() if v is not None or k not in optional}

@@ -14,6 +14,7 @@ lost) is marked delivered instead of being written again. Delivered rows are kep
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from datetime import UTC, datetime
@@ -81,7 +82,11 @@ class Outbox:
                 db = sqlite3.connect(
                     self.path, timeout=5.0, check_same_thread=False, isolation_level=None
                 )
-                db.execute("PRAGMA journal_mode=WAL")
+                # A rollback journal, not WAL: WAL maps the -shm file into memory, and a
+                # write to a mapped page of a file made immutable kills the process (SIGBUS);
+                # with a journal such a file gives an error like any other.
+                with contextlib.suppress(sqlite3.OperationalError):  # an old WAL file in use
+                    db.execute("PRAGMA journal_mode=DELETE")
                 db.execute("PRAGMA synchronous=FULL")  # a queued write survives a power cut
             db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:

@@ -9,6 +9,7 @@ saved before it is stored, so a trace id an answer carries can be explained at o
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -41,7 +42,10 @@ class TraceStore:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            # A rollback journal, not WAL: WAL maps the -shm file into memory, and a file made
+            # immutable then kills the process (SIGBUS) instead of failing a write.
+            with contextlib.suppress(sqlite3.OperationalError):  # an old WAL file in use
+                self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=2000")
             self._db.execute(

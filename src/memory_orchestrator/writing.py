@@ -18,7 +18,13 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
-from memory_orchestrator.errors import BackendError, CapabilityMissing, InvalidRequest, describe
+from memory_orchestrator.errors import (
+    BackendError,
+    CapabilityMissing,
+    InvalidRequest,
+    OutboxError,
+    describe,
+)
 from memory_orchestrator.models import (
     HealthCheck,
     NewMemory,
@@ -112,7 +118,13 @@ class WritePath:
         request = await self._with_entities(request, trace)
         outbox_on = self._settings.outbox.enabled
         if outbox_on and not request.dry_run:
-            waiting = await self.replay()
+            try:
+                waiting = await self.replay()
+            except OutboxError as exc:
+                self._recorder.finish(trace)
+                raise OutboxError(
+                    f"not written and not queued: {exc}; nothing was stored, send it again later"
+                ) from exc
             if waiting:
                 behind = f"{waiting} earlier write(s) still queued; kept in order behind them"
                 return self._queued(trace, request, behind, started)
@@ -225,7 +237,13 @@ class WritePath:
                 policy = self.policy(item.request)
                 written = await write_memory(self._store, item.request.memory, policy)
         except Exception as exc:
-            self._outbox.failed(item.seq, describe(exc))
+            try:
+                self._outbox.failed(item.seq, describe(exc))
+            except OutboxError as broken:
+                raise OutboxError(
+                    f"the store cannot take queued write #{item.seq} ({describe(exc)}), and"
+                    f" the outbox cannot keep track of it ({broken})"
+                ) from broken
             return None
         done = self._outbox.delivered(item.seq, written.id, written.action)
         trace.notes = [
@@ -287,7 +305,16 @@ class WritePath:
         return f"{describe(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
 
     def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
-        item = self._outbox.put(request, why)
+        """Keep `request` in the outbox; raises OutboxError naming both failures when the
+        outbox cannot keep it either (then nothing was written, nothing is kept)."""
+        try:
+            item = self._outbox.put(request, why)
+        except OutboxError as exc:
+            self._recorder.finish(trace)
+            raise OutboxError(
+                f"not written and not queued: the store cannot take it ({why}), and the outbox"
+                f" cannot keep it ({exc}); nothing was stored, send it again later"
+            ) from exc
         reason = (
             f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
             " is back (next write or health call, or `orchestrator outbox flush`)"

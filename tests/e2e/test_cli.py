@@ -228,6 +228,23 @@ def test_write_reads_stdin_and_skips_a_repeat(store: Path) -> None:
     assert "skipped" in human.stdout
 
 
+def test_stored_escape_sequences_are_shown_not_sent_to_the_terminal(store: Path) -> None:
+    hostile = "Zoltan's badge \x1b[2J\x1b]0;pwned\x07 expires \u202emonday\x9b31m"
+    added = WriteReport.model_validate(as_json(store, "write", hostile, "--entity", "Zoltan"))
+    assert added.action is WriteAction.ADDED
+    for command in ("search", "context"):
+        args = ["--data-dir", str(store), command, "Zoltan badge expires"]
+        shown = CliRunner().invoke(app, args, env={"COLUMNS": "400"})  # no wrapping
+        assert shown.exit_code == 0, shown.output
+        out = shown.stdout
+        assert "\x1b[2J" not in out  # no raw ESC, BEL, C1 CSI or bidi override reaches it
+        assert "\x07" not in out
+        assert "\u202e" not in out
+        assert "\x9b" not in out
+        assert "\\x1b[2J" in out  # shown as an escape instead
+        assert "\\x07" in out
+
+
 def test_write_dry_run_stores_nothing(store: Path) -> None:
     report = WriteReport.model_validate(
         as_json(store, "write", "Quokkas visited the office.", "--dry-run", "--type", "episodic")

@@ -290,7 +290,7 @@ BAD_CALLS = [
     pytest.param(
         "memory_search",
         {"query": "vendor", "top_k": "many"},
-        "top_k: Input should be a valid",
+        "top_k: expected an integer, got a string",
         id="search-wrong-type",
     ),
     pytest.param("memory_search", {"query": "   "}, "query must not be blank", id="search-blank"),

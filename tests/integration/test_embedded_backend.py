@@ -455,7 +455,7 @@ def test_health_is_ok_on_a_good_file(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(b, mem("one", 0), mem("two", 1))
         checks = {c.name: c for c in await b.health()}
-        assert set(checks) == {"sqlite", "fts", "counts"}
+        assert set(checks) == {"file", "sqlite", "fts", "counts", "writes"}
         assert all(c.status is Status.OK for c in checks.values())
         assert checks["counts"].detail == "2 memories, 1 edges"
 
@@ -500,7 +500,7 @@ def test_a_locked_file_gives_a_transient_error_instead_of_hanging(db: Path) -> N
             assert "locked" in str(caught.value)
             assert time.perf_counter() - start < 2.0
 
-        run_with(db, body, busy_timeout_ms=100)
+        run_with(db, body, busy_timeout_ms=100, write_wait_ms=100)
     finally:
         other.rollback()
         other.close()
@@ -518,7 +518,7 @@ def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
                 await b.write(mem("blocked", 1))
             assert time.perf_counter() - start < 0.5
 
-        run_with(db, body, busy_timeout_ms=600)
+        run_with(db, body, busy_timeout_ms=600, write_wait_ms=600)
     finally:
         other.rollback()
         other.close()

@@ -292,14 +292,16 @@ def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
 
 
 def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator]) -> None:
-    o = make({"write": "transient"}, times=3)  # first write fails all 3 tries, then the store works
+    o = make({"write": "transient"})  # the first write fails all 3 tries: queued
     first = write(o, "The first queued memory about the kiln.")
     assert first.action is WriteAction.QUEUED
-    o.settings.outbox.replay_s = 0.001  # a replay that runs out of time at once
+    # The replay before the next write cannot finish, however fast the machine: its lookup
+    # of the queued write's content hash never answers (a fault hook, not a tiny time limit).
+    faulty_of(o).faults = {"search": "hang"}
     behind = write(o, "The second memory about the kiln, written later.")
     assert behind.action is WriteAction.QUEUED
     assert "earlier write(s) still queued" in behind.reason
-    o.settings.outbox.replay_s = 5
+    faulty_of(o).faults = {}  # the store works again
     report = run(o.flush_outbox)
     assert [d.seq for d in report.delivered] == [first.outbox_seq, behind.outbox_seq]
 

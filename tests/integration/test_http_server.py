@@ -311,3 +311,37 @@ def test_unknown_tool_names_share_one_metrics_label(server: ServerProcess) -> No
     text = _metrics(server, TOKENS["full"].secret).text
     assert _samples(text, "orchestrator_requests_total")[("unknown", "error")] >= 1
     assert "memory_delete_everything" not in text
+
+
+# ---------------------------------------------------------------- hostile bodies
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": '
+        + '{"a": ' * 100_000
+        + "1"
+        + "}" * 100_001,
+        '{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "memory_search",'
+        ' "arguments": {"query": "x", "filters": ' + "[" * 950 + "]" * 950 + "}}}",
+    ],
+    ids=["arrays", "objects", "arguments"],
+)
+@pytest.mark.parametrize("in_session", [False, True], ids=["new", "in-session"])
+def test_json_nested_too_deep_is_a_400_parse_error_not_a_500(
+    server: ServerProcess, body: str, in_session: bool
+) -> None:
+    headers = {
+        **MCP_HEADERS,
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {TOKENS['full'].secret}",
+    }
+    opened = httpx2.post(server.mcp_url, json=INITIALIZE, headers=headers, timeout=10)
+    session = {"mcp-session-id": opened.headers["mcp-session-id"]} if in_session else {}
+    response = httpx2.post(server.mcp_url, content=body, headers={**headers, **session}, timeout=30)
+    assert response.status_code == 400, response.text[:500]
+    assert response.json()["error"]["code"] == -32700
+    assert "Traceback" not in response.text
+    assert _post_initialize(server, TOKENS["full"].secret).status_code == 200  # still serving

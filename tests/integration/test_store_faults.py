@@ -105,7 +105,8 @@ def found(o: Orchestrator, content: str) -> int:
 
 @pytest.fixture
 def embedded(settings: Settings) -> Iterator[Orchestrator]:
-    o = service(EmbeddedBackend(settings.embedded_path(), busy_timeout_ms=100), settings)
+    store = EmbeddedBackend(settings.embedded_path(), busy_timeout_ms=100, write_wait_ms=100)
+    o = service(store, settings)
     write(o, "The Lisbon office opens at eight on weekdays.")
     yield o
     run(o.close)

@@ -13,15 +13,16 @@ when opened):
 - `edges`: typed, weighted links; `temporal` edges chain memories in time. Memories sharing an
   entity are also joined by an implicit `entity` edge, walked through the entity index.
 
-One connection (WAL, busy timeout) guarded by a lock; SQL runs in a worker thread so an async
-caller can time out. sqlite errors become `BackendError` (transient when locked or busy).
+WAL, with readers on connections of their own and one writer (`embedded_conn.Connections`,
+which also checks the file on disk before each use); SQL runs in a worker thread so an async
+caller can time out. sqlite errors become `BackendError` (transient when locked or busy, on
+I/O errors, a full disk or a read-only file: the write path queues such a write).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ import anyio.to_thread
 
 from memory_orchestrator import text
 from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.embedded_conn import Connections
 from memory_orchestrator.backends.embedded_sql import (
     CHUNK,
     COLS,
@@ -61,7 +63,6 @@ from memory_orchestrator.backends.embedded_sql import (
     migrate,
     now_us,
     quick_check,
-    store_error,
     to_memory,
     to_us,
     transaction,
@@ -119,66 +120,44 @@ class EmbeddedBackend:
         *,
         temporal_links: bool = True,
         busy_timeout_ms: int = 5000,
+        write_wait_ms: int = 1000,
         entity_fanout: int = 8,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        # busy_timeout_ms: how long opening and reading wait for a lock; write_wait_ms: how
+        # long a write waits for another process's write lock (then: "database is locked",
+        # and the write path queues it); clock: the reopen backoff's (tests inject one).
         self.path = Path(path)
         self.temporal_links = temporal_links
         self.entity_fanout = entity_fanout  # sharers taken per entity and side in `neighbors`
         self.open_error: str | None = None
-        self._busy_ms = int(busy_timeout_ms)
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
+        self._conns = Connections(
+            self.path,
+            _setup,
+            busy_ms=int(busy_timeout_ms),
+            write_wait_ms=int(write_wait_ms),
+            clock=clock,
+        )
         self._live: int | None = None  # live memories (approximate), for pruning search terms
         try:
-            self._connection()
+            self._conns.file_check()
         except BackendError as exc:
             self.open_error = str(exc)
 
+    @property
+    def writing(self) -> bool:
+        """True while a write holds (or waits for) the writer connection."""
+        return self._conns.writing
+
     # ------------------------------------------------------------------ plumbing
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is not None:
-            return self._conn
-        if self._closed:
-            raise BackendError(f"embedded store {self.path} is closed")
-        conn: sqlite3.Connection | None = None
-        try:
-            if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self._busy_ms / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
-            if version < SCHEMA_VERSION:
-                migrate(conn, version)
-        except (sqlite3.Error, OSError, BackendError) as exc:
-            if conn is not None:
-                conn.close()
-            if isinstance(exc, sqlite3.Error):
-                raise store_error(exc, self.path) from exc
-            raise BackendError(f"embedded store {self.path}: {exc}") from exc
-        self._conn, self.open_error = conn, None
-        return conn
-
-    def _locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            conn = self._connection()
-            try:
-                return fn(conn)
-            except sqlite3.Error as exc:
-                raise store_error(exc, self.path) from exc
-
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, fn, abandon_on_cancel=True)
+        """A read, on a reader connection (it never waits for a write)."""
+        return await anyio.to_thread.run_sync(self._conns.read, fn, abandon_on_cancel=True)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A write, on the one writer connection."""
+        return await anyio.to_thread.run_sync(self._conns.write, fn, abandon_on_cancel=True)
 
     @staticmethod
     def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, Row]:
@@ -336,7 +315,7 @@ class EmbeddedBackend:
                 self._live += sum(o.action is WriteAction.ADDED for o in outcomes)
             return outcomes
 
-        return await self._call(run)
+        return await self._write(run)
 
     def _insert(self, conn: sqlite3.Connection, batch: list[NewMemory]) -> list[WriteOutcome]:
         now = now_us()
@@ -403,7 +382,7 @@ class EmbeddedBackend:
                 conn.execute(UPSERT_EDGE, (*values, now_us()))
             return edge
 
-        return await self._call(run)
+        return await self._write(run)
 
     async def supersede(self, old_id: str, new_id: str) -> None:
         """Mark `old_id` corrected by `new_id` (`SupersedingBackend`): its row keeps its text;
@@ -417,7 +396,7 @@ class EmbeddedBackend:
                 kit.require_known(ids, self._rows(conn, ids))
                 conn.execute(SUPERSEDE, (new_id, now_us(), old_id))
 
-        await self._call(run)
+        await self._write(run)
 
     async def forget(self, memory_id: str) -> bool:
         """Soft delete; the edges stay, but nothing reaches a forgotten memory any more."""
@@ -438,7 +417,7 @@ class EmbeddedBackend:
                 self._live -= 1
             return True
 
-        return await self._call(run)
+        return await self._write(run)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -449,32 +428,60 @@ class EmbeddedBackend:
             return [HealthCheck(name="sqlite", status=Status.ERROR, detail=str(exc))]
 
     def _health(self) -> list[HealthCheck]:
+        """The file on disk, the database (quick_check, FTS, counts), then the write lock."""
+        probes: list[tuple[str, Callable[[], str]]] = [("file", self._conns.file_check)]
+        for name, fn in (("sqlite", quick_check), ("fts", fts_probe), ("counts", count_rows)):
+            probes.append((name, lambda fn=fn: self._conns.read(fn)))  # type: ignore[misc]
         checks: list[HealthCheck] = []
-        for name, probe in (("sqlite", quick_check), ("fts", fts_probe), ("counts", count_rows)):
+        for name, probe in probes:
             start = time.perf_counter()
-            if checks and checks[0].status is Status.ERROR:
+            if any(c.status is Status.ERROR for c in checks):
                 detail, status = "not checked: the database is unavailable", Status.ERROR
             else:
                 try:
-                    detail, status = self._locked(probe), Status.OK
+                    detail, status = probe(), Status.OK
                 except Exception as exc:
                     detail, status = str(exc), Status.ERROR
             ms = round((time.perf_counter() - start) * 1000, 3)
             checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))
+        if not any(c.status is Status.ERROR for c in checks):
+            checks.append(self._lock_check())
         return checks
 
-    async def close(self) -> None:
-        await anyio.to_thread.run_sync(self._close)
+    def _lock_check(self) -> HealthCheck:
+        start = time.perf_counter()
+        try:
+            locked = self._conns.probe_write_lock()
+        except Exception as exc:
+            return HealthCheck(name="writes", status=Status.ERROR, detail=str(exc))
+        ms = round((time.perf_counter() - start) * 1000, 3)
+        if locked is None:
+            return HealthCheck(name="writes", status=Status.OK, detail="free", latency_ms=ms)
+        wait = self._conns.write_wait_s
+        detail = (
+            f"{locked}: another connection holds the write lock; reads go on, a write waits"
+            f" up to {wait:g}s for it, then is queued"
+        )
+        return HealthCheck(name="writes", status=Status.DEGRADED, detail=detail, latency_ms=ms)
 
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    async def close(self) -> None:
+        await anyio.to_thread.run_sync(self._conns.close)
+
+
+def _setup(conn: sqlite3.Connection) -> None:
+    """A newly opened file: WAL, and the schema when it is new (or older)."""
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
+    if version < SCHEMA_VERSION:
+        migrate(conn, version)
 
 
 def from_settings(settings: Settings) -> EmbeddedBackend:
     """The registry's factory: the file at `settings.embedded_path()`."""
-    path, temporal = settings.embedded_path(), settings.embedded.temporal_links
-    return EmbeddedBackend(path, temporal_links=temporal)
+    path, embedded = settings.embedded_path(), settings.embedded
+    return EmbeddedBackend(
+        path, temporal_links=embedded.temporal_links, write_wait_ms=embedded.write_wait_ms
+    )

@@ -232,9 +232,14 @@ def marks(values: Sequence[object]) -> str:
     return ",".join("?" * len(values))
 
 
+# Errors of the file or the disk, not of the request: a retry may work, and a write that
+# meets one is queued (locked or busy, an I/O error, a full disk, a read-only file).
+UNAVAILABLE = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_READONLY")
+
+
 def store_error(exc: sqlite3.Error, path: Path) -> BackendError:
     message = str(exc)
-    busy = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    busy = getattr(exc, "sqlite_errorname", "").startswith(UNAVAILABLE)
     busy = busy or "is locked" in message or "is busy" in message
     return BackendError(f"embedded store {path}: {message}", transient=busy)
 

@@ -1,7 +1,9 @@
 """How the CLI shows results: rich tables and panels for people, one JSON document for tools.
 
 Nothing here calls the service; every function takes a finished record and prints it.
-Memory text goes through `Text` so brackets in it are never read as rich markup.
+Memory text goes through `Text` so brackets in it are never read as rich markup, and through
+`visible` so control characters a memory holds (an escape sequence, a bidi override) are shown
+as escapes instead of driving the terminal.
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ _ACTION_STYLE = {
 }
 
 
+# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings/overrides/isolates.
+_CONTROLS = [*range(0x09), 0x0B, 0x0C, *range(0x0D, 0x20), *range(0x7F, 0xA0)]
+_BIDI = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_VISIBLE = {c: f"\\x{c:02x}" for c in _CONTROLS} | {c: f"\\u{c:04x}" for c in _BIDI}
+
+
+def visible(text: str) -> str:
+    """`text` with control characters written as escapes (`\\x1b`), tabs and newlines kept."""
+    return text.translate(_VISIBLE)
+
+
+def _text(text: str, style: str = "") -> Text:
+    return Text(visible(text), style=style)
+
+
 def _out() -> Console:
     # Built per call: the console then writes to whatever sys.stdout is now (tests swap it).
     return Console(highlight=False)
@@ -66,13 +83,13 @@ def print_json(value: object) -> None:
 
 def error(message: str) -> None:
     """One line on stderr: what went wrong, without a traceback."""
-    line = " ".join(message.split())
+    line = visible(" ".join(message.split()))
     _err().print(Text.assemble(("error: ", "bold red"), line), soft_wrap=True)
 
 
 def note(message: str) -> None:
     """A status line on stderr, so stdout stays clean for `--json`."""
-    _err().print(Text(message, style="dim"), soft_wrap=True)
+    _err().print(_text(message, style="dim"), soft_wrap=True)
 
 
 def describe(exc: ValidationError) -> str:
@@ -88,7 +105,7 @@ def search_result(result: SearchResult, verbose: bool = False) -> None:
     if result.passthrough:
         title += " - raw store ranking"
     console.print(_items_table(result.items, title, verbose))
-    console.print(Text(result.summary))
+    console.print(_text(result.summary))
     _trace_footer(console, result.trace_id, result.trace, verbose)
 
 
@@ -96,7 +113,7 @@ def context_package(package: ContextPackage, verbose: bool = False) -> None:
     console = _out()
     title = f"context for {package.query!r} ({package.strategy})"
     if package.task:
-        title += f" - task: {package.task}"
+        title += f" - task: {visible(package.task)}"
     console.print(_items_table(package.items, title, verbose))
     facts = []
     if package.linked_entities:
@@ -104,8 +121,8 @@ def context_package(package: ContextPackage, verbose: bool = False) -> None:
     if package.time_span is not None:
         facts.append("time span: " + _span(package.time_span))
     if facts:
-        console.print(Text("  ".join(facts), style="dim"))
-    console.print(Panel(Text(package.context_block), title="context block", expand=False))
+        console.print(_text("  ".join(facts), style="dim"))
+    console.print(Panel(_text(package.context_block), title="context block", expand=False))
     _trace_footer(console, package.trace_id, package.trace, verbose)
 
 
@@ -118,24 +135,24 @@ def write_report(report: WriteReport) -> None:
         " (dry run: nothing written)" if report.dry_run else "",
     )
     console.print(head)
-    console.print(Text(report.reason))
+    console.print(_text(report.reason))
     similarity = "" if report.similarity is None else f" (similarity {report.similarity:.2f})"
     if report.supersedes:
-        console.print(Text(f"supersedes {report.supersedes}{similarity}: {report.changed}"))
+        console.print(_text(f"supersedes {report.supersedes}{similarity}: {report.changed}"))
     elif report.duplicate_of:
-        console.print(Text(f"duplicate of {report.duplicate_of}{similarity}"))
+        console.print(_text(f"duplicate of {report.duplicate_of}{similarity}"))
     for edge in report.links:
         console.print(
-            Text(f"linked {edge.source_id} -[{edge.type} {edge.weight:.2f}]-> {edge.target_id}")
+            _text(f"linked {edge.source_id} -[{edge.type} {edge.weight:.2f}]-> {edge.target_id}")
         )
-    console.print(Text(f"trace {report.trace_id}", style="dim"))
+    console.print(_text(f"trace {report.trace_id}", style="dim"))
 
 
 def explanation(result: Explanation, verbose: bool = False) -> None:
     console = _out()
     trace = result.trace
     title = f"trace {trace.trace_id} - {trace.tool} on {trace.backend}"
-    console.print(Panel(Text(result.text), title=title, expand=False))
+    console.print(Panel(_text(result.text), title=title, expand=False))
     if not verbose:
         return
     table = Table(title="candidates", show_lines=False)
@@ -151,10 +168,10 @@ def explanation(result: Explanation, verbose: bool = False) -> None:
         )
         type_match = f"{b.type_match:.2f}" if b else "-"
         rank = str(cand.final_rank) if cand.final_rank is not None else "-"
-        table.add_row(rank, Text(cand.id), *scores, type_match, str(cand.hops))
+        table.add_row(rank, _text(cand.id), *scores, type_match, str(cand.hops))
     console.print(table)
     for drop in trace.dropped:
-        console.print(Text(f"dropped {drop.id}: {drop.reason} at {drop.stage} {drop.detail}"))
+        console.print(_text(f"dropped {drop.id}: {drop.reason} at {drop.stage} {drop.detail}"))
 
 
 def health_report(report: HealthReport) -> None:
@@ -166,22 +183,22 @@ def health_report(report: HealthReport) -> None:
         table.add_column(column)
     for check in report.checks:
         latency = "" if check.latency_ms is None else f"{check.latency_ms:.1f}"
-        status = Text(str(check.status), style=_STATUS_STYLE.get(check.status, ""))
-        table.add_row(Text(check.name), status, latency, Text(check.detail))
+        status = _text(str(check.status), style=_STATUS_STYLE.get(check.status, ""))
+        table.add_row(_text(check.name), status, latency, _text(check.detail))
     console.print(table)
     caps = report.capabilities.model_dump()
     on = [name for name, value in caps.items() if value is True]
     off = [name for name, value in caps.items() if value is False]
-    console.print(Text(f"can: {', '.join(on) or '-'}; cannot: {', '.join(off) or '-'}"))
+    console.print(_text(f"can: {', '.join(on) or '-'}; cannot: {', '.join(off) or '-'}"))
     if report.capabilities.edge_types:
-        console.print(Text("edge types: " + ", ".join(report.capabilities.edge_types)))
+        console.print(_text("edge types: " + ", ".join(report.capabilities.edge_types)))
 
 
 def replay_report(report: ReplayReport) -> None:
     console = _out()
     verdict = "identical" if report.identical else "changed"
     console.print(
-        Text(f"replayed {report.trace_id} as {report.new_trace_id}: {verdict}", style="bold")
+        _text(f"replayed {report.trace_id} as {report.new_trace_id}: {verdict}", style="bold")
     )
     for label, ids in (
         ("added", report.added),
@@ -191,17 +208,17 @@ def replay_report(report: ReplayReport) -> None:
         ("after", report.after),
     ):
         if ids:
-            console.print(Text(f"{label}: {', '.join(ids)}"))
+            console.print(_text(f"{label}: {', '.join(ids)}"))
 
 
 def new_token(name: str, secret: str, toml: str) -> None:
     console = _out()
     console.print(
-        Text(f"# secret for {name!r}, shown once; clients send it as 'Authorization: Bearer …'")
+        _text(f"# secret for {name!r}, shown once; clients send it as 'Authorization: Bearer …'")
     )
-    console.print(Text(secret), soft_wrap=True)
-    console.print(Text("\n# add to orchestrator.toml (only the hash is kept):"))
-    console.print(Text(toml.rstrip("\n")), soft_wrap=True)
+    console.print(_text(secret), soft_wrap=True)
+    console.print(_text("\n# add to orchestrator.toml (only the hash is kept):"))
+    console.print(_text(toml.rstrip("\n")), soft_wrap=True)
 
 
 def stats_report(report: StatsReport) -> None:
@@ -233,7 +250,7 @@ def backends(names: Iterable[str], selected: str) -> None:
     console = _out()
     for name in names:
         marker = "*" if name == selected else " "
-        console.print(Text(f"{marker} {name}"))
+        console.print(_text(f"{marker} {name}"))
 
 
 # ---------------------------------------------------------------- helpers
@@ -249,7 +266,7 @@ def _items_table(items: Sequence[ContextItem], title: str, verbose: bool) -> Tab
     table.add_column("time", no_wrap=True)
     table.add_column("summary / reasons")
     for rank, item in enumerate(items, start=1):
-        cell = Text(item.summary)
+        cell = _text(item.summary)
         if item.changed:
             cell.append("\n" + item.changed, style="yellow")
         reasons = item.reasons if verbose else item.reasons[:3]
@@ -264,7 +281,7 @@ def _items_table(items: Sequence[ContextItem], title: str, verbose: bool) -> Tab
             )
         table.add_row(
             str(rank),
-            Text(item.memory_id),
+            _text(item.memory_id),
             f"{item.score:.3f}",
             str(item.type),
             _when(item.timestamp, verbose),
@@ -274,17 +291,17 @@ def _items_table(items: Sequence[ContextItem], title: str, verbose: bool) -> Tab
 
 
 def _trace_footer(console: Console, trace_id: str, trace: TraceSummary, verbose: bool) -> None:
-    console.print(Text(f"trace {trace_id}", style="dim"))
+    console.print(_text(f"trace {trace_id}", style="dim"))
     if not verbose:
         return
     if trace.subqueries:
-        console.print(Text("subqueries: " + " | ".join(trace.subqueries)))
+        console.print(_text("subqueries: " + " | ".join(trace.subqueries)))
     if trace.expanded_from:
-        console.print(Text("expanded from: " + ", ".join(trace.expanded_from)))
+        console.print(_text("expanded from: " + ", ".join(trace.expanded_from)))
     for drop in trace.dropped:
-        console.print(Text(f"dropped {drop.id}: {drop.reason} ({drop.stage}) {drop.detail}"))
+        console.print(_text(f"dropped {drop.id}: {drop.reason} ({drop.stage}) {drop.detail}"))
     for line in trace.notes:
-        console.print(Text(f"note: {line}", style="yellow"))
+        console.print(_text(f"note: {line}", style="yellow"))
 
 
 def _when(moment: datetime | None, precise: bool = True) -> str:
@@ -302,7 +319,7 @@ def outbox_report(report: OutboxReport) -> None:
     console = _out()
     rows = [*report.delivered, *report.pending]
     if not rows:
-        console.print(Text(f"outbox empty{'; ' + report.note if report.note else ''}"))
+        console.print(_text(f"outbox empty{'; ' + report.note if report.note else ''}"))
         return
     table = Table(title=f"outbox: {report.depth} waiting")
     for column in ("#", "state", "queued at", "tries", "memory", "content", "why / last error"):
@@ -313,13 +330,13 @@ def outbox_report(report: OutboxReport) -> None:
         why = f"delivered {done:%Y-%m-%d %H:%M:%S}" if done else item.last_error or item.reason
         table.add_row(
             str(item.seq),
-            Text(str(item.state), style="green" if item.memory_id else "yellow"),
+            _text(str(item.state), style="green" if item.memory_id else "yellow"),
             f"{item.queued_at:%Y-%m-%d %H:%M:%S}",
             str(item.attempts),
-            Text(item.memory_id or "-"),
-            Text(content[:60] + ("..." if len(content) > 60 else "")),
-            Text(why),
+            _text(item.memory_id or "-"),
+            _text(content[:60] + ("..." if len(content) > 60 else "")),
+            _text(why),
         )
     console.print(table)
     if report.note:
-        console.print(Text(report.note, style="dim"))
+        console.print(_text(report.note, style="dim"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated
@@ -65,6 +66,15 @@ class Memory(Frozen):
 SUPERSEDES_KEY = "supersedes"
 
 
+def has_visible(text: str) -> bool:
+    """True when `text` holds something besides control (Cc), format (Cf), unassigned,
+    surrogate and separator/blank characters: NUL bytes alone are no memory."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Cn", "Cs", "Zs", "Zl", "Zp"})
+
+
 class NewMemory(Frozen):
     """A memory to write. Validated: bounded sizes, no empty content."""
 
@@ -83,6 +93,10 @@ class NewMemory(Frozen):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content must not be blank")
+        if not has_visible(value):
+            raise ValueError(
+                "content must hold visible text; it has only control, format or blank characters"
+            )
         return value
 
     @field_validator("metadata")
@@ -100,7 +114,7 @@ class NewMemory(Frozen):
     def _no_commas(cls, values: list[str]) -> list[str]:
         # Several stores keep these as comma-separated lists.
         for value in values:
-            if "," in value or not value.strip():
+            if "," in value or not has_visible(value):
                 raise ValueError(f"labels must be non-blank and contain no commas: {value!r}")
         return [v.strip() for v in values]
 
@@ -229,8 +243,47 @@ def describe_errors(error: ValidationError) -> str:
     """Each bad field and what is wrong with it, on one line (no values, no URLs): the one
     wording both faces use for invalid input."""
     problems = []
-    for item in error.errors(include_url=False, include_input=False, include_context=False):
+    for item in error.errors(include_url=False, include_context=False):
         field = ".".join(str(part) for part in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
+        expected = _EXPECTED.get(item["type"])
+        if expected is not None:  # the JSON types, named as a JSON client knows them
+            message = f"expected {expected}, got {_json_kind(item.get('input'))}"
+        else:
+            message = item["msg"].removeprefix("Value error, ")
         problems.append(f"{field}: {message}" if field else message)
     return "; ".join(problems)
+
+
+_ARRAY, _OBJECT = "an array", "an object"
+_EXPECTED = {
+    "tuple_type": _ARRAY,
+    "list_type": _ARRAY,
+    "set_type": _ARRAY,
+    "frozen_set_type": _ARRAY,
+    "dict_type": _OBJECT,
+    "model_type": _OBJECT,
+    "model_attributes_type": _OBJECT,
+    "dataclass_type": _OBJECT,
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+}
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words (never the value itself)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"

@@ -20,6 +20,12 @@ class EmbeddedSettings(Section):
     temporal_links: bool = Field(
         default=True, description="link each new memory to the one before it in time"
     )
+    write_wait_ms: int = Field(
+        default=1000,
+        ge=0,
+        le=60_000,
+        description="how long a write waits for another process's lock, then is queued",
+    )
 
 
 class MnemonSettings(Section):

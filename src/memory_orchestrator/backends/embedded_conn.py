@@ -1,0 +1,379 @@
+"""The embedded store's connections and its file on disk (see `embedded.py`).
+
+- Readers and the one writer have connections of their own (WAL): a read never waits for a
+  write, and a write waits for another process's lock at most `write_wait_ms`, then fails
+  transiently ("database is locked"), so the write path can queue it.
+- Before each use the file on disk is checked: it must be the file that was opened (device
+  and inode) and writable (the file, its -wal and its -shm). A file deleted while open is
+  refused until a file is put back at its path: a write is never acknowledged into a file
+  nobody will read again. A replaced file is reopened. A file that turned read-only or
+  immutable is refused before SQLite touches it: SQLite maps the -shm file into memory, and
+  writing to a mapped page of a file made immutable kills the process with SIGBUS (ext4),
+  even for a read (a reader writes its read mark there) or a close (the last one
+  checkpoints). So such a file's connections are never closed, only left behind.
+- After "file is not a database" or "database disk image is malformed" the connections are
+  dropped and the file is opened anew: at once when it changed on disk (a repair, a copy put
+  back), else after a backoff that doubles up to `backoff_s[1]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from memory_orchestrator.backends.embedded_sql import store_error
+from memory_orchestrator.errors import BackendError
+
+T = TypeVar("T")
+Sig = tuple[int, int, int, int]  # device, inode, size, mtime (ns)
+
+BROKEN = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file must be opened anew
+
+
+def signature(path: Path) -> Sig | None:
+    """The file's identity and shape on disk; None when nothing is at `path`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BackendError(f"embedded store {path}: {exc}", transient=True) from exc
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def unwritable(path: Path) -> list[str]:
+    """The store's files (the file, -wal, -shm) that exist and cannot be written."""
+    files = (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+    return [f.name for f in files if f.exists() and not os.access(f, os.W_OK)]
+
+
+def set_aside(path: Path, old_inode: int) -> list[str]:
+    """Move the -wal and -shm that the file once at `path` (inode `old_inode`) left behind
+    out of the way, so that SQLite does not read that WAL as the new file's (it would copy
+    the old file's pages into the new one). SQLite deletes them when the last connection
+    closes, but not for a file deleted or replaced while open. Left alone while a process
+    has them open (a lock on the -shm's DMS byte): then they are the new file's."""
+    shm = path.with_name(path.name + "-shm")
+    if shm.exists():
+        try:
+            fd = os.open(shm, os.O_RDWR)
+        except OSError:
+            return []
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)  # SQLite's DMS byte
+        except OSError:
+            return []  # in use
+        finally:
+            os.close(fd)  # and the lock with it
+    moved: list[str] = []
+    for suffix in ("-wal", "-shm"):
+        old = path.with_name(path.name + suffix)
+        if old.exists():
+            aside = old.with_name(f"{old.name}.of-inode-{old_inode}")
+            old.replace(aside)
+            moved.append(aside.name)
+    return moved
+
+
+def _leave_open(conn: sqlite3.Connection) -> None:
+    """Never close `conn`, not even at exit: its files are not writable, and the last close
+    of a WAL connection writes to the mapped -shm (SIGBUS on an immutable file)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(conn))
+
+
+class Connections:
+    """One writer and a pool of readers over one SQLite file, checked on disk before use."""
+
+    def __init__(
+        self,
+        path: Path,
+        setup: Callable[[sqlite3.Connection], None],
+        *,
+        busy_ms: int,
+        write_wait_ms: int,
+        clock: Callable[[], float] = time.monotonic,
+        backoff_s: tuple[float, float] = (0.25, 5.0),
+    ) -> None:
+        self.path = path
+        self._setup = setup  # pragmas and schema, run once on the writer when a file is opened
+        self._busy_ms, self._wait_ms = busy_ms, write_wait_ms
+        self._clock, self._backoff = clock, backoff_s
+        self._memory = str(path) == ":memory:"  # one connection: readers use the writer
+        self._state = threading.Lock()  # guards everything below
+        self._writing = threading.Lock()  # one write at a time
+        self._writer: sqlite3.Connection | None = None
+        self._idle: list[sqlite3.Connection] = []
+        self._gen = 0  # bumped when the connections are dropped; stale readers are closed
+        self._ident: tuple[int, int] | None = None  # device, inode of the open file
+        self._lost: str | None = None  # the file was deleted while open: why calls are refused
+        self._gone: int | None = None  # inode of a file deleted or replaced while open
+        self._reading = 0  # readers in use
+        self._failed: tuple[float, Sig | None, str, int] | None = None  # when, sig, why, count
+        self._broken = False  # a call met a broken file: drop the connections, open anew
+        self._closed = False
+        self.event: str | None = None  # the last reopen, reported once by `file_check`
+
+    @property
+    def writing(self) -> bool:
+        return self._writing.locked()
+
+    @property
+    def write_wait_s(self) -> float:
+        return self._wait_ms / 1000
+
+    # ------------------------------------------------------------------ use
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._memory:
+            return self.write(fn)
+        with self._state:
+            fine = self._check()
+        if not fine:  # the slow way, with the locks in the writer's order
+            with self._writing, self._state:
+                self._ready()
+        with self._state:
+            gen = self._gen
+            conn = self._idle.pop() if self._idle else None
+            self._reading += 1
+        try:
+            if conn is None:
+                conn = self._connect(self._busy_ms, reader=True)
+            return fn(conn)
+        except sqlite3.Error as exc:
+            raise self._failure(exc, gen) from exc
+        finally:
+            self._give_back(conn, gen)
+
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` on the writer; raises a transient error when the file was deleted or replaced
+        while it ran (the write went to the old file and is not acknowledged)."""
+        with self._writing:
+            with self._state:
+                self._ready()
+                gen, conn = self._gen, self._writer
+            assert conn is not None
+            try:
+                result = fn(conn)
+            except sqlite3.Error as exc:
+                raise self._failure(exc, gen, writing=True) from exc
+            if self._memory:
+                return result
+            sig = signature(self.path)
+            if sig is None or sig[:2] != self._ident:
+                raise BackendError(
+                    f"embedded store {self.path}: the file was deleted or replaced during this"
+                    " write, which went to the old file and is not kept",
+                    transient=True,
+                )
+            return result
+
+    def probe_write_lock(self) -> str | None:
+        """None when a write could start now; else why not ("database is locked")."""
+        if not self._writing.acquire(blocking=False):
+            return None  # our own write is running: the lock is ours
+        try:
+            with self._state:
+                self._ready()
+                conn = self._writer
+            assert conn is not None
+            try:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute("ROLLBACK")
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {self._wait_ms}")
+            except sqlite3.Error as exc:
+                return str(exc)
+            return None
+        finally:
+            self._writing.release()
+
+    def file_check(self) -> str:
+        """What is on disk, for health; raises BackendError when calls are refused."""
+        with self._state:
+            fine = self._memory or self._check()  # no wait for a write that waits for a lock
+        if not fine:
+            with self._writing, self._state:
+                try:
+                    self._ready()
+                except BackendError:
+                    if self._closed or self._ident is not None or self._lost is not None:
+                        raise
+                    # not opened: the database checks say why (locked, not a database)
+        with self._state:
+            event, self.event = self.event, None
+            opened = self._memory or self._ident is not None
+        if self._memory:
+            return "in memory"
+        sig = signature(self.path)
+        where = f"inode {sig[1]}" if sig is not None else "no file"
+        state = "open, writable" if opened else "not open"
+        return f"{self.path.name}: {where}, {state}" + (f"; {event}" if event else "")
+
+    def close(self) -> None:
+        with self._writing, self._state:
+            self._closed = True
+            self._drop()
+
+    # ------------------------------------------------------------------ the file on disk
+
+    def _check(self) -> bool:
+        """True when the open file is still the one on disk and writable (the caller holds
+        `_state`); False when something must be done (`_ready`). Raises when the file is
+        there but not writable, or the store is closed."""
+        if self._closed:
+            raise BackendError(f"embedded store {self.path} is closed")
+        if self._ident is None or self._broken:
+            return False
+        sig = signature(self.path)
+        if sig is None or sig[:2] != self._ident:
+            return False
+        bad = unwritable(self.path)
+        if bad:
+            raise BackendError(
+                f"embedded store {self.path}: {', '.join(bad)} not writable (read-only or"
+                " immutable); the store is not touched until it is writable again",
+                transient=True,
+            )
+        return True
+
+    def _ready(self) -> None:
+        """Check the file on disk and open it when needed (the caller holds `_writing` and
+        `_state`, in that order: the writer may be closed here)."""
+        if self._memory:
+            if self._closed:
+                raise BackendError(f"embedded store {self.path} is closed")
+            if self._writer is None:
+                self._open()
+            return
+        if self._check():
+            return
+        sig = signature(self.path)
+        if self._broken:
+            self._drop()
+        if self._ident is not None:
+            self._gone = self._ident[1]
+            self._drop()
+            if sig is None:
+                self._lost = (
+                    f"embedded store {self.path}: the file (inode {self._gone}) was deleted"
+                    " while open; no write is taken until a store file is put back at this"
+                    " path (or the server restarts)"
+                )
+        if self._lost is not None and sig is None:
+            raise BackendError(self._lost, transient=True)
+        if self._failed is not None and not self._due(sig):
+            raise BackendError(self._failed[2])
+        if self._gone is not None and sig is not None:
+            if self._reading:  # their -shm locks would go with the set-aside check's (POSIX)
+                raise BackendError(
+                    f"embedded store {self.path}: the file was replaced; it is opened once the"
+                    " reads of the old one end",
+                    transient=True,
+                )
+            how = "put back after a deletion" if self._lost else "replaced"
+            moved = set_aside(self.path, self._gone)
+            aside = f"; the old file's {' and '.join(moved)} set aside" if moved else ""
+            self.event = f"reopened: the file was {how} (inode {self._gone} -> {sig[1]}){aside}"
+        self._open()
+        self._gone = None
+
+    def _due(self, sig: Sig | None) -> bool:
+        """Try to open again: the file changed on disk, or the backoff has passed."""
+        assert self._failed is not None
+        when, seen, _, count = self._failed
+        base, cap = self._backoff
+        return sig != seen or self._clock() - when >= min(cap, base * 2 ** (count - 1))
+
+    def _open(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            if not self._memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = self._connect(self._busy_ms, reader=False)
+            self._setup(conn)
+            conn.execute(f"PRAGMA busy_timeout = {self._wait_ms}")
+        except (sqlite3.Error, OSError, BackendError) as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, BackendError):
+                error = exc
+            elif isinstance(exc, sqlite3.Error):
+                error = store_error(exc, self.path)
+            else:
+                error = BackendError(f"embedded store {self.path}: {exc}")
+            if not error.transient:  # a broken file: tried again after a backoff
+                count = self._failed[3] + 1 if self._failed is not None else 1
+                sig = None if self._memory else signature(self.path)
+                self._failed = (self._clock(), sig, str(error), count)
+            raise error from exc
+        sig = None if self._memory else signature(self.path)
+        self._writer, self._failed, self._lost = conn, None, None
+        self._ident = sig[:2] if sig is not None else None
+
+    def _connect(self, busy_ms: int, *, reader: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+        if reader:
+            conn.execute("PRAGMA query_only = 1")
+        return conn
+
+    def _give_back(self, conn: sqlite3.Connection | None, gen: int) -> None:
+        with self._state:
+            self._reading -= 1
+            if conn is None:
+                return
+            if gen == self._gen and not self._closed:
+                self._idle.append(conn)
+                return
+            self._dispose(conn)
+
+    def _failure(self, exc: sqlite3.Error, gen: int, *, writing: bool = False) -> BackendError:
+        """`exc` as a BackendError; a broken file drops the connections, to be opened anew.
+
+        Dropped at once when the writer is free (`writing`: this thread holds it), else by
+        the next `_ready`: closing checkpoints the WAL into the file, which must happen
+        before a good copy is put back, not into it."""
+        error = store_error(exc, self.path)
+        if not getattr(exc, "sqlite_errorname", "").startswith(BROKEN):
+            return error
+        with self._state:
+            if gen != self._gen or self._broken:
+                return error
+            self._broken = True
+            count = self._failed[3] + 1 if self._failed is not None else 1
+            self._failed = (self._clock(), signature(self.path), str(error), count)
+        if writing or self._writing.acquire(blocking=False):
+            try:
+                with self._state:
+                    if self._broken and gen == self._gen:
+                        self._drop()
+            finally:
+                if not writing:
+                    self._writing.release()
+        return error
+
+    def _drop(self) -> None:
+        """Forget every connection (the caller holds `_state`); readers in use follow."""
+        self._gen += 1
+        for conn in [*self._idle, *([self._writer] if self._writer is not None else [])]:
+            self._dispose(conn)
+        self._idle, self._writer, self._ident, self._broken = [], None, None, False
+
+    def _dispose(self, conn: sqlite3.Connection) -> None:
+        if not self._memory and unwritable(self.path):
+            _leave_open(conn)
+            return
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()

@@ -1,0 +1,340 @@
+"""The embedded store's file on disk while the service runs: deleted, replaced, corrupted and
+put back, locked by another process, and the outbox unusable. Real SQLite files; nothing
+acknowledged is ever lost, health says what is wrong, and a repaired file is picked up by
+the next call. (Immutable files: `tests/e2e/test_immutable_files.py`.)"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.backends.embedded_sql import store_error
+from memory_orchestrator.errors import OutboxError
+from memory_orchestrator.models import (
+    HealthReport,
+    NewMemory,
+    SearchRequest,
+    Status,
+    WriteAction,
+    WriteReport,
+    WriteRequest,
+)
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from tests.faults import UnwritableOutbox
+
+pytestmark = pytest.mark.integration
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
+
+
+def service(
+    settings: Settings, outbox: Outbox | None = None, write_wait_ms: int = 1000
+) -> Orchestrator:
+    s = settings.model_copy(deep=True)
+    s.retry.base_delay_s, s.retry.max_delay_s = 0.01, 0.02
+    store = EmbeddedBackend(s.embedded_path(), write_wait_ms=write_wait_ms)
+    return Orchestrator(store, s, outbox=outbox or Outbox(s.outbox_path()))
+
+
+def write(o: Orchestrator, content: str) -> WriteReport:
+    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content))))
+
+
+def checks(report: HealthReport) -> dict[str, str]:
+    return {c.name: f"{c.status.value}: {c.detail}" for c in report.checks}
+
+
+def copies(db: Path, content: str) -> int:
+    """Live memories holding exactly `content`, read from the file at `db` by a new
+    connection (what a restarted server would see)."""
+    with sqlite3.connect(db) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM memories WHERE content = ? AND deleted_at IS NULL", (content,)
+        ).fetchone()
+    conn.close()
+    return int(row[0])
+
+
+def backup(db: Path, to: Path) -> None:
+    """A consistent copy of the store (SQLite's backup API), as an operator would keep."""
+    with sqlite3.connect(db) as src, sqlite3.connect(to) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
+
+
+@pytest.fixture
+def o(settings: Settings) -> Iterator[Orchestrator]:
+    made = service(settings)
+    assert write(made, "The Lisbon office opens at eight.").action is WriteAction.ADDED
+    yield made
+    run(made.close)
+
+
+# ---------------------------------------------------------------- deleted or replaced
+
+
+def test_a_store_file_deleted_while_serving_takes_no_write_and_queues_it(
+    o: Orchestrator, tmp_path: Path
+) -> None:
+    db = o.settings.embedded_path()
+    backup(db, tmp_path / "backup.db")
+    db.unlink()  # the -wal and -shm stay, as after a careless `rm memories.db`
+    content = "Ruth keeps the loading dock key at reception."
+    report = write(o, content)
+    assert report.action is WriteAction.QUEUED, report.reason
+    assert "deleted while open" in report.reason
+    health = run(o.health)
+    assert health.status is Status.ERROR
+    assert "deleted while open" in checks(health)["file"]
+    assert "1 write(s) queued" in checks(health)["outbox"]
+    found = run(lambda: o.search(SearchRequest(query="dock key")))
+    assert any("deleted while open" in n for n in found.trace.notes), found.trace.notes
+    assert not db.exists()  # nothing made a new empty store behind the operator's back
+
+    shutil.copyfile(tmp_path / "backup.db", db)  # the operator puts the backup back
+    health = run(o.health)
+    assert health.status is Status.OK, checks(health)
+    assert "put back" in checks(health)["file"]
+    assert "1 replayed now" in checks(health)["outbox"]
+    assert copies(db, content) == 1  # in the file a restarted server reads
+    assert copies(db, "The Lisbon office opens at eight.") == 1
+
+
+def test_a_store_file_replaced_while_serving_is_reopened(o: Orchestrator, tmp_path: Path) -> None:
+    db = o.settings.embedded_path()
+    other = tmp_path / "other.db"
+    backup(db, other)
+    with sqlite3.connect(other) as conn:
+        conn.execute("PRAGMA journal_mode = DELETE")  # all of it in the one file
+        conn.execute("UPDATE memories SET content = 'The Porto office opens at nine.'")
+    conn.close()
+    other.replace(db)  # a new file (another inode) at the path
+    content = "The Porto office has a new alarm code."
+    report = write(o, content)
+    assert report.action is WriteAction.ADDED, report.reason
+    assert copies(db, content) == 1  # written to the file at the path, not the old inode
+    assert copies(db, "The Porto office opens at nine.") == 1
+    assert "replaced" in checks(run(o.health))["file"]
+
+
+# ---------------------------------------------------------------- corrupted, then repaired
+
+
+def test_a_store_corrupted_in_place_and_repaired_is_picked_up_by_the_next_call(
+    o: Orchestrator, tmp_path: Path
+) -> None:
+    db = o.settings.embedded_path()
+    backup(db, tmp_path / "good.db")
+    with sqlite3.connect(db) as conn:  # as SQLite does once the WAL grows: all in the file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    (tmp_path / "junk").write_bytes(b"\xde\xad\xbe\xef not SQLite any more " * 2000)
+    shutil.copyfile(tmp_path / "junk", db)  # the same file (inode), now junk
+    found = run(lambda: o.search(SearchRequest(query="Lisbon office")))
+    assert any("not a database" in n for n in found.trace.notes), found.trace.notes
+    content = "The Friday retro moved to the small room."
+    report = write(o, content)
+    assert report.action is WriteAction.QUEUED, report.reason
+    assert "not a database" in report.reason
+    health = run(o.health)
+    assert health.status is Status.ERROR
+    assert "not a database" in checks(health)["sqlite"]
+
+    shutil.copyfile(tmp_path / "good.db", db)  # a good copy put back into the same file
+    health = run(o.health)  # no other process wrote; the change on disk is enough
+    assert health.status is Status.OK, checks(health)
+    assert "1 replayed now" in checks(health)["outbox"]
+    assert run(o.flush_outbox).delivered == ()  # exactly once
+    assert copies(db, content) == 1
+
+
+def test_a_broken_file_that_did_not_change_is_opened_again_only_after_a_backoff(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = settings.embedded_path()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    db.write_bytes(b"\x00garbage, not SQLite\xff" * 512)
+    now = [100.0]
+    store = EmbeddedBackend(db, clock=lambda: now[0])  # an injected clock, not a sleep
+    opens: list[str] = []
+    real_connect = sqlite3.connect
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        opens.append(str(args[0]))
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    try:
+        for _ in range(3):
+            health = {c.name: c for c in run(store.health)}
+            assert health["sqlite"].status is Status.ERROR
+            assert "not a database" in health["sqlite"].detail
+        assert opens == []  # within the backoff: the known error, no new try
+        now[0] += 60
+        run(store.health)
+        assert len(opens) == 1
+    finally:
+        run(store.close)
+
+
+# ---------------------------------------------------------------- locked by another process
+
+LOCKER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+@contextmanager
+def write_locked(db: Path) -> Iterator[Callable[[], None]]:
+    """Another process holding the write lock (BEGIN EXCLUSIVE; WAL readers go on) until
+    the block ends or the callable it gives is called."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    stdin = proc.stdin
+
+    def release() -> None:
+        if not stdin.closed:
+            stdin.write("\n")
+            stdin.close()
+
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        yield release
+    finally:
+        release()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def test_reads_go_on_while_a_write_waits_for_the_lock(settings: Settings) -> None:
+    db = settings.embedded_path()
+    store = EmbeddedBackend(db, busy_timeout_ms=60_000, write_wait_ms=60_000)
+    run(lambda: store.write(NewMemory(content="The kiln is fired on Tuesdays.")))
+    done: list[str] = []
+
+    async def blocked_write() -> None:
+        await store.write(NewMemory(content="Written once the lock is gone."))
+        done.append("write")
+
+    async def main() -> None:
+        with write_locked(db) as release:
+            async with anyio.create_task_group() as group:
+                group.start_soon(blocked_write)
+                deadline = time.monotonic() + 30
+                while not store.writing:  # the write waits for the other process's lock
+                    assert time.monotonic() < deadline
+                    await anyio.sleep(0.01)
+                with anyio.fail_after(30):  # behind one shared lock this would wait 60 s
+                    hits = await store.search("kiln", 5)
+                    health = {c.name: c for c in await store.health()}
+                assert [h.memory.content for h in hits] == ["The kiln is fired on Tuesdays."]
+                assert done == []  # the write still waits
+                assert health["sqlite"].status is Status.OK
+                release()
+
+    try:
+        run(main)
+        assert done == ["write"]
+        assert copies(db, "Written once the lock is gone.") == 1
+    finally:
+        run(store.close)
+
+
+def test_a_write_the_lock_holds_past_its_bound_is_queued_and_health_names_the_lock(
+    settings: Settings,
+) -> None:
+    o = service(settings, write_wait_ms=50)
+    db = settings.embedded_path()
+    content = "The roof hatch code changed on Monday."
+    try:
+        write(o, "The first memory opens the store.")
+        with write_locked(db):
+            report = write(o, content)
+            assert report.action is WriteAction.QUEUED
+            assert "database is locked" in report.reason
+            health = run(o.health)
+            assert health.status is Status.DEGRADED
+            assert "database is locked" in checks(health)["writes"]
+            assert checks(health)["sqlite"].startswith("ok")
+        health = run(o.health)
+        assert health.status is Status.OK, checks(health)
+        assert copies(db, content) == 1
+    finally:
+        run(o.close)
+
+
+# ---------------------------------------------------------------- errors of the file itself
+
+
+def test_a_read_only_store_error_is_transient_so_a_write_queues(settings: Settings) -> None:
+    db = settings.embedded_path()
+    run(lambda: EmbeddedBackend(db).close())
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            conn.execute("CREATE TABLE t (x)")
+    finally:
+        conn.close()
+    error = store_error(caught.value, db)
+    assert error.transient
+    assert "readonly" in str(error)
+
+
+def test_an_outbox_that_cannot_keep_a_write_gives_one_error_naming_both_failures(
+    settings: Settings,
+) -> None:
+    o = service(settings, outbox=UnwritableOutbox(settings.outbox_path()))
+    try:
+        write(o, "The first memory opens the store.")
+        settings.embedded_path().unlink()
+        with pytest.raises(OutboxError) as caught:
+            write(o, "Neither the store nor the outbox can keep this.")
+        message = str(caught.value)
+        assert "deleted while open" in message  # the store's failure
+        assert "disk I/O error" in message  # and the outbox's
+        assert "nothing was stored" in message
+    finally:
+        run(o.close)
+
+
+def test_an_in_memory_store_still_works_on_its_one_connection() -> None:
+    async def main() -> None:
+        store = EmbeddedBackend(":memory:")
+        try:
+            await store.write(NewMemory(content="Kept in memory only."))
+            assert [h.memory.content for h in await store.search("memory", 3)] == [
+                "Kept in memory only."
+            ]
+            assert {c.status for c in await store.health()} == {Status.OK}
+        finally:
+            await store.close()
+
+    anyio.run(main)
