@@ -320,8 +320,10 @@ def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
 
 
 def _noise(c: Candidate, lexical: float) -> float:
-    if c.hops == 0 and lexical == 0.0:
-        return 1.0  # the store returned it, but it shares nothing with the question
+    if c.hops == 0 and lexical == 0.0 and not any(s.query == SEMANTIC_SOURCE for s in c.sources):
+        # the store returned it, but it shares nothing with the question (a memory the
+        # semantic index proposed is close in meaning: its list keeps only those)
+        return 1.0
     if content_word_count(c.memory.content) < _SHORT_WORDS:
         return 0.5
     return 0.0
