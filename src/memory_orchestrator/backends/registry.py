@@ -22,6 +22,7 @@ _BUILTIN: dict[str, str] = {
     "kg-memory": "memory_orchestrator.backends.kg_memory:from_settings",
     "mnemonic": "memory_orchestrator.backends.mnemonic:from_settings",
     "fused": "memory_orchestrator.backends.fused:from_settings",
+    "postgres": "memory_orchestrator.backends.postgres:from_settings",
 }
 _extra: dict[str, Factory] = {}
 
