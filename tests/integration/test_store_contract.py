@@ -65,7 +65,8 @@ async def add(backend: MemoryBackend, *memories: NewMemory) -> list[str]:
 def test_a_written_memory_round_trips_and_is_found_by_a_stemmed_search(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         assert isinstance(b, MemoryBackend)
-        assert isinstance(b, EnumerableBackend) and b.capabilities.listing
+        assert isinstance(b, EnumerableBackend)
+        assert b.capabilities.listing
         new = mem(
             "Caroline went hiking with her family in the mountains",
             0,
@@ -80,7 +81,8 @@ def test_a_written_memory_round_trips_and_is_found_by_a_stemmed_search(store: Op
         hits = await b.search("who hikes in mountain?", 5)
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
         got = hits[0].memory
-        assert got.id == mid and got.store == b.name
+        assert got.id == mid
+        assert got.store == b.name
         assert (got.type, got.entities, got.tags) == (new.type, ("Caroline",), ("trip", "family"))
         assert (got.metadata, got.source, got.importance) == (new.metadata, "chat", 0.7)
         assert got.created_at == T0
@@ -177,8 +179,10 @@ def test_neighbors_walk_shared_entities_nearest_in_time_with_a_capped_fanout(sto
         )
         found = await b.neighbors([ids[15]], ["entity"], hops=1, limit=50)
         got = [n.memory.id for n in found]
-        assert topic in got and ids[15] not in got
-        assert {ids[14], ids[16]} <= set(got) and far not in got
+        assert topic in got
+        assert ids[15] not in got
+        assert {ids[14], ids[16]} <= set(got)
+        assert far not in got
         assert len(got) == len(set(got)) <= 1 + 2 * 8
         assert all(n.edge_type == "entity" and 0 < n.weight <= 1 for n in found)
 
@@ -203,7 +207,9 @@ def test_link_validates_and_upserts(store: Open) -> None:
 def test_forget_hides_a_memory_everywhere(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb = await add(b, mem("forget me please", 0, entities=["Zed"]), mem("keep me", 1))
-        assert await b.forget(a) and not await b.forget(a) and not await b.forget("mem_nope")
+        assert await b.forget(a)
+        assert not await b.forget(a)
+        assert not await b.forget("mem_nope")
         assert await b.search("forget", 5) == []
         assert [m.id for m in await b.get_memories([a, bb])] == [bb]
         assert await b.neighbors([bb]) == []
@@ -225,7 +231,8 @@ def test_get_memories_keeps_the_order_asked_and_known_entities_count(store: Open
         got = await b.get_memories([c, "nope", a, bb, a])
         assert [m.id for m in got] == [c, a, bb]
         names = await b.known_entities()
-        assert names[0].casefold() == "ana" and set(names[1:]) == {"Bo", "Cy"}
+        assert names[0].casefold() == "ana"
+        assert set(names[1:]) == {"Bo", "Cy"}
 
     run_with(store, body)
 
@@ -238,7 +245,8 @@ def test_data_outlives_the_handle(store: Open) -> None:
 
 def test_health_is_ok(store: Open) -> None:
     checks = run_with(store, lambda b: b.health())
-    assert checks and all(c.status is Status.OK for c in checks), checks
+    assert checks
+    assert all(c.status is Status.OK for c in checks), checks
 
 
 def test_listing_pages_in_write_order_skips_deleted_and_resumes(store: Open) -> None:
