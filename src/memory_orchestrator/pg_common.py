@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from typing import TypeVar
 
@@ -129,6 +130,17 @@ class Database:
         try:
             with pool.connection() as conn:
                 return fn(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            message = f"{self.where}: {_first_line(exc)}"
+            raise BackendError(message, transient=transient(exc)) from exc
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """A pooled connection held for a while (e.g. across a row lock); errors as `call`."""
+        pool = self._open()
+        try:
+            with pool.connection() as conn:
+                yield conn
         except (psycopg.Error, PoolTimeout) as exc:
             message = f"{self.where}: {_first_line(exc)}"
             raise BackendError(message, transient=transient(exc)) from exc

@@ -23,6 +23,7 @@ from typing import cast
 
 import anyio
 
+from memory_orchestrator import shared_state
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
@@ -135,12 +136,11 @@ class Orchestrator:
         """The orchestrator over the store `settings.backend` names, with its trace store
         (in memory when `traces.enabled` is off) and its outbox. Raises UnknownBackend."""
         backend = registry.create(settings.backend, settings)
-        path = settings.trace_path() if settings.traces.enabled else None
         return cls(
             backend,
             settings,
-            traces=TraceStore(path, keep=settings.traces.keep),
-            outbox=Outbox(settings.outbox_path()),
+            traces=shared_state.trace_store(settings),
+            outbox=shared_state.outbox(settings),
             clock=clock,
             observer=observer,
         )
@@ -418,7 +418,7 @@ def store_names() -> list[str]:
 def queued_writes(settings: Settings, *, delivered: bool = False) -> OutboxReport:
     """The outbox as it stands (oldest first; with `delivered`, replayed writes too), read
     without starting the store. Raises OutboxError when the outbox file cannot be read."""
-    outbox = Outbox(settings.outbox_path())
+    outbox = shared_state.outbox(settings)
     try:
         items = outbox.entries(delivered=delivered)
         depth = outbox.depth()

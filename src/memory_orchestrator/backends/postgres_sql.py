@@ -145,7 +145,9 @@ def tsquery_literal(lexeme: str) -> str:
 
 
 def idf(docs: int, containing: int) -> float:
-    """FTS5's BM25 idf: log((N - n + 0.5) / (n + 0.5)), at least 1e-6."""
+    """FTS5's BM25 idf: log((N - n + 0.5) / (n + 0.5)), at least 1e-6. (`n` is counted a
+    moment after `N`: a concurrent write may make it larger.)"""
+    containing = min(containing, docs)
     value = math.log((docs - containing + 0.5) / (containing + 0.5))
     return value if value > 0 else 1e-6
 
