@@ -9,9 +9,11 @@ with `FOR UPDATE SKIP LOCKED`), and tokens added to the shared list work on ever
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from memory_orchestrator.errors import MissingExtra
+from memory_orchestrator.auth import TokenSpec
+from memory_orchestrator.errors import ConfigError, MissingExtra
 from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.traces import TraceStore
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from memory_orchestrator.pg_common import Database
     from memory_orchestrator.settings import Settings
 
-__all__ = ["outbox", "shared", "trace_store"]
+__all__ = ["add_shared_token", "outbox", "shared", "shared_tokens", "trace_store"]
 
 
 def shared(settings: Settings) -> bool:
@@ -65,3 +67,27 @@ def outbox(settings: Settings) -> Outbox:
 
         return PgOutbox(_database(settings, "outbox"))
     return Outbox(settings.outbox_path())
+
+
+def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | None:
+    """The shared token list (read through a short cache) when state is shared, else None."""
+    if not shared(settings):
+        return None
+    from memory_orchestrator.pg_state import SharedTokens
+
+    book = SharedTokens(_database(settings, "tokens"), refresh_s=settings.shared.tokens_refresh_s)
+    return book.tokens
+
+
+def add_shared_token(settings: Settings, token: TokenSpec) -> None:
+    """Adds `token` to the shared list (every replica accepts it within `tokens_refresh_s`).
+    Raises ConfigError when state is not shared, BackendError when the database fails."""
+    if not shared(settings):
+        raise ConfigError('--shared needs [shared] state = "postgres"')
+    from memory_orchestrator.pg_state import SharedTokens
+
+    book = SharedTokens(_database(settings, "tokens"))
+    try:
+        book.add(token)
+    finally:
+        book.close()

@@ -4,7 +4,10 @@ state: `backend = "postgres"`, `[shared] state = "postgres"`)."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,6 +25,7 @@ from tests.http_load import (
     lost_and_duplicated,
     make_token,
     mcp_session,
+    orchestrator_command,
     run_load,
     text_of,
 )
@@ -38,18 +42,26 @@ def stored(dsn: str) -> Counter[str]:
     return Counter(str(r[0]) for r in rows)
 
 
+def shared_env(dsn: str, store_dsn: str | None = None) -> dict[str, str]:
+    """The settings of a replica, as environment variables (README "Deployment")."""
+    return {
+        "ORCHESTRATOR_BACKEND": "postgres",
+        "ORCHESTRATOR_POSTGRES__DSN": store_dsn or dsn,
+        "ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S": "2",
+        "ORCHESTRATOR_SHARED__STATE": "postgres",
+        "ORCHESTRATOR_SHARED__DSN": dsn,
+        "ORCHESTRATOR_RETRY__ATTEMPTS": "1",
+    }
+
+
 @contextmanager
 def replica(
     tmp: Path, name: str, dsn: str, monkeypatch: pytest.MonkeyPatch, *, store_dsn: str | None = None
 ) -> Iterator[ServerProcess]:
     """One replica: the store at `store_dsn` (default `dsn`), shared state at `dsn`."""
     with monkeypatch.context() as env:
-        env.setenv("ORCHESTRATOR_BACKEND", "postgres")
-        env.setenv("ORCHESTRATOR_POSTGRES__DSN", store_dsn or dsn)
-        env.setenv("ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S", "2")
-        env.setenv("ORCHESTRATOR_SHARED__STATE", "postgres")
-        env.setenv("ORCHESTRATOR_SHARED__DSN", dsn)
-        env.setenv("ORCHESTRATOR_RETRY__ATTEMPTS", "1")
+        for key, value in shared_env(dsn, store_dsn).items():
+            env.setenv(key, value)
         starting = http_server(tmp / name, [TOKEN.spec])
         server = starting.__enter__()
     try:
@@ -84,6 +96,22 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             assert again["action"] == "skipped"
 
         anyio.run(main)
+        # a token minted once into the shared list opens a session on either replica
+        minted = subprocess.run(
+            [*orchestrator_command(), "token", "new", "--name", "bot", "--shared", "--json"],
+            env={**os.environ, **shared_env(pg_dsn)},
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        secret = json.loads(minted.stdout)["secret"]
+
+        async def with_minted() -> None:
+            for server in (a, b):
+                async with mcp_session(server.mcp_url, secret) as session:
+                    assert not (await session.call_tool("memory_health", {})).is_error
+
+        anyio.run(with_minted)
 
 
 def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult, LoadResult]:
