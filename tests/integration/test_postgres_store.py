@@ -5,6 +5,7 @@ report) while the server cannot be reached."""
 
 from __future__ import annotations
 
+import random
 import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -123,3 +124,49 @@ def test_an_unreachable_server_gives_a_transient_error_and_an_error_in_health() 
         await backend.close()
 
     anyio.run(main)
+
+
+def test_the_recursive_edge_query_walks_exactly_as_one_query_per_hop(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`neighbors` reads the materialized edges within the hop budget with one recursive CTE;
+    the walk must be the same as when every hop asks for its frontier's edges."""
+    backend = PostgresBackend(pg_dsn)
+    rng = random.Random(7)
+    kinds = ["causal", "related", "semantic"]
+
+    async def walks() -> list[list[tuple[str, str, str, int]]]:
+        found = []
+        for seed in seeds:
+            for types in (None, ["temporal"], ["causal", "related"], ["entity", "semantic"]):
+                for hops in (1, 2, 3):
+                    got = await backend.neighbors([seed], types, hops=hops, limit=12)
+                    found.append([(n.memory.id, n.via_id, n.edge_type, n.hops) for n in got])
+        return found
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        people = ["Ana", "Bo", "Cy", "Di"]
+        memories = [
+            NewMemory(
+                content=f"note {n} about {rng.choice(['apples', 'boats', 'clouds'])} {n * 7}",
+                entities=rng.sample(people, rng.randint(0, 2)),
+                created_at=T0 + timedelta(minutes=n),
+            )
+            for n in range(30)
+        ]
+        ids = [o.id for o in await backend.write_many(memories)]
+        for _ in range(40):
+            a, b = rng.sample(ids, 2)
+            await backend.link(str(a), str(b), rng.choice(kinds), round(rng.random(), 2))
+        await backend.forget(str(ids[5]))
+        seeds.extend(str(i) for i in rng.sample(ids, 6))
+        with_cte = await walks()
+        monkeypatch.setattr(PostgresBackend, "_edges_within", staticmethod(lambda *_: {}))
+        per_hop = await walks()
+        await backend.close()
+        return with_cte, per_hop
+
+    seeds: list[str] = []
+    with_cte, per_hop = anyio.run(main)
+    assert with_cte == per_hop
+    assert any(len(w) > 3 for w in with_cte)

@@ -8,8 +8,10 @@ Layout (`migrations/postgres/0001_memories.sql`, applied at start, see `pg_commo
   does for the embedded store, so both stores rank alike.
 - `entities`: lower-cased entity key -> live memory; `edges`: typed, weighted links, with
   `temporal` edges chaining memories in time. Memories sharing an entity are also joined by an
-  implicit `entity` edge. `neighbors` walks them with the shared `kit.walk_strongest_first`,
-  one SQL round trip per hop for the whole frontier.
+  implicit `entity` edge. `neighbors` walks them with the shared `kit.walk_strongest_first`
+  (the embedded store's walk, so expansion ranks alike): one recursive CTE reads every
+  materialized edge within the hop budget up front; per hop, one query finds the memories
+  sharing an entity with the whole frontier.
 - Listing (`list_memories`) follows a change sequence (the transaction that last changed each
   row), so every replica's derived indexes pull exactly what the others wrote.
 - A write of content that is already live (from any replica, even at the same moment) is
@@ -52,6 +54,7 @@ from memory_orchestrator.backends.postgres_sql import (
     SHARERS,
     STATS,
     UPSERT_EDGE,
+    WITHIN,
     B,
     entity_key,
     idf,
@@ -238,8 +241,10 @@ class PostgresBackend:
             return []
 
         def run(conn: Conn) -> list[Neighbor]:
+            known = self._edges_within(conn, walk)
+
             def reach(frontier: Mapping[str, Row]) -> Iterator[kit.Reach]:
-                yield from self._adjacent(conn, frontier, walk)
+                yield from self._adjacent(conn, frontier, walk, known)
 
             return kit.walk_strongest_first(
                 walk, load=lambda ids: self._rows(conn, ids), reach=reach, memory=to_memory
@@ -248,16 +253,34 @@ class PostgresBackend:
         found: list[Neighbor] = await self._call(run)
         return found
 
+    @staticmethod
+    def _edges_within(conn: Conn, walk: kit.Walk) -> dict[str, list[tuple[str, str, float]]]:
+        """Memory -> its materialized edges (other end, type, weight), for every memory within
+        `hops - 1` edges of the seeds: what the walk will ask for, in one recursive query."""
+        types = sorted(walk.allowed or ())
+        args = {"seeds": walk.seeds, "hops": walk.hops, "any": walk.allowed is None}
+        found: dict[str, list[tuple[str, str, float]]] = {}
+        for node, _, other, kind, weight in conn.execute(WITHIN, {**args, "types": types}):
+            edges = found.setdefault(node, [])
+            if other is not None and (walk.allowed is None or kind in walk.allowed):
+                edges.append((other, kind, float(weight)))
+        return found
+
     def _adjacent(
-        self, conn: Conn, frontier: Mapping[str, Row], walk: kit.Walk
+        self,
+        conn: Conn,
+        frontier: Mapping[str, Row],
+        walk: kit.Walk,
+        known: Mapping[str, list[tuple[str, str, float]]],
     ) -> Iterator[kit.Reach]:
-        """The edges out of every frontier memory, in one query per kind: materialized edges
-        (both directions), then memories sharing an entity (nearest in time first; weight
-        grows with the number of entities shared)."""
+        """The edges out of every frontier memory: materialized edges (both directions; from
+        `known`, else one query per direction), then memories sharing an entity (nearest in
+        time first; weight grows with the number of entities shared), in one query."""
         ids, allowed = list(frontier), walk.allowed
-        edges: dict[str, list[tuple[str, str, float]]] = {i: [] for i in ids}
-        for statement in (EDGES_OF, EDGES_TO):
-            for node, other, kind, weight in conn.execute(statement, (ids,)):
+        edges = {i: list(known.get(i, ())) for i in ids}
+        unknown = [i for i in ids if i not in known]  # reached through an entity edge
+        for statement in (EDGES_OF, EDGES_TO) if unknown else ():
+            for node, other, kind, weight in conn.execute(statement, (unknown,)):
                 if allowed is None or kind in allowed:
                     edges[node].append((other, kind, float(weight)))
         shared: dict[str, dict[str, int]] = {i: {} for i in ids}

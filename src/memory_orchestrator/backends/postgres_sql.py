@@ -108,6 +108,32 @@ EDGES_TO = (
     " ORDER BY target_id, source_id, type"
 )
 
+# The materialized edges within the hop budget, in one round trip: a recursive CTE finds the
+# memories up to `hops - 1` edges from the seeds (along the allowed types; UNION keeps each
+# (memory, depth) once, so a cycle cannot loop), then every edge of those memories, each
+# memory's outgoing edges first, as EDGES_OF and EDGES_TO order them.
+WITHIN = """
+WITH RECURSIVE reach(node, depth) AS (
+    SELECT s, 0 FROM unnest(%(seeds)s::text[]) AS s
+    UNION
+    SELECT n.other, r.depth + 1 FROM reach r CROSS JOIN LATERAL (
+        SELECT target_id AS other FROM edges
+        WHERE source_id = r.node AND (%(any)s OR type = ANY(%(types)s))
+        UNION ALL
+        SELECT source_id FROM edges
+        WHERE target_id = r.node AND (%(any)s OR type = ANY(%(types)s))
+    ) n
+    WHERE r.depth + 1 < %(hops)s
+),
+inside AS (SELECT DISTINCT node FROM reach)
+SELECT i.node, 0 AS side, e.target_id, e.type, e.weight
+FROM inside i LEFT JOIN edges e ON e.source_id = i.node
+UNION ALL
+SELECT i.node, 1, e.source_id, e.type, e.weight
+FROM inside i JOIN edges e ON e.target_id = i.node
+ORDER BY 1, 2, 3, 4
+"""
+
 # For each frontier memory and each of its entities, the sharers nearest in time on each
 # side (at most %s per side), so a very common entity cannot explode.
 SHARERS = """
