@@ -188,3 +188,7 @@ eval-postgres: setup ## The eval on the postgres store (a throwaway local Postgr
 
 bench-replicas: setup ## Two replicas on one PostgreSQL: 16 MCP clients, mixed tools, writes counted
 	$(BIN)/python bench/bench_replicas.py --replicas 2 --clients 16 --requests 150
+
+.PHONY: bench-postgres
+bench-postgres: setup ## bench/bench_context.py on the postgres store (a throwaway local PostgreSQL)
+	$(BIN)/python scripts/local_postgres.py run -- $(BIN)/python bench/bench_context.py --backend postgres
