@@ -84,8 +84,8 @@ DOC_FREQ = (
 SEARCH = """
 WITH q AS (SELECT * FROM unnest(%(lex)s::text[], %(idf)s::float8[]) AS q(lex, idf)),
 hit AS (
-    SELECT m.seq, m.doc_len, u.lexeme,
-        (SELECT sum(CASE WHEN w = 'A' THEN 2.0 ELSE 1.0 END) FROM unnest(u.weights) w) AS tf
+    SELECT m.seq, m.doc_len, u.lexeme, (cardinality(u.positions)
+        + cardinality(array_positions(u.weights, 'A')))::float8 AS tf
     FROM memories m CROSS JOIN LATERAL unnest(m.search) AS u(lexeme, positions, weights)
     WHERE m.search @@ %(tsq)s::tsquery AND m.deleted_at IS NULL {filters}
         AND u.lexeme = ANY(%(lex)s::text[])
