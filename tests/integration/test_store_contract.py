@@ -107,7 +107,17 @@ def test_entities_weigh_more_than_body_text(store: Open) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ['"', "family*", "NEAR(family july)", "-family", "a & b | !c", "famille été 家族 😀", "'", ""],
+    [
+        '"',
+        "family*",
+        "NEAR(family july)",
+        "-family",
+        "a & b | !c",
+        "famille été 家族 😀",
+        "'",
+        "",
+        "C:\\temp\\it's o'neil\\",
+    ],
 )
 def test_query_syntax_never_raises(store: Open, query: str) -> None:
     async def body(b: MemoryBackend) -> None:

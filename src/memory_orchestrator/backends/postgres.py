@@ -34,7 +34,6 @@ from psycopg.types.json import Jsonb
 
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.postgres_sql import (
-    DOC_FREQ,
     DUPLICATE,
     EDGES_OF,
     EDGES_TO,
@@ -49,10 +48,9 @@ from memory_orchestrator.backends.postgres_sql import (
     MCOLS,
     NEXT,
     PREV,
-    QUERY_TERMS,
     SEARCH,
     SHARERS,
-    STATS,
+    TERMS,
     UPSERT_EDGE,
     WITHIN,
     B,
@@ -153,15 +151,13 @@ class PostgresBackend:
         where, args = self._filters(filters)
 
         def run(conn: Conn) -> list[SearchHit]:
-            found = conn.execute(QUERY_TERMS, (query,)).fetchone()
-            lexemes = sorted(set(found[0] if found and found[0] else ()))
-            if not lexemes:
+            terms = conn.execute(TERMS.encode(), (query,)).fetchall()
+            if not terms:
                 return []
-            live, avgdl = conn.execute(STATS).fetchone() or (0, 1.0)
-            queries = [tsquery_literal(lex) for lex in lexemes]
-            df = [int(r[0]) for r in conn.execute(DOC_FREQ, (queries,))]
-            keep = pruned(lexemes, df, int(live))
-            weights = dict(zip(lexemes, (idf(int(live), n) for n in df), strict=True))
+            lexemes, df = [str(t[0]) for t in terms], [int(t[1]) for t in terms]
+            live, avgdl = int(terms[0][2]), float(terms[0][3])
+            keep = pruned(lexemes, df, live)
+            weights = dict(zip(lexemes, (idf(live, n) for n in df), strict=True))
             sql = SEARCH.format(filters=where, mcols=MCOLS)
             params = {
                 "lex": keep,
@@ -170,7 +166,7 @@ class PostgresBackend:
                 "k1": K1,
                 "k1p": K1 + 1,
                 "b": B,
-                "avgdl": max(float(avgdl), 1.0),
+                "avgdl": max(avgdl, 1.0),
                 "k": top_k,
                 **args,
             }
