@@ -23,6 +23,8 @@ psycopg errors become `BackendError` (transient when the server is unreachable o
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -48,9 +50,10 @@ from memory_orchestrator.backends.postgres_sql import (
     MCOLS,
     NEXT,
     PREV,
+    QUERY_TERMS,
     SEARCH,
     SHARERS,
-    TERMS,
+    STATS,
     UPSERT_EDGE,
     WITHIN,
     B,
@@ -82,6 +85,7 @@ if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
+ANALYZE_FROM = 200  # memories in one write_many after which the tables are analyzed
 Row = tuple[Any, ...]
 Conn = Connection[tuple[Any, ...]]
 
@@ -118,9 +122,11 @@ class PostgresBackend:
         pool_max: int = 10,
         connect_timeout_s: float = 10.0,
         statement_timeout_ms: int = 30_000,
+        stats_ttl_s: float = 5.0,
     ) -> None:
         self.temporal_links = temporal_links
         self.entity_fanout = entity_fanout
+        self._stats = _CollectionStats(stats_ttl_s)
         self._db = Database(
             dsn,
             min_size=pool_min,
@@ -151,11 +157,11 @@ class PostgresBackend:
         where, args = self._filters(filters)
 
         def run(conn: Conn) -> list[SearchHit]:
-            terms = conn.execute(TERMS.encode(), (query,)).fetchall()
-            if not terms:
+            found = conn.execute(QUERY_TERMS, (query,)).fetchone()
+            lexemes = sorted(set(found[0] if found and found[0] else ()))
+            if not lexemes:
                 return []
-            lexemes, df = [str(t[0]) for t in terms], [int(t[1]) for t in terms]
-            live, avgdl = int(terms[0][2]), float(terms[0][3])
+            live, avgdl, df = self._stats.get(conn, lexemes)
             keep = pruned(lexemes, df, live)
             weights = dict(zip(lexemes, (idf(live, n) for n in df), strict=True))
             sql = SEARCH.format(filters=where, mcols=MCOLS)
@@ -318,7 +324,11 @@ class PostgresBackend:
 
         def run(conn: Conn) -> list[WriteOutcome]:
             with conn.transaction():
-                return self._insert(conn, batch)
+                outcomes = self._insert(conn, batch)
+            self._stats.stale()
+            if len(batch) >= ANALYZE_FROM:  # a bulk load: let the planner see it (GIN or not)
+                conn.execute("ANALYZE memories, entities")
+            return outcomes
 
         outcomes: list[WriteOutcome] = await self._call(run)
         return outcomes
@@ -406,6 +416,7 @@ class PostgresBackend:
                 if conn.execute(FORGET, (memory_id,)).fetchone() is None:
                     return False
                 conn.execute("DELETE FROM entities WHERE memory_id = %s", (memory_id,))
+            self._stats.stale()
             return True
 
         gone: bool = await self._call(run)
@@ -420,7 +431,6 @@ class PostgresBackend:
             return [HealthCheck(name="postgres", status=Status.ERROR, detail=str(exc))]
 
     def _health(self) -> list[HealthCheck]:
-        import time
 
         probes = (
             ("postgres", _server),
@@ -443,6 +453,41 @@ class PostgresBackend:
 
     async def close(self) -> None:
         await anyio.to_thread.run_sync(self._db.close)
+
+
+class _CollectionStats:
+    """BM25's collection statistics (live memories, average length, documents per term),
+    reused for `ttl_s` seconds: counting them costs a scan per term, more than the search.
+    This replica's own writes refresh them at once; other replicas' within `ttl_s`."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self._ttl = ttl_s
+        self._lock = threading.Lock()
+        self._at: float | None = None
+        self._live, self._avgdl = 0, 1.0
+        self._df: dict[str, int] = {}
+
+    def stale(self) -> None:
+        with self._lock:
+            self._at = None
+
+    def get(self, conn: Conn, lexemes: list[str]) -> tuple[int, float, list[int]]:
+        with self._lock:
+            fresh = self._at is not None and time.monotonic() - self._at < self._ttl
+            if not fresh:
+                self._df = {}
+            missing = [lex for lex in lexemes if lex not in self._df]
+        if missing or not fresh:
+            started = time.monotonic()
+            queries = [tsquery_literal(lex) for lex in missing]
+            row = conn.execute(STATS, (queries,)).fetchone()
+            live, avgdl, counts = row if row is not None else (0, 1.0, [])
+            with self._lock:
+                if not fresh:
+                    self._at, self._live, self._avgdl = started, int(live), float(avgdl)
+                self._df.update(zip(missing, (int(n) for n in counts), strict=True))
+        with self._lock:
+            return self._live, self._avgdl, [self._df.get(lex, 0) for lex in lexemes]
 
 
 def _aware(when: datetime) -> datetime:
@@ -483,4 +528,5 @@ def from_settings(settings: Settings) -> PostgresBackend:
         pool_max=pg.pool_max,
         connect_timeout_s=pg.connect_timeout_s,
         statement_timeout_ms=pg.statement_timeout_ms,
+        stats_ttl_s=pg.stats_ttl_s,
     )

@@ -70,20 +70,16 @@ LIST = (
     " ORDER BY changed_tx, seq LIMIT %s"
 )
 
-# The query's terms (English configuration, as the memories were indexed), how many live
-# memories hold each, the live count and their average length, in one round trip. Each
-# lexeme becomes a quoted tsquery (as `tsquery_literal` quotes it), so nothing in it is read
-# as tsquery syntax.
-TERMS = r"""
-WITH t AS (
-    SELECT lex, ('''' || replace(replace(lex, '\', '\\'), '''', '''''') || '''')::tsquery AS q
-    FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lex
+QUERY_TERMS = "SELECT tsvector_to_array(to_tsvector('english', %s))"
+
+# BM25's collection statistics: live memories, their average length, and how many hold each
+# of the given terms (quoted tsqueries, see `tsquery_literal`), in one round trip.
+STATS = (
+    "SELECT (SELECT count(*) FROM memories WHERE deleted_at IS NULL),"
+    " (SELECT coalesce(avg(doc_len), 1)::float8 FROM memories WHERE deleted_at IS NULL),"
+    " array(SELECT (SELECT count(*) FROM memories WHERE deleted_at IS NULL AND search @@ q)"
+    " FROM unnest(%s::tsquery[]) WITH ORDINALITY AS t(q, n) ORDER BY n)"
 )
-SELECT t.lex, (SELECT count(*) FROM memories WHERE deleted_at IS NULL AND search @@ t.q),
-    (SELECT count(*) FROM memories WHERE deleted_at IS NULL),
-    (SELECT coalesce(avg(doc_len), 1)::float8 FROM memories WHERE deleted_at IS NULL)
-FROM t ORDER BY t.lex
-"""
 
 # BM25 over the rows the GIN index finds: each matched term's frequency (positions weighted
 # 'A' count 2, others 1), the row's length and the collection's average.

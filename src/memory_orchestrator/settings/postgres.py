@@ -26,6 +26,13 @@ class PostgresSettings(Section):
     statement_timeout_ms: int = Field(
         default=30_000, ge=100, le=3_600_000, description="the server ends a longer statement"
     )
+    stats_ttl_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=3600,
+        description="how long BM25's collection statistics are reused (this replica's own"
+        " writes refresh them at once)",
+    )
     temporal_links: bool = Field(
         default=True, description="link each new memory to the one before it in time"
     )

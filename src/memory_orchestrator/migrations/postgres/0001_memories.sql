@@ -21,7 +21,9 @@ CREATE TABLE memories (
     -- the transaction that last changed the row: the listing's change sequence
     changed_tx   xid8 NOT NULL DEFAULT pg_current_xact_id()
 );
-CREATE INDEX memories_search ON memories USING gin (search);
+-- fastupdate off: a bulk load would otherwise sit in the pending list, which every search
+-- scans in full (and the planner then prefers a sequential scan)
+CREATE INDEX memories_search ON memories USING gin (search) WITH (fastupdate = off);
 -- one live memory per content: a write of the same text from any replica is a duplicate
 CREATE UNIQUE INDEX memories_live_hash ON memories (content_hash) WHERE deleted_at IS NULL;
 CREATE INDEX memories_time ON memories (created_at, seq) WHERE deleted_at IS NULL;
