@@ -435,11 +435,12 @@ def request_stats(settings: Settings, since: datetime | None = None) -> StatsRep
     """Per-tool request statistics from the trace store, read without starting the store.
     Raises TraceNotFound when there is no trace store."""
     path = settings.trace_path()
-    if not settings.traces.enabled or not path.is_file():
+    shared = settings.traces.enabled and shared_state.shared(settings)
+    if not shared and (not settings.traces.enabled or not path.is_file()):
         raise TraceNotFound(
             f"no trace store at {path} (traces.enabled = {settings.traces.enabled})"
         )
-    store = TraceStore(path, keep=settings.traces.keep)
+    store = shared_state.trace_store(settings)  # the shared table, or the file
     try:
         return compute_stats(store.since(since), since=since.isoformat() if since else None)
     finally:

@@ -115,3 +115,23 @@ def test_a_token_added_once_is_seen_by_every_replica(pg_dsn: str) -> None:
     assert one.tokens() == []
     one.close()
     two.close()
+
+
+def test_request_stats_read_the_shared_traces(tmp_path: Path, pg_dsn: str) -> None:
+    from memory_orchestrator.service import request_stats
+
+    settings = load_settings(data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn})
+    traces = shared_state.trace_store(settings)
+    for n in range(3):
+        traces.save(
+            Trace(
+                trace_id=f"tr_s{n}",
+                tool="search",
+                created_at=datetime(2024, 7, 1, n, tzinfo=UTC),
+                backend="postgres",
+                request={"query": "q"},
+            )
+        )
+    traces.close()
+    report = request_stats(settings)
+    assert report.model_dump()["total"]["count"] == 3
