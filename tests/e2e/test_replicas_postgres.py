@@ -51,6 +51,9 @@ def shared_env(dsn: str, store_dsn: str | None = None) -> dict[str, str]:
         "ORCHESTRATOR_SHARED__STATE": "postgres",
         "ORCHESTRATOR_SHARED__DSN": dsn,
         "ORCHESTRATOR_RETRY__ATTEMPTS": "1",
+        # the shared token list read at every authentication: a token minted mid-test is
+        # accepted at once (the default re-reads it within 5 s)
+        "ORCHESTRATOR_SHARED__TOKENS_REFRESH_S": "0",
     }
 
 
