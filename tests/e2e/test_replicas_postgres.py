@@ -30,7 +30,7 @@ from tests.http_load import (
     text_of,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]  # real servers under load
 
 TOKEN = make_token("team")
 MIX = {"memory_write": 3, "memory_search": 3, "memory_context": 2}
