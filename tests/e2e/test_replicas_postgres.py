@@ -87,7 +87,7 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
         a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch))
         b = stack.enter_context(replica(tmp_path, "b", pg_dsn, monkeypatch))
 
-        async def main() -> None:
+        async def main() -> str:
             content = "Quokka firmware 7.2 ships on Friday after the vendor review"
             wrote = await call(a, "memory_write", {"content": content, "entities": ["Quokka"]})
             assert wrote["action"] == "added"
@@ -97,8 +97,21 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             assert explained["trace"]["trace_id"] == wrote["trace_id"]
             again = await call(b, "memory_write", {"content": content})
             assert again["action"] == "skipped"
+            return str(found["trace_id"])
 
-        anyio.run(main)
+        search_trace = anyio.run(main)
+        # a trace taken on b is replayed by another process over the same database
+        replayed = subprocess.run(
+            [*orchestrator_command(), "replay", search_trace, "--json"],
+            env={**os.environ, **shared_env(pg_dsn)},
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        report = json.loads(replayed.stdout)
+        assert report["identical"], report
+        assert report["trace_id"] == search_trace
         # a token minted once into the shared list opens a session on either replica
         minted = subprocess.run(
             [*orchestrator_command(), "token", "new", "--name", "bot", "--shared", "--json"],
