@@ -246,3 +246,18 @@ def test_the_postgres_idf_survives_a_term_counted_after_the_collection() -> None
 
     assert idf(10, 12) == 1e-6  # counted a moment later, after concurrent writes
     assert idf(1000, 1) > idf(1000, 10) > 0
+
+
+def test_a_backend_whose_extra_is_missing_is_named_with_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from memory_orchestrator.backends import registry
+    from memory_orchestrator.errors import MissingExtra
+    from memory_orchestrator.settings import load_settings
+
+    monkeypatch.delitem(sys.modules, "memory_orchestrator.backends.postgres", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
+    with pytest.raises(MissingExtra, match=r"\[postgres\]"):
+        registry.create("postgres", load_settings(backend="postgres"))
