@@ -43,6 +43,11 @@ def run(command: list[str]) -> int:
     if not command:
         print("run: give the command after --", file=sys.stderr)
         return 2
+
+    def stop(*_: object) -> None:  # a terminated run still stops its server on the way out
+        raise SystemExit(143)
+
+    signal.signal(signal.SIGTERM, stop)
     with LocalPostgres() as server:
         env = {**os.environ, "ORCHESTRATOR_POSTGRES__DSN": server.dsn()}
         return subprocess.run(command, env=env, check=False).returncode
