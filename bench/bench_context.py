@@ -1,13 +1,15 @@
 """Benchmark: what does orchestration cost on top of the store's own search?
 
-Builds embedded stores of 1k and 10k memories (LoCoMo development turns where available,
-then deterministic synthetic memories), runs the same questions through the raw backend
-search and through `memory_search` / `memory_context` (direct and expanded), all in one run,
-and prints p50/p95 per system plus the overhead over raw. Traces are stored behind the
-request: the benchmark waits for that between calls, outside the timing (as an agent's pause
-between calls would), and prints its p50 apart ("behind ms"). Not a test: it asserts nothing.
+Builds stores (embedded, or postgres with `--backend postgres`) of 1k and 10k memories
+(LoCoMo development turns where available, then deterministic synthetic memories), runs the
+same questions through the raw backend search and through `memory_search` / `memory_context`
+(direct and expanded), all in one run, and prints p50/p95 per system plus the overhead over
+raw. Traces are stored behind the request: the benchmark waits for that between calls,
+outside the timing (as an agent's pause between calls would), and prints its p50 apart
+("behind ms"). Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
+    make bench-postgres   # the same on a throwaway local PostgreSQL (--backend postgres)
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from typing import Any
 
 import anyio
 
-from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.backends import registry
 from memory_orchestrator.models import ContextRequest, MemoryType, NewMemory, SearchRequest
+from memory_orchestrator.pg_scratch import scratch_store
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
 from memory_orchestrator.traces import TraceStore
@@ -112,10 +115,14 @@ async def settled(orch: Orchestrator) -> str:
         await anyio.sleep(0.5)
 
 
-async def bench_size(size: int, questions: list[str], turns: list[NewMemory]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(data_dir=Path(tmp))
-        backend = EmbeddedBackend(settings.embedded_path())
+async def bench_size(
+    size: int, questions: list[str], turns: list[NewMemory], store: str = "embedded"
+) -> dict[str, Any]:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        scratch_store(load_settings(data_dir=Path(tmp), backend=store)) as settings,
+    ):
+        backend = registry.create(store, settings)
         traces = TraceStore(settings.trace_path())
         orch = Orchestrator(backend, settings, traces=traces)
         memories = (turns + synthetic(max(0, size - len(turns))))[:size]
@@ -186,6 +193,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--backend",
+        default="embedded",
+        choices=["embedded", "postgres"],
+        help="postgres: the database $ORCHESTRATOR_POSTGRES__DSN names (a scratch schema per"
+        " size; `make bench-postgres` starts a throwaway server)",
+    )
     args = parser.parse_args()
     turns, questions = locomo_turns()
     if not questions:
@@ -196,7 +210,7 @@ def main() -> None:
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
-        results.append(anyio.run(bench_size, size, questions, turns))
+        results.append(anyio.run(bench_size, size, questions, turns, args.backend))
     print(
         f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
         f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9}"

@@ -65,6 +65,10 @@ OFF: dict[str, Any] = {
     "ranking.weights.cross_reference": 0.0,
     "ranking.when_time_boost": 0.0,
     "ranking.semantic_share": 0.0,
+    "ranking.xref_gate": 0.0,
+    "ranking.name_trust_power": 0.0,
+    "ranking.context_gap_s": None,
+    "semantic.enabled": False,
     "write.extract_entities": False,
 }
 

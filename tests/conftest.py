@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from memory_orchestrator.settings import Settings, load_settings
+from tests.pg_fixtures import pg_dsn, pg_server
+
+__all__ = ["pg_dsn", "pg_server"]  # a real PostgreSQL (tests/pg_fixtures.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:

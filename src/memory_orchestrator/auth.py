@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -33,6 +34,8 @@ __all__ = [
     "hash_token",
     "new_secret",
 ]
+
+log = logging.getLogger(__name__)
 
 ANY = "*"
 TOOL_NAMES = (
@@ -136,12 +139,29 @@ class Denied:
 class TokenBook:
     """The configured tokens, and the access decisions made from them."""
 
-    def __init__(self, tokens: Sequence[TokenSpec]) -> None:
+    def __init__(
+        self,
+        tokens: Sequence[TokenSpec],
+        *,
+        shared: Callable[[], Sequence[TokenSpec]] | None = None,
+    ) -> None:
         names = [t.name for t in tokens]
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ValueError(f"token names must be unique: {', '.join(duplicated)}")
         self._tokens = tuple(tokens)
+        # `shared`: the token list replicas share (`pg_state.SharedTokens.tokens`), read at
+        # each authentication (it caches); when it cannot be read, the config's tokens hold
+        self._shared = shared
+
+    def _all(self) -> tuple[TokenSpec, ...]:
+        if self._shared is None:
+            return self._tokens
+        try:
+            return (*self._tokens, *self._shared())
+        except Exception as exc:
+            log.warning("the shared token list cannot be read: %s", exc)
+            return self._tokens
 
     def __len__(self) -> int:
         return len(self._tokens)
@@ -152,7 +172,7 @@ class TokenBook:
             return None
         presented = hash_token(secret).encode("ascii")
         found: TokenSpec | None = None
-        for token in self._tokens:
+        for token in self._all():
             if hmac.compare_digest(presented, token.hash.encode("ascii")) and found is None:
                 found = token
         return found

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from memory_orchestrator import shared_state
 from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.http_sessions import SessionBook, SessionGauge, SessionLimits
@@ -163,12 +164,13 @@ def build_app(
 
     Raises ConfigError when no token is configured and `insecure_no_auth` is not set."""
     http = settings.http
-    if not http.tokens and not insecure_no_auth:
+    shared = shared_state.shared_tokens(settings)
+    if not http.tokens and shared is None and not insecure_no_auth:
         raise ConfigError(
             "refusing to serve HTTP without tokens: add [[http.tokens]] to the config "
             "(`orchestrator token new --name NAME` prints one), or pass --insecure-no-auth"
         )
-    book = None if insecure_no_auth else _book(http.tokens)
+    book = None if insecure_no_auth else _book(http.tokens, shared)
     observer = observer or Observer(metrics=Metrics())
     server = make_server(observer)
     # The SDK builds its session manager (and DNS-rebinding protection for loopback hosts)
@@ -208,9 +210,11 @@ def build_app(
     return app
 
 
-def _book(tokens: list[TokenSpec]) -> TokenBook:
+def _book(
+    tokens: list[TokenSpec], shared: Callable[[], Sequence[TokenSpec]] | None = None
+) -> TokenBook:
     try:
-        return TokenBook(tokens)
+        return TokenBook(tokens, shared=shared)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -137,6 +139,12 @@ class Outbox:
             (limit,),
         )
         return [_record(r) for r in rows]
+
+    @contextmanager
+    def claim(self, item: QueuedWrite) -> Iterator[QueuedWrite | None]:
+        """`item`, this process's to replay until the block ends (None: another replica
+        holds it; only a shared outbox, `pg_state.PgOutbox`, ever says so)."""
+        yield item
 
     def failed(self, seq: int, error: str) -> None:
         """A replay of `seq` failed; it stays at the head of the queue."""

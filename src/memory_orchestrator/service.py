@@ -24,6 +24,7 @@ from typing import cast
 
 import anyio
 
+from memory_orchestrator import shared_state
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
@@ -143,12 +144,11 @@ class Orchestrator:
         store_file = settings.store_file()
         fresh = store_file is not None and not store_file.exists()
         backend = registry.create(settings.backend, settings)
-        path = settings.trace_path() if settings.traces.enabled else None
         made = cls(
             backend,
             settings,
-            traces=TraceStore(path, keep=settings.traces.keep),
-            outbox=Outbox(settings.outbox_path()),
+            traces=shared_state.trace_store(settings),
+            outbox=shared_state.outbox(settings),
             clock=clock,
             observer=observer,
         )
@@ -436,7 +436,7 @@ def store_names() -> list[str]:
 def queued_writes(settings: Settings, *, delivered: bool = False) -> OutboxReport:
     """The outbox as it stands (oldest first; with `delivered`, replayed writes too), read
     without starting the store. Raises OutboxError when the outbox file cannot be read."""
-    outbox = Outbox(settings.outbox_path())
+    outbox = shared_state.outbox(settings)
     try:
         items = outbox.entries(delivered=delivered)
         depth = outbox.depth()
@@ -453,11 +453,12 @@ def request_stats(settings: Settings, since: datetime | None = None) -> StatsRep
     """Per-tool request statistics from the trace store, read without starting the store.
     Raises TraceNotFound when there is no trace store."""
     path = settings.trace_path()
-    if not settings.traces.enabled or not path.is_file():
+    shared = settings.traces.enabled and shared_state.shared(settings)
+    if not shared and (not settings.traces.enabled or not path.is_file()):
         raise TraceNotFound(
             f"no trace store at {path} (traces.enabled = {settings.traces.enabled})"
         )
-    store = TraceStore(path, keep=settings.traces.keep)
+    store = shared_state.trace_store(settings)  # the shared table, or the file
     try:
         return compute_stats(store.since(since), since=since.isoformat() if since else None)
     finally:

@@ -214,7 +214,8 @@ class WritePath:
         try:
             with anyio.move_on_after(self._settings.outbox.replay_s):
                 for item in self._outbox.pending():
-                    done = await self._deliver(item)
+                    with self._outbox.claim(item) as mine:  # None: another replica has it
+                        done = None if mine is None else await self._deliver(mine)
                     if done is None:
                         break
                     if delivered is not None:

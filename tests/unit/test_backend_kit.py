@@ -239,3 +239,25 @@ def test_strongest_first_breaks_ties_as_told_else_as_reached() -> None:
     assert [n.memory.id for n in as_reached] == ["f", "b", "e"]
     near = walk_strongest_first(walk, load=load, reach=flat, memory=as_memory, tie_break=nearest)
     assert [n.memory.id for n in near] == ["b", "e", "f"]
+
+
+def test_the_postgres_idf_survives_a_term_counted_after_the_collection() -> None:
+    from memory_orchestrator.backends.postgres_sql import idf
+
+    assert idf(10, 12) == 1e-6  # counted a moment later, after concurrent writes
+    assert idf(1000, 1) > idf(1000, 10) > 0
+
+
+def test_a_backend_whose_extra_is_missing_is_named_with_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from memory_orchestrator.backends import registry
+    from memory_orchestrator.errors import MissingExtra
+    from memory_orchestrator.settings import load_settings
+
+    monkeypatch.delitem(sys.modules, "memory_orchestrator.backends.postgres", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
+    with pytest.raises(MissingExtra, match=r"\[postgres\]"):
+        registry.create("postgres", load_settings(backend="postgres"))

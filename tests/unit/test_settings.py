@@ -28,6 +28,8 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
         "kg_memory",
         "mnemonic",
         "fused",
+        "postgres",
+        "shared",
         "http",
         "limits",
         "local_index",

@@ -7,7 +7,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import UnknownBackend
+from memory_orchestrator.errors import MissingExtra, UnknownBackend
 
 if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
@@ -22,6 +22,7 @@ _BUILTIN: dict[str, str] = {
     "kg-memory": "memory_orchestrator.backends.kg_memory:from_settings",
     "mnemonic": "memory_orchestrator.backends.mnemonic:from_settings",
     "fused": "memory_orchestrator.backends.fused:from_settings",
+    "postgres": "memory_orchestrator.backends.postgres:from_settings",
 }
 _extra: dict[str, Factory] = {}
 
@@ -42,5 +43,12 @@ def create(name: str, settings: Settings) -> MemoryBackend:
     if target is None:
         raise UnknownBackend(f"unknown backend {name!r}; known: {', '.join(names())}")
     module_name, _, attr = target.partition(":")
-    factory: Factory = getattr(import_module(module_name), attr)
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:  # an optional extra (e.g. `postgres`) is not installed
+        raise MissingExtra(
+            f"backend {name!r} needs a package that is not installed ({exc});"
+            f" pip install 'mnemon-memory-orchestrator[{name}]'"
+        ) from exc
+    factory: Factory = getattr(module, attr)
     return factory(settings)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from memory_orchestrator import auth, observability, service
+from memory_orchestrator import auth, observability, service, shared_state
 from memory_orchestrator.cli import render
 from memory_orchestrator.cli.common import (
     FAILURE,
@@ -125,6 +125,12 @@ def token_new(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="May never call memory_write.")
     ] = False,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared", help='Also add it to the shared token list ([shared] state = "postgres").'
+        ),
+    ] = False,
     json: JsonFlag = False,
 ) -> None:
     """Make a bearer token: prints the secret once and the config entry holding its hash."""
@@ -137,6 +143,9 @@ def token_new(
         stores=stores or None,
         read_only=read_only,
     )
+    if shared:  # every replica accepts it without a config change
+        settings = guarded(state_of(ctx).settings)
+        guarded(lambda: shared_state.add_shared_token(settings, spec))
     document = {"name": spec.name, "secret": secret, "hash": spec.hash, "toml": spec.toml()}
     show(ctx, json, document, lambda _: render.new_token(spec.name, secret, spec.toml()))
 

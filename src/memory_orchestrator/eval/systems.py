@@ -41,6 +41,7 @@ from memory_orchestrator.eval.records import (
     WriteCheckResult,
 )
 from memory_orchestrator.eval.runner import CaseRunner
+from memory_orchestrator.pg_scratch import scratch_store
 from memory_orchestrator.settings import Settings
 
 __all__ = [
@@ -86,9 +87,11 @@ async def run_eval(
     counter = _Counter(report, sum(len(c.memories) for c in cases), sum(len(q) for _, q in plan))
     results = []
     for case, questions in plan:
-        with tempfile.TemporaryDirectory(prefix="orchestrator-eval-") as folder:
-            case_settings = _case_settings(settings, options.backend, Path(folder))
-            runner = CaseRunner(dataset, case, case_settings, options, counter.add)
+        with (
+            tempfile.TemporaryDirectory(prefix="orchestrator-eval-") as folder,
+            scratch_store(_case_settings(settings, options.backend, Path(folder))) as scoped,
+        ):
+            runner = CaseRunner(dataset, case, scoped, options, counter.add)
             results.append(await runner.run(questions))
     return EvalRun(
         dataset=dataset,

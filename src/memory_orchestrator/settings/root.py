@@ -31,6 +31,7 @@ from memory_orchestrator.auth import HttpSettings
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.presets import apply_preset
 from memory_orchestrator.settings.base import _dir_path, default_data_dir
+from memory_orchestrator.settings.postgres import PostgresSettings, SharedSettings
 from memory_orchestrator.settings.stores import (
     EmbeddedSettings,
     FusedSettings,
@@ -82,6 +83,8 @@ class Settings(BaseSettings):
     kg_memory: KgMemorySettings = Field(default_factory=KgMemorySettings)
     mnemonic: MnemonicSettings = Field(default_factory=MnemonicSettings)
     fused: FusedSettings = Field(default_factory=FusedSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    shared: SharedSettings = Field(default_factory=SharedSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     ranking: RankingSettings = Field(default_factory=RankingSettings)

@@ -1,0 +1,93 @@
+"""Where the state beside the store lives, chosen by `[shared] state`: "local" (SQLite files
+under the data dir, one replica's own: `outbox.py`, `traces.py`) or "postgres" (tables in one
+PostgreSQL database that every replica shares: `pg_state.py`).
+
+With shared state, any replica explains and replays any trace, a write queued by one replica
+is replayed by whichever replica reaches the store first, exactly once (the row is claimed
+with `FOR UPDATE SKIP LOCKED`), and tokens added to the shared list work on every replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from memory_orchestrator.auth import TokenSpec
+from memory_orchestrator.errors import ConfigError, MissingExtra
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.traces import TraceStore
+
+if TYPE_CHECKING:
+    from memory_orchestrator.pg_common import Database
+    from memory_orchestrator.settings import Settings
+
+__all__ = ["add_shared_token", "outbox", "shared", "shared_tokens", "trace_store"]
+
+
+def shared(settings: Settings) -> bool:
+    return settings.shared.state == "postgres"
+
+
+def _database(settings: Settings, what: str) -> Database:
+    try:
+        from memory_orchestrator.pg_common import Database
+    except ImportError as exc:  # psycopg is the optional `postgres` extra
+        raise MissingExtra(
+            f'[shared] state = "postgres" needs the postgres extra: {exc}'
+            " (pip install 'mnemon-memory-orchestrator[postgres]')"
+        ) from exc
+    pg = settings.postgres
+    return Database(
+        settings.shared.dsn or pg.dsn,
+        min_size=0,
+        max_size=settings.shared.pool_max,
+        connect_timeout_s=pg.connect_timeout_s,
+        statement_timeout_ms=pg.statement_timeout_ms,
+        what=f"shared {what} ([shared] dsn, else [postgres] dsn)",
+    )
+
+
+def trace_store(settings: Settings) -> TraceStore:
+    """The trace store: shared when `[shared] state = "postgres"` (and traces are on), else
+    the SQLite file (or memory only with `traces.enabled` off)."""
+    keep = settings.traces.keep
+    if not settings.traces.enabled:
+        return TraceStore(None, keep=keep)
+    if shared(settings):
+        from memory_orchestrator.pg_state import PgTraceStore
+
+        return PgTraceStore(_database(settings, "traces"), keep=keep)
+    return TraceStore(settings.trace_path(), keep=keep)
+
+
+def outbox(settings: Settings) -> Outbox:
+    """The write outbox: shared when `[shared] state = "postgres"`, else the SQLite file."""
+    if shared(settings):
+        from memory_orchestrator.pg_state import PgOutbox
+
+        return PgOutbox(_database(settings, "outbox"))
+    return Outbox(settings.outbox_path())
+
+
+def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | None:
+    """The shared token list (read through a short cache) when state is shared, else None."""
+    if not shared(settings):
+        return None
+    from memory_orchestrator.pg_state import SharedTokens
+
+    book = SharedTokens(_database(settings, "tokens"), refresh_s=settings.shared.tokens_refresh_s)
+    return book.tokens
+
+
+def add_shared_token(settings: Settings, token: TokenSpec) -> None:
+    """Adds `token` to the shared list (every replica accepts it within `tokens_refresh_s`).
+    Raises ConfigError when state is not shared, BackendError when the database fails."""
+    if not shared(settings):
+        raise ConfigError('--shared needs [shared] state = "postgres"')
+    from memory_orchestrator.pg_state import SharedTokens
+
+    book = SharedTokens(_database(settings, "tokens"))
+    try:
+        book.add(token)
+    finally:
+        book.close()

@@ -1,0 +1,175 @@
+"""Shared state on a real PostgreSQL (`pg_state.py`): an outbox row claimed by one replica is
+skipped by the others until it is settled, and released when its replica dies; traces saved
+by one replica are read by another; tokens added once are seen by every replica. With the
+default settings everything stays in local SQLite files."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memory_orchestrator import shared_state
+from memory_orchestrator.auth import TokenSpec, hash_token
+from memory_orchestrator.models import NewMemory, Trace, WriteAction, WriteRequest
+from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.pg_common import Database
+from memory_orchestrator.pg_state import PgOutbox, PgTraceStore, SharedTokens
+from memory_orchestrator.settings import load_settings
+from memory_orchestrator.traces import TraceStore
+
+pytestmark = pytest.mark.integration
+
+
+def request(content: str) -> WriteRequest:
+    return WriteRequest(memory=NewMemory(content=content))
+
+
+def test_local_state_is_the_default_and_postgres_is_chosen_by_config(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    local = load_settings(data_dir=tmp_path)
+    assert type(shared_state.outbox(local)) is Outbox
+    assert type(shared_state.trace_store(local)) is TraceStore
+    shared = load_settings(data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn})
+    box, traces = shared_state.outbox(shared), shared_state.trace_store(shared)
+    assert isinstance(box, PgOutbox)
+    assert isinstance(traces, PgTraceStore)
+    box.close()
+    traces.close()
+
+
+def test_a_claimed_outbox_row_is_skipped_by_another_replica_until_settled(pg_dsn: str) -> None:
+    one, two = PgOutbox(Database(pg_dsn)), PgOutbox(Database(pg_dsn))
+    first = one.put(request("first queued write"), "store down")
+    second = one.put(request("second queued write"), "store down")
+    assert [q.seq for q in two.pending()] == [first.seq, second.seq]
+    with one.claim(first) as mine:
+        assert mine is not None
+        with two.claim(first) as theirs:
+            assert theirs is None  # held by `one`: `two` stops there, order kept
+        one.delivered(first.seq, "mem_1", WriteAction.ADDED)
+    with two.claim(first) as theirs:
+        assert theirs is None  # delivered: never replayed again
+    with two.claim(second) as theirs:
+        assert theirs is not None
+        two.failed(second.seq, "still down")
+    assert [(q.seq, q.attempts, q.last_error) for q in one.pending()] == [
+        (second.seq, 1, "still down")
+    ]
+    one.close()
+    two.close()
+
+
+def test_a_replica_that_dies_holding_a_claim_releases_it(pg_dsn: str) -> None:
+    box = PgOutbox(Database(pg_dsn))
+    queued = box.put(request("claimed by a replica that dies"), "store down")
+    with psycopg.connect(pg_dsn, autocommit=True) as dying:
+        dying.execute("BEGIN")
+        dying.execute("SELECT seq FROM outbox WHERE seq = %s FOR UPDATE", (queued.seq,))
+        with box.claim(queued) as mine:
+            assert mine is None
+    # the connection is gone (as with a killed process): the row is free again
+    with box.claim(queued) as mine:
+        assert mine is not None
+        box.delivered(queued.seq, "mem_x", WriteAction.ADDED)
+    assert box.depth() == 0
+    box.close()
+
+
+def test_a_trace_saved_by_one_replica_is_read_by_another(pg_dsn: str) -> None:
+    one, two = PgTraceStore(Database(pg_dsn)), PgTraceStore(Database(pg_dsn), keep=10)
+    traces = [
+        Trace(
+            trace_id=f"tr_{n}",
+            tool="search",
+            created_at=datetime(2024, 7, 1, n, tzinfo=UTC),
+            backend="postgres",
+            request={"query": f"q{n}"},
+        )
+        for n in range(3)
+    ]
+    for trace in traces:
+        one.save(trace)
+    one.flush()
+    got = two.get(traces[1].trace_id)
+    assert got is not None
+    assert got.request == {"query": "q1"}
+    assert [t.trace_id for t in two.recent(2)] == [traces[2].trace_id, traces[1].trace_id]
+    assert [t.trace_id for t in two.since()] == [t.trace_id for t in traces]
+    assert two.get("tr_missing") is None
+    one.close()
+    two.close()
+
+
+def test_a_token_added_once_is_seen_by_every_replica(pg_dsn: str) -> None:
+    one = SharedTokens(Database(pg_dsn), refresh_s=0)
+    two = SharedTokens(Database(pg_dsn), refresh_s=0)
+    spec = TokenSpec(name="ci-bot", hash=hash_token("mo_secret"), read_only=True)
+    one.add(spec)
+    assert two.tokens() == [spec]
+    assert two.remove("ci-bot")
+    assert not two.remove("ci-bot")
+    assert one.tokens() == []
+    one.close()
+    two.close()
+
+
+def test_request_stats_read_the_shared_traces(tmp_path: Path, pg_dsn: str) -> None:
+    from memory_orchestrator.service import request_stats
+
+    settings = load_settings(data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn})
+    traces = shared_state.trace_store(settings)
+    for n in range(3):
+        traces.save(
+            Trace(
+                trace_id=f"tr_s{n}",
+                tool="search",
+                created_at=datetime(2024, 7, 1, n, tzinfo=UTC),
+                backend="postgres",
+                request={"query": "q"},
+            )
+        )
+    traces.close()
+    report = request_stats(settings)
+    assert report.model_dump()["total"]["count"] == 3
+
+
+def test_each_replica_derived_index_pulls_what_another_replica_wrote(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """The local index of replica b is fed from the store's change sequence: a memory written
+    through replica a reaches b's index (the candidate list named "(local index)")."""
+    import anyio
+
+    from memory_orchestrator.models import LOCAL_SOURCE, SearchRequest, WriteRequest
+    from memory_orchestrator.service import Orchestrator
+
+    def replica(name: str) -> Orchestrator:
+        return Orchestrator.from_settings(
+            load_settings(
+                data_dir=tmp_path / name,
+                backend="postgres",
+                postgres={"dsn": pg_dsn},
+                shared={"state": "postgres"},
+                local_index={"enabled": True, "sync_interval_s": 0},
+            )
+        )
+
+    async def main() -> None:
+        a, b = replica("a"), replica("b")
+        await b.search(SearchRequest(query="anything at all"))  # b's index: empty, in sync
+        wrote = await a.write(
+            WriteRequest(memory=NewMemory(content="Zanzibar ferry tickets were booked by Omar"))
+        )
+        found = await b.search(SearchRequest(query="who booked the Zanzibar ferry"))
+        trace = b.trace(found.trace_id)
+        assert trace is not None
+        sources = {s.query for c in trace.candidates if c.id == wrote.id for s in c.sources}
+        assert LOCAL_SOURCE in sources, sources
+        await a.close()
+        await b.close()
+
+    anyio.run(main)
