@@ -137,3 +137,66 @@ def test_immutable_store_and_outbox_files_are_survived_and_nothing_is_lost(
     db = data / "memories.db"
     assert copies(db, "Ruth keeps the loading dock key.") == 1
     assert copies(db, "Neither file can keep this one.") == 0
+
+
+VECTORS_SCRIPT = """
+import json, subprocess, sys
+import anyio
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import NewMemory, SearchRequest, WriteRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
+
+settings = load_settings(data_dir=sys.argv[1])
+settings.semantic.enabled, settings.semantic.model = True, "wordllama"
+seen = {}
+
+
+def chattr(flag):
+    for f in (settings.data_dir / "semantic").glob("*"):
+        subprocess.run(["chattr", flag, "--", str(f)], check=True)
+
+
+async def main():
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
+    write = lambda text: o.write(WriteRequest(memory=NewMemory(content=text)))
+    await write("The puppy chased the ball around the garden.")
+    await o.search(SearchRequest(query="dog playing outside"))
+    chattr("+i")  # the kept vectors (a cache) can no longer be written
+    await write("Quarterly revenue grew in Europe after the price change.")
+    found = await o.search(SearchRequest(query="sales went up"))
+    seen["found"] = [i.summary for i in found.items]
+    seen["health"] = (await o.health()).status.value
+    await o.close()
+    chattr("-i")
+    print(json.dumps(seen), flush=True)
+
+anyio.run(main)
+"""
+
+
+def test_an_immutable_vector_file_is_survived(tmp_path: Path) -> None:
+    """The semantic index's kept vectors are a cache: a file made immutable under a running
+    service must not kill it (WAL would map its -shm file: SIGBUS); the index goes on in
+    memory."""
+    pytest.importorskip("wordllama")
+    if not chattr_works(tmp_path):
+        pytest.skip("needs root and a filesystem supporting chattr +i")
+    data = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", VECTORS_SCRIPT, str(data)],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        for f in (data / "semantic").glob("*"):
+            subprocess.run(["chattr", "-i", "--", str(f)], check=False, capture_output=True)
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])  # -7 would be SIGBUS
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "Quarterly revenue grew in Europe after the price change." in seen["found"]
+    assert seen["health"] == "ok"

@@ -127,7 +127,11 @@ class VectorFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=2.0)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            # A rollback journal, not WAL: WAL maps the -shm file into memory, and a write to
+            # a mapped page of a file made immutable kills the process (SIGBUS); with a
+            # journal such a file gives an error like any other (the index goes on in memory)
+            with contextlib.suppress(sqlite3.OperationalError):  # an old WAL file in use
+                db.execute("PRAGMA journal_mode=DELETE")
             db.execute("PRAGMA synchronous=NORMAL")
             with db:
                 db.executescript(_SCHEMA)
