@@ -67,7 +67,7 @@ OFF: dict[str, Any] = {
     "ranking.semantic_share": 0.0,
     "ranking.xref_gate": 0.0,
     "ranking.name_trust_power": 0.0,
-    "ranking.context_gap_s": None,
+    "ranking.context_gap_s": 0.0,
     "semantic.enabled": False,
     "write.extract_entities": False,
 }

@@ -135,7 +135,7 @@ def test_neighbours_lend_their_words_only_within_a_session() -> None:
         turn("f3", "The billing rate limit is 100 requests a minute", 60 * 48),
     ]
     assert sessions(facts, 1800) == [0, 1, 2]
-    assert sessions(facts, None) == [0, 0, 0]
+    assert sessions(facts, None) == sessions(facts, 0) == [0, 0, 0]
     assert sessions(CHAT, 1800) == [0, 0, 0, 0, 0]
     apart = LocalIndex(context_weight=1.0, radius=2, context_gap_s=1800)
     apart.add(facts)

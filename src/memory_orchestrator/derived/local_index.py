@@ -184,14 +184,14 @@ class LocalIndex:
 
 def sessions(order: Sequence[Memory], gap_s: float | None) -> list[int]:
     """A session number per memory of `order` (sorted by time): a new session starts where
-    more than `gap_s` seconds pass since the memory before (None: one session). Conversation
+    more than `gap_s` seconds pass since the memory before (None or 0: one session). Conversation
     turns seconds apart share context; facts written days apart do not lend each other words."""
     out: list[int] = []
     current, before = 0, None
     for memory in order:
         when = to_utc(memory.created_at) if memory.created_at else None
         gap = (when - before).total_seconds() if when is not None and before is not None else 0
-        if gap_s is not None and gap > gap_s:
+        if gap_s and gap > gap_s:
             current += 1
         before = when if when is not None else before
         out.append(current)

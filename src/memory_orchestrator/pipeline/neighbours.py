@@ -75,8 +75,8 @@ async def add_context_neighbours(
 
 def same_session(a: Memory | None, b: Memory, gap_s: float | None) -> bool:
     """Whether `a` and `b` are close enough in time to be context for each other (no gap
-    given, or a time missing: yes)."""
-    if gap_s is None or a is None or a.created_at is None or b.created_at is None:
+    given or 0, or a time missing: yes)."""
+    if not gap_s or a is None or a.created_at is None or b.created_at is None:
         return True
     return abs((to_utc(a.created_at) - to_utc(b.created_at)).total_seconds()) <= gap_s
 

@@ -122,14 +122,14 @@ class RankingSettings(Section):
         description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
         "only lend context",
     )
-    context_gap_s: float | None = Field(
+    context_gap_s: float = Field(
         default=1800.0,
         ge=0,
         description="memories are context for each other (a neighbour's words, a context "
         "neighbour joining the candidates, the local index's context window) only within a "
         "session: no pause longer than this between them (30 min, the usual session timeout). "
-        "Conversation turns share context; facts written hours or days apart do not; unset = "
-        "no sessions",
+        "Conversation turns share context; facts written hours or days apart do not; 0 = no "
+        "sessions (every neighbour in time is context)",
     )
     neighbor_slots: int = Field(
         default=0,
