@@ -1,0 +1,80 @@
+"""Where a `memory_context` call spends its time at 10k memories, under cProfile.
+
+Builds (once, in `--data`, kept for the next run: the semantic vectors too) an embedded store
+of `--size` memories as `bench/bench_context.py` does, warms it, waits until the semantic
+index (when on) has embedded everything, then profiles `--queries` direct `memory_context`
+calls and prints the wall milliseconds per call and the top functions by cumulative time.
+Not a test; it asserts nothing. Compare settings within one run of the machine's hour, e.g.
+
+    .venv/bin/python bench/profile_context.py --data /tmp/p
+    ORCHESTRATOR_SEMANTIC__CANDIDATES=20 .venv/bin/python bench/profile_context.py --data /tmp/p
+    ORCHESTRATOR_SEMANTIC__ENABLED=false .venv/bin/python bench/profile_context.py --data /tmp/p
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_context as bc
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import ContextRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
+from memory_orchestrator.traces import TraceStore
+
+
+async def run(data: Path, size: int, queries: int, top: int) -> None:
+    turns, questions = bc.locomo_turns()
+    if not questions:
+        questions = [f"what happened with project vendor w{i}" for i in range(queries + 15)]
+    questions = random.Random(11).sample(questions, min(len(questions), queries + 15))
+    data.mkdir(parents=True, exist_ok=True)
+    settings = load_settings(data_dir=data)
+    fresh = not settings.embedded_path().exists()
+    backend = EmbeddedBackend(settings.embedded_path())
+    orch = Orchestrator(backend, settings, traces=TraceStore(None))
+    if fresh:
+        memories = (turns + bc.synthetic(max(0, size - len(turns))))[:size]
+        for i in range(0, len(memories), 1000):
+            await backend.write_many(memories[i : i + 1000])
+    for q in questions[:5]:
+        await orch.context(ContextRequest(query=q))
+    print("semantic:", await bc.settled(orch))
+    for q in questions[5:15]:
+        await orch.context(ContextRequest(query=q, expand=False))
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    for q in questions[15:]:
+        await orch.context(ContextRequest(query=q, expand=False))
+    profile.disable()
+    calls = len(questions[15:])
+    print(f"{(time.perf_counter() - started) * 1000 / max(calls, 1):.2f} ms per call ({calls})")
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(top)
+    await orch.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True, help="a folder kept between runs")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=45)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    anyio.run(run, args.data, args.size, args.queries, args.top)
+
+
+if __name__ == "__main__":
+    main()
