@@ -102,10 +102,10 @@ async def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--mode", choices=("shared", "folds"), default="shared")
     args = parser.parse_args()
-    if args.mode == "shared":
-        return await shared_walk(args)
-    grid = json.loads(args.grid.read_text()) if args.grid else GRID
+    grid: dict[str, list[Any]] = json.loads(args.grid.read_text()) if args.grid else GRID
     off = {p: OFF[p] for p in args.off} if args.off else OFF
+    if args.mode == "shared":
+        return await shared_walk(args, grid, off)
     start = Settings()
     dataset = load_dataset(args.dataset)
     folds: list[dict[str, Any]] = []
@@ -156,14 +156,7 @@ async def main() -> int:
 def _summary(
     folds: list[dict[str, Any]], grid: dict[str, Any], off: dict[str, Any]
 ) -> dict[str, Any]:
-    def spread(values: list[float]) -> dict[str, float]:
-        return {
-            "mean": round(statistics.mean(values), 4),
-            "sd": round(statistics.pstdev(values), 4),
-            "min": round(min(values), 4),
-            "max": round(max(values), 4),
-        }
-
+    spread = _spread
     keys = [k for k in folds[0]["tuned_held_out"] if k != "objective"] + ["objective"]
     out: dict[str, Any] = {
         "start_held_out": {k: spread([f["start_held_out"][k] for f in folds]) for k in keys},
@@ -198,9 +191,9 @@ def _pooled(scores: PerCase, weights: dict[str, int], cases: list[str]) -> float
     return sum(scores[c]["objective"] * weights[c] for c in cases) / total
 
 
-async def shared_walk(args: argparse.Namespace) -> int:
-    grid: dict[str, list[Any]] = json.loads(args.grid.read_text()) if args.grid else GRID
-    off = {p: OFF[p] for p in args.off} if args.off else OFF
+async def shared_walk(
+    args: argparse.Namespace, grid: dict[str, list[Any]], off: dict[str, Any]
+) -> int:
     dataset = load_dataset(args.dataset)
     async with Workbench(
         dataset, args.backend, args.system, args.k, None, ingest=args.ingest

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from memory_orchestrator.models import Memory, to_utc
+from memory_orchestrator.models import Memory, far_apart, to_utc
 from memory_orchestrator.text import terms
 
 __all__ = ["LocalIndex", "date_words", "sessions"]
@@ -189,9 +189,8 @@ def sessions(order: Sequence[Memory], gap_s: float | None) -> list[int]:
     out: list[int] = []
     current, before = 0, None
     for memory in order:
-        when = to_utc(memory.created_at) if memory.created_at else None
-        gap = (when - before).total_seconds() if when is not None and before is not None else 0
-        if gap_s and gap > gap_s:
+        when = memory.created_at
+        if far_apart(before, when, gap_s):
             current += 1
         before = when if when is not None else before
         out.append(current)

@@ -35,6 +35,7 @@ from memory_orchestrator.models.memory import (
     WriteAction,
     WriteOutcome,
     describe_errors,
+    far_apart,
     to_utc,
 )
 from memory_orchestrator.models.pipeline import (
@@ -142,5 +143,6 @@ __all__ = [
     "WriteReport",
     "WriteRequest",
     "describe_errors",
+    "far_apart",
     "to_utc",
 ]

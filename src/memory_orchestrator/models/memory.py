@@ -287,3 +287,11 @@ def _json_kind(value: object) -> str:
     if isinstance(value, list | tuple):
         return "an array"
     return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
+
+
+def far_apart(a: datetime | None, b: datetime | None, gap_s: float | None) -> bool:
+    """Whether more than `gap_s` seconds lie between two moments: two memories in different
+    sessions (`ranking.context_gap_s`). No gap (None or 0), or a moment missing: no."""
+    if not gap_s or a is None or b is None:
+        return False
+    return abs((to_utc(a) - to_utc(b)).total_seconds()) > gap_s

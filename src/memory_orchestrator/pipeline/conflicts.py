@@ -107,7 +107,7 @@ class Change:
 def tokens(text: str) -> tuple[Token, ...]:
     """The tokens of `text`, each with the kind of value it carries."""
     out: list[Token] = []
-    clean = normalize(text).replace("\u2019", "'")
+    clean = normalize(text)  # curly quotes already straight
     last = 0
     for match in _TOKEN.finditer(clean):
         raw = match.group(0)
@@ -141,6 +141,7 @@ _COMMON = frozenset(
 )
 
 
+@lru_cache(maxsize=8192)  # a pure function of two texts: dedup, ordering and the note ask again
 def compare(old: str, new: str) -> Change:
     """What `new` asserts against `old` (see the module docstring)."""
     a, b = tokens(old), tokens(new)

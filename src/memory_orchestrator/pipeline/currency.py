@@ -28,7 +28,7 @@ from memory_orchestrator.models import (
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare
-from memory_orchestrator.pipeline.deduper import similarity, similarity_key
+from memory_orchestrator.pipeline.deduper import similarity_key
 
 _WAS_CHARS = 120
 
@@ -86,12 +86,7 @@ def current_only(candidates: Sequence[Candidate], as_of: datetime | None, histor
     return out
 
 
-def disagree(a: Memory, b: Memory, threshold: float) -> bool:
-    """Whether two memories state the same fact with other values (see `conflicts`)."""
-    return similarity(a.content, b.content) >= threshold and _disagreement(a, b)
-
-
-def _disagreement(a: Memory, b: Memory) -> bool:
+def disagreement(a: Memory, b: Memory) -> bool:
     """Other values, and not only another name: two memories that differ in a name alone may
     be about two subjects (the Hermes export, the Orion export); unlinked, both stay as
     ranked. (On write, the closest memory with a name swapped is still an update.)"""
@@ -112,7 +107,7 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
             b = out[second].candidate.memory
             if (a.id, b.id) not in close or b.superseded_by is not None:
                 continue
-            if not _disagreement(a, b):
+            if not disagreement(a, b):
                 continue
             if _newer(b, a):
                 out.insert(first, _changed(out.pop(second), a))
@@ -153,7 +148,9 @@ def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:
 def _changed(item: ScoredItem, older: Memory) -> ScoredItem:
     """`item` saying which older memory it replaced and what changed."""
     new = item.candidate.memory
-    was = older.content if len(older.content) <= _WAS_CHARS else older.content[:117] + "…"
+    was = (
+        older.content if len(older.content) <= _WAS_CHARS else older.content[: _WAS_CHARS - 3] + "…"
+    )
     what = compare(older.content, new.content).detail
     note = f"changed on {_day(new.created_at)}: was {was!r} ({what}; {older.id})"
     return item.model_copy(update={"changed": note, "reasons": (*item.reasons, note)})

@@ -50,13 +50,14 @@ def dedupe(
     soft_threshold: float,
     weights: Weights,
     limit: int | None = None,
-    keep_apart: Callable[[ScoredItem, ScoredItem], bool] | None = None,
+    keep_apart: Callable[[ScoredItem, ScoredItem, float], bool] | None = None,
 ) -> Dedup:
     """Merge near-duplicates of `items` (best first); returns the survivors re-sorted.
 
     With `limit`, work stops once that many survivors (plus a margin for re-sorting after
     penalties) are found: what lies below can never be returned. Two items `keep_apart`
-    says disagree (the same fact with other values) are neither merged nor penalised.
+    says disagree (the same fact with other values; it is given their similarity) are neither
+    merged nor penalised.
     """
     kept: list[ScoredItem] = []
     keys: list[str] = []
@@ -74,7 +75,7 @@ def dedupe(
             keys.append(key)
             continue
         best_sim, best_index = match[1] / 100.0, match[2]
-        if keep_apart is not None and keep_apart(kept[best_index], item):
+        if keep_apart is not None and keep_apart(kept[best_index], item, best_sim):
             kept.append(item)
             keys.append(key)
             continue

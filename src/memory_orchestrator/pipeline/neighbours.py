@@ -23,7 +23,7 @@ from memory_orchestrator.models import (
     Memory,
     Neighbor,
     SearchFilters,
-    to_utc,
+    far_apart,
 )
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
@@ -73,14 +73,6 @@ async def add_context_neighbours(
     return _joined(candidates, ctx, found, limits.share, filters, limits.gap_s)
 
 
-def same_session(a: Memory | None, b: Memory, gap_s: float | None) -> bool:
-    """Whether `a` and `b` are close enough in time to be context for each other (no gap
-    given or 0, or a time missing: yes)."""
-    if not gap_s or a is None or a.created_at is None or b.created_at is None:
-        return True
-    return abs((to_utc(a.created_at) - to_utc(b.created_at)).total_seconds()) <= gap_s
-
-
 def _joined(
     candidates: list[Candidate],
     ctx: RankContext,
@@ -97,8 +89,9 @@ def _joined(
     for n in found:
         if n.edge_type != TEMPORAL or n.hops != 1 or not matches(n.memory, filters):
             continue
-        if not same_session(memories.get(n.seed_id), n.memory, gap_s):
-            continue
+        seed = memories.get(n.seed_id)
+        if seed is not None and far_apart(seed.created_at, n.memory.created_at, gap_s):
+            continue  # another session: no context
         around.setdefault(n.seed_id, []).append(n.memory)
         if n.seed_id in memories:
             around.setdefault(n.memory.id, []).append(memories[n.seed_id])

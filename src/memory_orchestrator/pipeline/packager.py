@@ -218,7 +218,9 @@ class _Draw:
         span = _span(items)
         summary = _summary(items, self.plan, entities, span, self.candidate_count, self.found)
         header = _header(self.plan, self.task, summary, entities, level)
-        text = _render(header, items, self.plan, self.budget.group_by, footer=level == 0)
+        text = _render(
+            header, items, self.plan, self.budget.group_by, footer=level == 0, found=self.found
+        )
         return Packed(tuple(items), summary, entities, span, text, ())
 
     def fits(self, packed: Packed) -> bool:
@@ -291,10 +293,11 @@ def _render(
     group_by: GroupBy,
     *,
     footer: bool = True,
+    found: int = 0,
 ) -> str:
     lines = [header, ""]
     if not items:
-        if "none fit the budget" not in header:
+        if not found:  # some matched but none fit: the header says so
             lines.append("No relevant memories found.")
         return "\n".join(lines)
     number = 1
