@@ -146,21 +146,28 @@ class Outbox:
         holds it; only a shared outbox, `pg_state.PgOutbox`, ever says so)."""
         yield item
 
+    def _on(self, seq: int, sql: str, args: tuple[object, ...]) -> list[Row]:
+        """`sql` about queued write `seq` (a shared outbox runs it where `seq` is claimed)."""
+        return self._run(sql, args)
+
     def failed(self, seq: int, error: str) -> None:
         """A replay of `seq` failed; it stays at the head of the queue."""
-        self._run(
+        self._on(
+            seq,
             "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE seq = ?",
             (error, seq),
         )
 
     def delivered(self, seq: int, memory_id: str | None, action: WriteAction) -> QueuedWrite:
         """`seq` reached the store; it is never replayed again."""
-        rows = self._run(
+        rows = self._on(
+            seq,
             "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = ?,"
             f" memory_id = ?, action = ? WHERE seq = ? RETURNING {_COLS}",
             (_now(), memory_id, action.value, seq),
         )
-        self._run(
+        self._on(
+            seq,
             "DELETE FROM outbox WHERE state = 'delivered' AND seq NOT IN (SELECT seq FROM outbox"
             " WHERE state = 'delivered' ORDER BY seq DESC LIMIT ?)",
             (self.keep,),

@@ -126,13 +126,8 @@ class Database:
     def call(self, fn: Callable[[psycopg.Connection[tuple[object, ...]]], T]) -> T:
         """`fn(connection)` on a pooled connection (autocommit; use `conn.transaction()`);
         psycopg errors become `BackendError`."""
-        pool = self._open()
-        try:
-            with pool.connection() as conn:
-                return fn(conn)
-        except (psycopg.Error, PoolTimeout) as exc:
-            message = f"{self.where}: {_first_line(exc)}"
-            raise BackendError(message, transient=transient(exc)) from exc
+        with self.connection() as conn:
+            return fn(conn)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:

@@ -28,7 +28,7 @@ from psycopg.types.json import Jsonb
 
 from memory_orchestrator.auth import TokenSpec
 from memory_orchestrator.errors import BackendError, OutboxError
-from memory_orchestrator.models import QueuedWrite, Trace, WriteAction
+from memory_orchestrator.models import QueuedWrite, Trace
 from memory_orchestrator.outbox import _COLS, Outbox, Row, _record
 from memory_orchestrator.pg_common import Database
 from memory_orchestrator.traces import TraceStore
@@ -36,10 +36,6 @@ from memory_orchestrator.traces import TraceStore
 __all__ = ["PgOutbox", "PgTraceStore", "SharedTokens"]
 
 Conn = Connection[tuple[Any, ...]]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _fetch(conn: Conn, sql: str, args: Sequence[object]) -> list[Any]:
@@ -98,28 +94,6 @@ class PgOutbox(Outbox):
                         self._held.pop(item.seq, None)
         except BackendError as exc:
             raise OutboxError(f"shared outbox: {exc}") from exc
-
-    def failed(self, seq: int, error: str) -> None:
-        self._on(
-            seq,
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE seq = ?",
-            (error, seq),
-        )
-
-    def delivered(self, seq: int, memory_id: str | None, action: WriteAction) -> QueuedWrite:
-        rows = self._on(
-            seq,
-            "UPDATE outbox SET state = 'delivered', attempts = attempts + 1, delivered_at = ?,"
-            f" memory_id = ?, action = ? WHERE seq = ? RETURNING {_COLS}",
-            (_now(), memory_id, action.value, seq),
-        )
-        self._on(
-            seq,
-            "DELETE FROM outbox WHERE state = 'delivered' AND seq NOT IN (SELECT seq FROM outbox"
-            " WHERE state = 'delivered' ORDER BY seq DESC LIMIT ?)",
-            (self.keep,),
-        )
-        return _record(rows[0])
 
     def close(self) -> None:
         self._pg.close()

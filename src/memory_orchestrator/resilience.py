@@ -31,7 +31,7 @@ from typing import TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, SupersedingBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, superseding
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
@@ -234,8 +234,8 @@ class GuardedBackend:
     async def supersede(self, old_id: str, new_id: str) -> None:
         """The inner store's mark (`SupersedingBackend`), retried on transient errors (marking
         twice is harmless). Raises CapabilityMissing when the store does not declare it."""
-        inner = self.inner
-        if not self.capabilities.supersede or not isinstance(inner, SupersedingBackend):
+        inner = superseding(self.inner)
+        if inner is None:
             raise CapabilityMissing(f"{self.name} cannot mark a memory superseded")
         await retry(lambda: inner.supersede(old_id, new_id), self.policy, "supersede")
 

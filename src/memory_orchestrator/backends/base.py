@@ -120,3 +120,11 @@ class SupersedingBackend(Protocol):
     a tool's supersede flag, a link, frontmatter, an observation)."""
 
     async def supersede(self, old_id: str, new_id: str) -> None: ...
+
+
+def superseding(backend: object) -> SupersedingBackend | None:
+    """`backend` when it declares `capabilities.supersede` and has `supersede`; else None."""
+    caps = getattr(backend, "capabilities", None)
+    if getattr(caps, "supersede", False) and isinstance(backend, SupersedingBackend):
+        return backend
+    return None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend, SupersedingBackend
+from memory_orchestrator.backends.base import MemoryBackend, superseding
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
@@ -311,8 +311,8 @@ class FusedBackend:
         if len(grouped) != 1 or sum(len(v) for v in grouped.values()) != 2:
             raise CapabilityMissing("fused: a correction joins two memories of the same store")
         ((label, (old, new)),) = grouped.items()
-        member = self.by_label[label].backend
-        if not member.capabilities.supersede or not isinstance(member, SupersedingBackend):
+        member = superseding(self.by_label[label].backend)
+        if member is None:
             raise CapabilityMissing(f"fused: {label} cannot mark a memory superseded")
         await member.supersede(old, new)
 

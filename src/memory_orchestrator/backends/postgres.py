@@ -77,6 +77,7 @@ from memory_orchestrator.models import (
     Status,
     WriteAction,
     WriteOutcome,
+    to_utc,
 )
 from memory_orchestrator.pg_common import Database
 from memory_orchestrator.text import content_hash
@@ -200,10 +201,10 @@ class PostgresBackend:
         span = filters.time_range
         if span is not None and span.start is not None:
             sql.append("AND m.created_at >= %(start)s")
-            args["start"] = _aware(span.start)
+            args["start"] = to_utc(span.start)
         if span is not None and span.end is not None:
             sql.append("AND m.created_at <= %(end)s")
-            args["end"] = _aware(span.end)
+            args["end"] = to_utc(span.end)
         return " ".join(sql), args
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
@@ -340,7 +341,7 @@ class PostgresBackend:
         for new in batch:
             digest = content_hash(new.content)
             mem_id = f"mem_{uuid.uuid4().hex[:12]}"
-            created = _aware(new.created_at) if new.created_at is not None else now
+            created = to_utc(new.created_at) if new.created_at is not None else now
             names = " ".join(new.entities)
             values: tuple[Any, ...] = (mem_id, new.content, new.type.value, created, now)
             values += (new.source,)
@@ -488,10 +489,6 @@ class _CollectionStats:
                 self._df.update(zip(missing, (int(n) for n in counts), strict=True))
         with self._lock:
             return self._live, self._avgdl, [self._df.get(lex, 0) for lex in lexemes]
-
-
-def _aware(when: datetime) -> datetime:
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _server(conn: Conn) -> str:

@@ -157,11 +157,16 @@ def evaluate(
 def _write_out(report: dict[str, Any], run: EvalRun, out: Path) -> None:
     """report.json, report.md and the PNG plots; without the plots extra, the tables only
     (and a note saying why)."""
+
+    def plots() -> list[Path]:
+        try:
+            return write_plots(report, run, out)
+        except MissingExtra as exc:  # the tables are written and printed all the same
+            render.note(f"no plots: {exc}")
+            return []
+
     written = guarded(lambda: write_report(report, out))
-    try:
-        written += write_plots(report, run, out)
-    except MissingExtra as exc:  # the tables are written and printed all the same
-        render.note(f"no plots: {exc}")
+    written += guarded(plots)  # any other failure: one line and an exit code, as before
     render.note(f"wrote {', '.join(p.name for p in written)} to {out}")
 
 

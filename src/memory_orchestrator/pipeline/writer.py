@@ -18,7 +18,7 @@ from typing import Literal
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend, SupersedingBackend
+from memory_orchestrator.backends.base import MemoryBackend, superseding
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
     Edge,
@@ -225,7 +225,8 @@ async def _update(
         written.reason = f"updated: {change.detail}; {old} kept as current too (keep_both)"
         return
     written.reason = f"updated: {change.detail}; supersedes {old}"
-    if not backend.capabilities.supersede or not isinstance(backend, SupersedingBackend):
+    marker = superseding(backend)
+    if marker is None:
         written.notes.append(
             f"the store keeps no superseded mark; {old} is linked 'supersedes' only (a store"
             " that reads such links, as Mnemon does, flags it so)"
@@ -234,7 +235,7 @@ async def _update(
     try:
         written.calls += 1
         with anyio.fail_after(policy.timeout_s):
-            await backend.supersede(old, new_id)
+            await marker.supersede(old, new_id)
     except Exception as exc:
         written.notes.append(f"marking {old} superseded failed: {exc}")
 

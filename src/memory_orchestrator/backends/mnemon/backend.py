@@ -355,7 +355,7 @@ class MnemonBackend:
     async def write(self, memory: NewMemory) -> WriteOutcome:
         self._check_store()
         check_new(memory)
-        if memory.created_at is not None and self.features.has("import"):
+        if memory.created_at is not None:  # `or_else` falls back where import is missing
             return await self.features.or_else(
                 "import",
                 "a memory's created_at is not kept (remember has no time flag)",
