@@ -42,6 +42,16 @@ def stored(dsn: str) -> Counter[str]:
     return Counter(str(r[0]) for r in rows)
 
 
+def answered(dsn: str) -> int:
+    """Requests answered so far by the replicas sharing `dsn` (their shared traces)."""
+    try:
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute("SELECT count(*) FROM traces").fetchone()
+    except psycopg.errors.UndefinedTable:  # no replica has stored a trace yet
+        return 0
+    return int(row[0]) if row else 0
+
+
 def shared_env(dsn: str, store_dsn: str | None = None) -> dict[str, str]:
     """The settings of a replica, as environment variables (README "Deployment")."""
     return {
@@ -182,6 +192,9 @@ def test_one_replica_killed_mid_load_the_other_keeps_serving(
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(on_b)
+                with anyio.fail_after(60):  # b is under load: it has answered some calls
+                    while await anyio.to_thread.run_sync(answered, pg_dsn) < 10:
+                        await anyio.sleep(0.02)
                 await call(a, "memory_write", {"content": "written just before the kill"})
                 a.process.send_signal(signal.SIGKILL)  # mid-load: b's clients are running
 

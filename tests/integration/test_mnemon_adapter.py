@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -681,11 +682,27 @@ def test_a_writer_meeting_a_lock_fails_at_once_with_database_is_locked(mnemon: M
     assert "database is locked" in result.stderr
 
 
+def release_when(
+    held: sqlite3.Connection, ready: Callable[[], bool], within_s: float = 30.0
+) -> None:
+    """End the lock `held` once `ready()` (the adapter has met it and tried again), not after
+    a fixed time: a slow process start must not let the lock clear before the first try."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + within_s
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        held.execute("ROLLBACK")
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
 def test_a_locked_store_is_retried_until_the_lock_clears(mnemon: Mnemon) -> None:
     backend = mnemon.backend(retries=8, retry_backoff_s=0.02)
     run(lambda: backend.write(mem("the store exists now")))
     with write_locked(mnemon.db) as held:
-        threading.Timer(0.25, lambda: held.execute("ROLLBACK")).start()
+        # the write before, the first try under the lock, one retry: then the lock clears
+        release_when(held, lambda: backend.calls_by_command["remember"] >= 3)
         outcome = run(lambda: backend.write(mem("written once the lock cleared")))
     assert outcome.action is WriteAction.ADDED
     assert backend.calls_by_command["remember"] >= 3  # the first try, at least one retry
@@ -708,7 +725,7 @@ def test_a_read_keeps_retrying_a_locked_store_for_its_time_budget(mnemon: Mnemon
     backend = mnemon.backend(retries=0, retry_backoff_s=0.02, read_lock_wait_s=60)
     run(lambda: backend.write(mem("the lighthouse keeper logs the storm")))
     with write_locked(mnemon.db) as held:
-        threading.Timer(0.3, lambda: held.execute("ROLLBACK")).start()
+        release_when(held, lambda: backend.calls_by_command["recall"] >= 2)
         hits = run(lambda: backend.search("lighthouse storm", 3))
     assert [h.memory.content for h in hits] == ["the lighthouse keeper logs the storm"]
     assert backend.calls_by_command["recall"] >= 2  # met the lock, retried past `retries`
@@ -747,8 +764,8 @@ def test_a_process_past_its_timeout_is_killed(
     mnemon: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")
-    backend = mnemon.backend(timeout_s=0.5)
-    with pytest.raises(MnemonTimeout, match=r"timed out after 0\.5s and was killed"):
+    backend = mnemon.backend(timeout_s=3)  # ample for the process to start and log itself
+    with pytest.raises(MnemonTimeout, match=r"timed out after 3s and was killed"):
         run(lambda: backend.status(fresh=True))
     (entry,) = logged(double_log)
     with pytest.raises(ProcessLookupError):
@@ -762,9 +779,13 @@ def test_a_caller_giving_up_kills_the_process_at_once(
     backend = mnemon.backend(timeout_s=60)
 
     async def main() -> float:
-        started = anyio.current_time()
-        with anyio.move_on_after(0.5):
-            await backend.status(fresh=True)
+        async with anyio.create_task_group() as group:
+            group.start_soon(partial(backend.status, fresh=True))
+            with anyio.fail_after(30):  # the process has started: it wrote its log line
+                while not logged(double_log):
+                    await anyio.sleep(0.01)
+            started = anyio.current_time()
+            group.cancel_scope.cancel()  # the caller gives up
         return anyio.current_time() - started
 
     assert run(main) < 5
@@ -802,8 +823,9 @@ def test_a_timeout_stops_the_binary_behind_an_npm_style_launcher(
     if ignores_sigterm:
         monkeypatch.setenv("MNEMON_DOUBLE_IGNORE_TERM", "1")
     launcher = npm_launcher(tmp_path / "npm-bin", mnemon.binary)
-    backend = MnemonBackend(MnemonSettings(binary=launcher, data_dir=mnemon.data_dir, timeout_s=1))
-    with pytest.raises(MnemonTimeout, match="timed out after 1s"):
+    # a timeout ample for the launcher and the binary to start (the binary sleeps 30 s)
+    backend = MnemonBackend(MnemonSettings(binary=launcher, data_dir=mnemon.data_dir, timeout_s=3))
+    with pytest.raises(MnemonTimeout, match="timed out after 3s"):
         run(lambda: backend.status(fresh=True))
     (entry,) = logged(double_log)  # the binary itself, a child of the launcher
     assert _gone(entry["pid"])

@@ -180,7 +180,8 @@ def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
         assert trace is not None
         assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
         assert held.items[0].summary == MEMORIES[1]  # words do not wait
-        gated.gate.set()  # the worker now has 4 hash vectors to make: well within 0.2 s
+        o.settings.semantic.index_wait_s = 30  # from now on, wait as long as it takes
+        gated.gate.set()  # the worker now has 4 hash vectors to make
         # a write makes the next query pull, queue one more, and wait (for all five)
         await o.write(WriteRequest(memory=NewMemory(content="Sales in Europe rose again")))
         again = await o.search(SearchRequest(query="revenue"))

@@ -5,6 +5,7 @@ default settings everything stays in local SQLite files."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,11 +68,22 @@ def test_a_replica_that_dies_holding_a_claim_releases_it(pg_dsn: str) -> None:
     box = PgOutbox(Database(pg_dsn))
     queued = box.put(request("claimed by a replica that dies"), "store down")
     with psycopg.connect(pg_dsn, autocommit=True) as dying:
+        dying_pid = dying.info.backend_pid
         dying.execute("BEGIN")
         dying.execute("SELECT seq FROM outbox WHERE seq = %s FOR UPDATE", (queued.seq,))
         with box.claim(queued) as mine:
             assert mine is None
-    # the connection is gone (as with a killed process): the row is free again
+    # the connection is gone (as with a killed process): once the server has ended its
+    # session (waited for, not assumed), the row is free again
+    with psycopg.connect(pg_dsn, autocommit=True) as watcher:
+        deadline = time.monotonic() + 30
+        while (
+            time.monotonic() < deadline
+            and watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (dying_pid,)
+            ).fetchone()
+        ):
+            time.sleep(0.01)
     with box.claim(queued) as mine:
         assert mine is not None
         box.delivered(queued.seq, "mem_x", WriteAction.ADDED)
