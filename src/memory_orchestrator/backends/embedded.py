@@ -49,7 +49,6 @@ from memory_orchestrator.backends.embedded_sql import (
     LIVE_ROWID,
     NEXT,
     PREV,
-    PRUNE_FROM,
     SCHEMA_VERSION,
     SEARCH,
     SEARCH_TOP,
@@ -57,7 +56,6 @@ from memory_orchestrator.backends.embedded_sql import (
     SUPERSEDE,
     UPSERT_EDGE,
     count_rows,
-    entity_key,
     fts_probe,
     marks,
     migrate,
@@ -67,6 +65,7 @@ from memory_orchestrator.backends.embedded_sql import (
     to_us,
     transaction,
 )
+from memory_orchestrator.backends.kit import PRUNE_FROM, entity_key, pruned
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -215,10 +214,10 @@ class EmbeddedBackend:
         if self._live is None:
             self._live = int(conn.execute(COUNT_LIVE).fetchone()[0])
         if len(stems) < 2 or self._live < PRUNE_FROM:
-            return stems
+            return stems  # (kit.pruned's own test, before the query it needs)
         sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks(stems)})"
         df = dict(conn.execute(sql, stems).fetchall())
-        return [s for s in stems if df.get(s, 0) * 2 <= self._live] or stems
+        return pruned(stems, [df.get(s, 0) for s in stems], self._live)
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         wanted = kit.clean_ids(ids)

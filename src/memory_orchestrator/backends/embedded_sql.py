@@ -36,9 +36,6 @@ CHUNK = 500  # ids per IN (...) query
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-PRUNE_FROM = 1000  # live memories before very common search terms are pruned
-
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT NOT NULL,
@@ -173,11 +170,6 @@ def to_us(when: datetime) -> int:
 
 def now_us() -> int:
     return to_us(datetime.now(UTC))
-
-
-def entity_key(name: str) -> str:
-    """How entity names are matched: whitespace collapsed, case folded."""
-    return " ".join(name.split()).casefold()
 
 
 def to_memory(row: Row) -> Memory:

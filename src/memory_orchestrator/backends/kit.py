@@ -14,7 +14,7 @@ never a seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Container, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -245,3 +245,22 @@ def walk_strongest_first(
         if len(out) >= walk.limit or not frontier:
             break
     return out
+
+
+# ---------------------------------------------------------------- the SQL stores' shared rules
+
+PRUNE_FROM = 1000  # live memories before very common search terms are pruned
+
+
+def entity_key(name: str) -> str:
+    """How entity names are matched: whitespace collapsed, case folded."""
+    return " ".join(name.split()).casefold()
+
+
+def pruned(terms: list[str], df: Sequence[int], live: int) -> list[str]:
+    """Drop terms found in over half the memories when rarer ones remain: BM25 gives them
+    ~zero weight, yet scoring every row they match costs the most. Only filler hits that
+    match nothing but such terms are lost."""
+    if len(terms) < 2 or live < PRUNE_FROM:
+        return terms
+    return [t for t, n in zip(terms, df, strict=True) if n * 2 <= live] or terms

@@ -35,6 +35,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 
 from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.kit import entity_key, pruned
 from memory_orchestrator.backends.postgres_sql import (
     DUPLICATE,
     EDGES_OF,
@@ -57,9 +58,7 @@ from memory_orchestrator.backends.postgres_sql import (
     UPSERT_EDGE,
     WITHIN,
     B,
-    entity_key,
     idf,
-    pruned,
     to_memory,
     tsquery_literal,
 )

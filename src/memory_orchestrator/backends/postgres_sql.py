@@ -4,7 +4,6 @@ the schema is `migrations/postgres/0001_memories.sql`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +12,6 @@ from memory_orchestrator.models import Memory, MemoryType
 Row = tuple[Any, ...]
 
 K1, B = 1.2, 0.75  # BM25, as SQLite's FTS5 computes it for the embedded store
-PRUNE_FROM = 1000  # live memories before very common search terms are pruned
 
 COLS = "id, content, type, created_at, source, importance, confidence, entities, tags, metadata"
 MCOLS = ", ".join(f"m.{c.strip()}" for c in COLS.split(","))
@@ -162,11 +160,6 @@ FORGET = (
 )
 
 
-def entity_key(name: str) -> str:
-    """How entity names are matched: whitespace collapsed, case folded."""
-    return " ".join(name.split()).casefold()
-
-
 def tsquery_literal(lexeme: str) -> str:
     """One lexeme as tsquery text: quoted, so nothing in it is read as tsquery syntax."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
@@ -178,14 +171,6 @@ def idf(docs: int, containing: int) -> float:
     containing = min(containing, docs)
     value = math.log((docs - containing + 0.5) / (containing + 0.5))
     return value if value > 0 else 1e-6
-
-
-def pruned(lexemes: list[str], df: Sequence[int], live: int) -> list[str]:
-    """Drop terms found in over half the memories when rarer ones remain (as the embedded
-    store does): they weigh ~nothing yet cost the most rows to score."""
-    if len(lexemes) < 2 or live < PRUNE_FROM:
-        return lexemes
-    return [lex for lex, n in zip(lexemes, df, strict=True) if n * 2 <= live] or lexemes
 
 
 def to_memory(row: Row) -> Memory:
