@@ -31,10 +31,10 @@ import anyio
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.models import ContextRequest, MemoryType, NewMemory, SearchRequest
-from memory_orchestrator.pg_scratch import scratch_store
+from memory_orchestrator.postgres.scratch import scratch_store
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" / "locomo-dev.json"
 START = datetime(2023, 1, 1, tzinfo=UTC)

@@ -38,7 +38,7 @@ from tests.http_load import (
     stored_contents,
 )
 
-from memory_orchestrator.observability import percentile
+from memory_orchestrator.state.observability import percentile
 
 
 def _mix(text: str) -> dict[str, int]:

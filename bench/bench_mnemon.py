@@ -46,7 +46,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import MnemonSettings, load_settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 
 TOOLS = (
     "search",

@@ -41,8 +41,8 @@ from tests.http_load import (
     run_load,
 )
 
-from memory_orchestrator.observability import percentile
-from memory_orchestrator.pg_server import LocalPostgres
+from memory_orchestrator.postgres.server import LocalPostgres
+from memory_orchestrator.state.observability import percentile
 
 TOKEN = make_token("bench")
 

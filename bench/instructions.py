@@ -31,7 +31,7 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import ContextRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 
 MEMORIES = 2000
 WARM = 5

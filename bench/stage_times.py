@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memory_orchestrator import reading, recorder, traces
 from memory_orchestrator.pipeline import neighbours
+from memory_orchestrator.service import reading, recorder
+from memory_orchestrator.state import traces
 
 TIMES: dict[str, list[float]] = {}
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from memory_orchestrator.pg_server import LocalPostgres, PgUnavailable
+from memory_orchestrator.postgres.server import LocalPostgres, PgUnavailable
 
 
 def serve(folder: Path, port: int | None) -> int:

@@ -37,8 +37,8 @@ from memory_orchestrator.models import (
     WriteOutcome,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.traces import TraceStore
 
 Mode = Literal["hang", "error", "transient", "junk", "die"]
 T = TypeVar("T")

@@ -29,7 +29,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from memory_orchestrator.auth import TokenSpec, hash_token, new_secret
+from memory_orchestrator.state.tokens import TokenSpec, hash_token, new_secret
 
 START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0
@@ -86,7 +86,7 @@ def orchestrator_command() -> list[str]:
     script = Path(sys.executable).parent / "orchestrator"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from memory_orchestrator.cli.app import main; main()"]
+    return [sys.executable, "-c", "from memory_orchestrator.faces.cli.app import main; main()"]
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from memory_orchestrator.pg_server import LocalPostgres, PgUnavailable
+from memory_orchestrator.postgres.server import LocalPostgres, PgUnavailable
 
 
 @pytest.fixture(scope="session")

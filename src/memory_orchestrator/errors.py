@@ -18,8 +18,8 @@
         +-- SemanticUnavailable           the embedding model cannot be loaded
 
 Each face maps this tree once: the MCP server to tool-error messages
-(`mcp_tools.tool_error`), the CLI and its eval command to one stderr line and an exit code
-(`cli/errors.py`). Backends raise only `BackendError` and its subclasses; anything else that
+(`faces.mcp.tools.tool_error`), the CLI and its eval command to one stderr line and an exit code
+(`faces/cli/common.py`). Backends raise only `BackendError` and its subclasses; anything else that
 escapes a store is a bug and is reported as one.
 """
 

@@ -19,11 +19,10 @@ import anyio
 import pytest
 from typer.testing import CliRunner, Result
 
-from memory_orchestrator.auth import hash_token
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.cli import app
+from memory_orchestrator.faces.cli import app
 from memory_orchestrator.models import (
     ContextPackage,
     Explanation,
@@ -36,6 +35,7 @@ from memory_orchestrator.models import (
     WriteReport,
 )
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.tokens import hash_token
 from tests.faults import FaultyBackend
 
 COMMANDS = (
@@ -344,7 +344,7 @@ def test_serve_maps_the_transport_and_binds_loopback(monkeypatch: pytest.MonkeyP
     ) -> None:
         calls.append((transport, host, port, insecure_no_auth))
 
-    monkeypatch.setattr("memory_orchestrator.mcp_server.run", fake_run)
+    monkeypatch.setattr("memory_orchestrator.faces.mcp.server.run", fake_run)
     assert invoke("serve").exit_code == 0
     assert invoke("serve", "--transport", "http", "--port", "9999").exit_code == 0
     assert invoke("serve", "--transport", "http", "--insecure-no-auth").exit_code == 0
@@ -592,9 +592,7 @@ def test_the_installed_script_runs_without_loading_the_mcp_stack(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     assert "embedded" in json.loads(done.stdout)["backends"]
-    probe = (
-        "import sys, memory_orchestrator.cli; print(sorted({'mcp', 'uvicorn'} & set(sys.modules)))"
-    )
+    probe = "import sys, memory_orchestrator.faces.cli; print(sorted({'mcp', 'uvicorn'} & set(sys.modules)))"
     loaded = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,

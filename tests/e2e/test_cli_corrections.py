@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memory_orchestrator.cli import app
+from memory_orchestrator.faces.cli import app
 
 RATE = "The API rate limit for the billing service is {} requests per minute."
 

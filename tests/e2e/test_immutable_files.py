@@ -29,7 +29,7 @@ import anyio
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.errors import OutboxError
 from memory_orchestrator.models import NewMemory, SearchRequest, WriteRequest
-from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
 

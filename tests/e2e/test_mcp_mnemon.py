@@ -1,5 +1,5 @@
 """The six MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
-a real server process (`python -m memory_orchestrator.mcp_server`), with the Mnemon contract
+a real server process (`python -m memory_orchestrator.faces.mcp.server`), with the Mnemon contract
 double behind it (the real binary cannot be installed here; see tests/mnemon_double)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 async def _session(data_dir: Path, binary: Path) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_orchestrator.mcp_server"],
+        args=["-m", "memory_orchestrator.faces.mcp.server"],
         env={
             "ORCHESTRATOR_BACKEND": "mnemon",
             "ORCHESTRATOR_MNEMON__BINARY": str(binary),

@@ -1,5 +1,5 @@
 """The orchestrator's MCP server end to end in front of each other store: a real client session
-over stdio to `python -m memory_orchestrator.mcp_server` with `backend` = mnemon-mcp,
+over stdio to `python -m memory_orchestrator.faces.mcp.server` with `backend` = mnemon-mcp,
 kg-memory (each a real npm server behind it, so MCP in front of MCP), mnemonic and fused.
 The npm stores are skipped, with the reason, only when node is absent."""
 
@@ -37,7 +37,7 @@ STORES = {
 async def _session(data_dir: Path, env: dict[str, str]) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_orchestrator.mcp_server"],
+        args=["-m", "memory_orchestrator.faces.mcp.server"],
         env={
             "ORCHESTRATOR_DATA_DIR": str(data_dir),
             "PATH": os.environ.get("PATH", ""),

@@ -107,7 +107,7 @@ def _text(result: CallToolResult) -> str:
 async def _session(data_dir: Path) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memory_orchestrator.mcp_server"],
+        args=["-m", "memory_orchestrator.faces.mcp.server"],
         env={
             "ORCHESTRATOR_DATA_DIR": str(data_dir),
             "PATH": os.environ.get("PATH", ""),

@@ -33,7 +33,7 @@ def server(data: Path) -> subprocess.Popen[str]:
     data.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ORCHESTRATOR_DATA_DIR": str(data)}
     return subprocess.Popen(
-        [sys.executable, "-m", "memory_orchestrator.mcp_server"],
+        [sys.executable, "-m", "memory_orchestrator.faces.mcp.server"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memory_orchestrator.cli.app import app
+from memory_orchestrator.faces.cli.app import app
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ import sys
 import anyio
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import NewMemory, WriteRequest
-from memory_orchestrator.outbox import Outbox
+from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
 from tests.faults import FaultyBackend

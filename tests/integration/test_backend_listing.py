@@ -15,7 +15,7 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.fused import FusedBackend, Member
 from memory_orchestrator.errors import CapabilityMissing
 from memory_orchestrator.models import Memory, NewMemory
-from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings, load_settings
 
 pytestmark = pytest.mark.integration

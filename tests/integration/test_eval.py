@@ -23,9 +23,9 @@ from typer.testing import CliRunner, Result
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.cli import app
 from memory_orchestrator.eval import Dataset, RunOptions, build_report, load_dataset, run_eval
 from memory_orchestrator.eval.report import LATENCY_KEYS
+from memory_orchestrator.faces.cli import app
 from memory_orchestrator.models import NewMemory, SearchRequest, Trace
 from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.service import Orchestrator

@@ -30,11 +30,11 @@ from memory_orchestrator.models import (
     WriteAction,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.service import Orchestrator, queued_writes
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW
 from tests.faults import JUNK_ID, FailingTraceStore, FaultyBackend, Mode
 

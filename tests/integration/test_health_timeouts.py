@@ -10,8 +10,8 @@ import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import Status
+from memory_orchestrator.service.store_calls import StoreCalls, store_checks
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.store_calls import StoreCalls, store_checks
 from tests.faults import FaultyBackend
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ import pytest
 from mcp import MCPError
 from mcp.types import CallToolResult
 
-from memory_orchestrator.observability import StatsReport
+from memory_orchestrator.state.observability import StatsReport
 from tests.http_load import (
     ServerProcess,
     Token,

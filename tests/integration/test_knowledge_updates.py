@@ -26,7 +26,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 
 pytestmark = pytest.mark.integration
 

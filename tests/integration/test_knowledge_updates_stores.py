@@ -28,7 +28,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import MnemonSettings, Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 from tests.mnemon_double import fast_launcher
 from tests.npm_servers import require_script
 

@@ -14,8 +14,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from memory_orchestrator.mcp_server import create_server
-from memory_orchestrator.mcp_tools import TOOLS
+from memory_orchestrator.faces.mcp.server import create_server
+from memory_orchestrator.faces.mcp.tools import TOOLS
 from memory_orchestrator.settings import Settings
 
 pytestmark = pytest.mark.integration

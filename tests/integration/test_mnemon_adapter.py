@@ -43,8 +43,8 @@ from memory_orchestrator.models import (
     Status,
     WriteAction,
 )
+from memory_orchestrator.service.store_calls import StoreCalls, store_checks
 from memory_orchestrator.settings import MnemonSettings, Settings, load_settings
-from memory_orchestrator.store_calls import StoreCalls, store_checks
 from tests.mnemon_double import fast_launcher, npm_launcher, real_binary, renaming_binary
 
 pytestmark = pytest.mark.integration

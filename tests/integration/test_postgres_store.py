@@ -18,7 +18,7 @@ from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.postgres import PostgresBackend
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import NewMemory, Status, WriteAction
-from memory_orchestrator.pg_common import migrate, migrations
+from memory_orchestrator.postgres.database import migrate, migrations
 from memory_orchestrator.settings import load_settings
 
 pytestmark = pytest.mark.integration

@@ -12,10 +12,10 @@ import pytest
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
 from memory_orchestrator.models import ContextRequest, SearchRequest
-from memory_orchestrator.observability import Observer
 from memory_orchestrator.service import Orchestrator, request_stats
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW
 
 pytestmark = pytest.mark.integration

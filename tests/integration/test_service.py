@@ -30,7 +30,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW
 from tests.faults import FaultyBackend
 
@@ -319,7 +319,7 @@ def test_ingest_gives_content_only_memories_their_entities_too(settings: Setting
 def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
     settings: Settings, tmp_path: Path
 ) -> None:
-    from memory_orchestrator.learned import LearnedWeights
+    from memory_orchestrator.state.learned import LearnedWeights
 
     weights = {name: 0.0 for name in ("recency", "graph", "type_match", "cross_reference")}
     learned = {

@@ -32,16 +32,16 @@ from memory_orchestrator.models import (
     WriteAction,
     WriteRequest,
 )
-from memory_orchestrator.observability import Observer
-from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.relevance import RankContext
-from memory_orchestrator.recorder import TraceRecorder
-from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.recorder import TraceRecorder
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.store_calls import StoreCalls
+from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import RankingSettings, Settings
-from memory_orchestrator.store_calls import StoreCalls
-from memory_orchestrator.traces import TraceStore
-from memory_orchestrator.writing import WritePath
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW, plan
 from tests.faults import FaultyBackend
 from tests.property.support import RecordingBackend

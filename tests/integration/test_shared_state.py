@@ -1,4 +1,4 @@
-"""Shared state on a real PostgreSQL (`pg_state.py`): an outbox row claimed by one replica is
+"""Shared state on a real PostgreSQL (`postgres/state.py`): an outbox row claimed by one replica is
 skipped by the others until it is settled, and released when its replica dies; traces saved
 by one replica are read by another; tokens added once are seen by every replica. With the
 default settings everything stays in local SQLite files."""
@@ -12,14 +12,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory_orchestrator import shared_state
-from memory_orchestrator.auth import TokenSpec, hash_token
 from memory_orchestrator.models import NewMemory, Trace, WriteAction, WriteRequest
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.pg_common import Database
-from memory_orchestrator.pg_state import PgOutbox, PgTraceStore, SharedTokens
+from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.postgres.state import PgOutbox, PgTraceStore, SharedTokens
 from memory_orchestrator.settings import load_settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.tokens import TokenSpec, hash_token
+from memory_orchestrator.state.traces import TraceStore
 
 pytestmark = pytest.mark.integration
 

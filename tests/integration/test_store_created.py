@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from memory_orchestrator.models import Status
-from memory_orchestrator.observability import Observer
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
+from memory_orchestrator.state.observability import Observer
 
 pytestmark = pytest.mark.integration
 

@@ -29,10 +29,10 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import MnemonSettings, Settings
+from memory_orchestrator.state.outbox import Outbox
 from tests.mnemon_double import fast_launcher
 from tests.npm_servers import kill_children, require_script
 

@@ -30,9 +30,9 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.outbox import Outbox
 from tests.faults import UnwritableOutbox
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from memory_orchestrator.mcp_server import create_server
+from memory_orchestrator.faces.mcp.server import create_server
 from memory_orchestrator.settings import Settings
 from tests.property.support import ANY_CHAR, JSON, MOMENTS, PROPS, TEXT, ints, mostly
 

@@ -30,8 +30,8 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.traces import TraceStore
 from memory_orchestrator.text import cut_at_word
-from memory_orchestrator.traces import TraceStore
 from tests.factories import NOW
 from tests.property.support import (
     ANY_CHAR,

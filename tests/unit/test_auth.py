@@ -17,7 +17,12 @@ import httpx2
 import pytest
 from pydantic import ValidationError
 
-from memory_orchestrator.auth import (
+from memory_orchestrator.errors import ConfigError
+from memory_orchestrator.faces.http.server import BearerAuth, build_app, is_loopback
+from memory_orchestrator.faces.mcp.server import create_server
+from memory_orchestrator.settings import Settings, load_settings
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.tokens import (
     TOOL_NAMES,
     TokenBook,
     TokenSpec,
@@ -25,11 +30,6 @@ from memory_orchestrator.auth import (
     hash_token,
     new_secret,
 )
-from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.http_server import BearerAuth, build_app, is_loopback
-from memory_orchestrator.mcp_server import create_server
-from memory_orchestrator.observability import Observer
-from memory_orchestrator.settings import Settings, load_settings
 
 
 def _token(name: str, **rules: Any) -> tuple[str, TokenSpec]:

@@ -14,8 +14,8 @@ from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
 from memory_orchestrator.models import Candidate, Memory, QuestionType, SourceRank
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank, slot_neighbors
-from memory_orchestrator.presets import PRESETS
 from memory_orchestrator.settings import RankingSettings, Settings
+from memory_orchestrator.settings.presets import PRESETS
 from tests.factories import NOW, candidate, memory, plan
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.eval.controller import Pool, cross_validate, fit, score_pools
-from memory_orchestrator.learned import DEFAULT, FEATURES, LearnedWeights, load_learned
 from memory_orchestrator.settings import Weights
+from memory_orchestrator.state.learned import DEFAULT, FEATURES, LearnedWeights, load_learned
 
 
 def pool(case: str, qtype: str, answer_recent: bool) -> Pool:

@@ -5,7 +5,7 @@ Driven by a clock the test sets (the book reads time only through it), so no tes
 
 from __future__ import annotations
 
-from memory_orchestrator.http_sessions import SessionBook
+from memory_orchestrator.faces.http.sessions import SessionBook
 
 
 class Clock:

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from memory_orchestrator.models import CandidateTrace, Dropped, DropReason, Trace
-from memory_orchestrator.observability import (
+from memory_orchestrator.state.observability import (
     Metrics,
     Observer,
     calling,
@@ -19,7 +19,7 @@ from memory_orchestrator.observability import (
     percentile,
     request_fields,
 )
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 

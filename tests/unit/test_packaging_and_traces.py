@@ -23,7 +23,7 @@ from memory_orchestrator.pipeline.packager import Budget, package, shorten
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
 from memory_orchestrator.settings import RankingSettings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW, candidate, memory, plan
 from tests.faults import FailingTraceStore
 
@@ -266,7 +266,7 @@ def test_traces_saved_by_a_process_that_exits_without_closing_are_kept(tmp_path:
     script = (
         "import sys\n"
         "from tests.unit.test_packaging_and_traces import sample_trace\n"
-        "from memory_orchestrator.traces import TraceStore\n"
+        "from memory_orchestrator.state.traces import TraceStore\n"
         "store = TraceStore(__import__('pathlib').Path(sys.argv[1]))\n"
         "for i in range(200):\n"
         "    store.save(sample_trace().model_copy(update={'trace_id': f'tr_{i}'}))\n"
@@ -292,7 +292,7 @@ def test_a_trace_that_cannot_be_stored_is_counted_and_logged(
 ) -> None:
     store = FailingTraceStore(tmp_path / "traces.db")
     try:
-        with caplog.at_level(logging.WARNING, logger="memory_orchestrator.traces"):
+        with caplog.at_level(logging.WARNING, logger="memory_orchestrator.state.traces"):
             store.save(sample_trace())
             assert store.get("tr_x") is None  # waits for the failed write
         assert store.errors == 1

@@ -9,8 +9,8 @@ import pytest
 
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import NewMemory, OutboxState, WriteAction, WriteRequest
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.resilience import RetryPolicy, retry
+from memory_orchestrator.service.resilience import RetryPolicy, retry
+from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.text import content_hash
 
 

@@ -1,7 +1,7 @@
 """A shared store on PostgreSQL (`backend = "postgres"`): many orchestrator replicas, one
 database. The same contract and the same ranking as the embedded store, on a server.
 
-Layout (`migrations/postgres/0001_memories.sql`, applied at start, see `pg_common.py`):
+Layout (`postgres/migrations/0001_memories.sql`, applied at start, see `postgres/database.py`):
 - `memories`: one row per memory (type, times, tags, metadata, soft delete by `deleted_at`),
   with a `tsvector` (English configuration; entities weighted 'A', content 'D') under a GIN
   index. Search ranks the rows the index finds by BM25 computed in SQL, as SQLite's FTS5
@@ -78,7 +78,7 @@ from memory_orchestrator.models import (
     WriteOutcome,
     to_utc,
 )
-from memory_orchestrator.pg_common import Database
+from memory_orchestrator.postgres.database import Database
 from memory_orchestrator.text import content_hash
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """The postgres store's SQL statements, its BM25 scoring and row mapping (see `postgres.py`;
-the schema is `migrations/postgres/0001_memories.sql`)."""
+the schema is `postgres/migrations/0001_memories.sql`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Trace
-from memory_orchestrator.store_calls import StoreCalls
+from memory_orchestrator.service.store_calls import StoreCalls
 
 
 class KnownEntities:

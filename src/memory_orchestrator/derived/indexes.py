@@ -33,8 +33,8 @@ from memory_orchestrator.models import (
     Trace,
 )
 from memory_orchestrator.pipeline.retriever import SubQuery
+from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.store_calls import StoreCalls
 
 _HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
 

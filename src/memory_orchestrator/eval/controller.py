@@ -31,9 +31,9 @@ from typing import Any
 from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.systems import _case_settings
 from memory_orchestrator.eval.tune import Workbench
-from memory_orchestrator.learned import DEFAULT, FEATURES
 from memory_orchestrator.models import ScoreBreakdown
 from memory_orchestrator.settings import Settings, Weights
+from memory_orchestrator.state.learned import DEFAULT, FEATURES
 
 __all__ = ["Pool", "collect", "cross_validate", "fit", "score_pools"]
 _SIGN = {"duplicate": -1.0, "noise": -1.0}

@@ -27,8 +27,8 @@ from memory_orchestrator.eval import metrics
 from memory_orchestrator.eval.markdown import to_markdown
 from memory_orchestrator.eval.records import Answer, EvalRun, QuestionResult
 from memory_orchestrator.eval.updates import knowledge_updates
-from memory_orchestrator.observability import percentile
 from memory_orchestrator.pipeline.deduper import similarity
+from memory_orchestrator.state.observability import percentile
 
 __all__ = ["LATENCY_KEYS", "build_report", "recall_curve", "to_json", "write_report"]
 

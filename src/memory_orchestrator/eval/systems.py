@@ -41,7 +41,7 @@ from memory_orchestrator.eval.records import (
     WriteCheckResult,
 )
 from memory_orchestrator.eval.runner import CaseRunner
-from memory_orchestrator.pg_scratch import scratch_store
+from memory_orchestrator.postgres.scratch import scratch_store
 from memory_orchestrator.settings import Settings
 
 __all__ = [

@@ -154,7 +154,7 @@ class OutboxState(StrEnum):
 
 
 class QueuedWrite(Frozen):
-    """A write kept in the outbox until the store takes it (see `outbox.py`)."""
+    """A write kept in the outbox until the store takes it (see `state/outbox.py`)."""
 
     seq: int
     request: WriteRequest

@@ -27,11 +27,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from memory_orchestrator.auth import HttpSettings
 from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.presets import apply_preset
 from memory_orchestrator.settings.base import _dir_path, default_data_dir
 from memory_orchestrator.settings.postgres import PostgresSettings, SharedSettings
+from memory_orchestrator.settings.presets import apply_preset
 from memory_orchestrator.settings.stores import (
     EmbeddedSettings,
     FusedSettings,
@@ -54,6 +53,7 @@ from memory_orchestrator.settings.tuning import (
     TraceSettings,
     WriteSettings,
 )
+from memory_orchestrator.state.tokens import HttpSettings
 
 _config_file: ContextVar[Path | None] = ContextVar("config_file", default=None)
 
@@ -75,7 +75,8 @@ class Settings(BaseSettings):
     )
     cache_ttl_s: float = Field(default=30.0, ge=0, description="store metadata cache lifetime")
     preset: str | None = Field(
-        default=None, description="named tuned values (see `presets.py`); explicit settings win"
+        default=None,
+        description="named tuned values (see `settings/presets.py`); explicit settings win",
     )
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     mnemon: MnemonSettings = Field(default_factory=MnemonSettings)

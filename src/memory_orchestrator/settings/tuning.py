@@ -288,7 +288,7 @@ class LocalIndexSettings(Section):
 
 
 class RetrySettings(Section):
-    """Retries of transient store errors (see `resilience.py`); writes are checked first."""
+    """Retries of transient store errors (see `service/resilience.py`); writes are checked first."""
 
     attempts: int = Field(
         default=3, ge=1, le=10, description="tries per store call on a transient error; 1 = none"

@@ -24,13 +24,11 @@ from typing import cast
 
 import anyio
 
-from memory_orchestrator import shared_state
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes
 from memory_orchestrator.errors import TraceNotFound
-from memory_orchestrator.expanding import ExpandPath
 from memory_orchestrator.models import (
     Capabilities,
     ContextPackage,
@@ -59,17 +57,19 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
-from memory_orchestrator.observability import Observer, StatsReport, compute_stats
-from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
-from memory_orchestrator.reading import ReadPath, ReadRequest
-from memory_orchestrator.recorder import TraceRecorder
-from memory_orchestrator.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.expanding import ExpandPath
+from memory_orchestrator.service.reading import ReadPath, ReadRequest
+from memory_orchestrator.service.recorder import TraceRecorder
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.store_calls import StoreCalls, store_checks
+from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.store_calls import StoreCalls, store_checks
-from memory_orchestrator.traces import TraceStore
-from memory_orchestrator.writing import WritePath
+from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state.observability import Observer, StatsReport, compute_stats
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.traces import TraceStore
 
 __all__ = ["Orchestrator", "queued_writes", "request_stats", "store_names"]
 

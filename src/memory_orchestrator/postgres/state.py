@@ -1,7 +1,7 @@
 """The outbox, the traces and the token list in PostgreSQL, shared by every replica
-(`[shared] state = "postgres"`; tables from `migrations/postgres/0002_shared_state.sql`).
+(`[shared] state = "postgres"`; tables from `postgres/migrations/0002_shared_state.sql`).
 
-`PgOutbox` keeps the SQLite outbox's queue and rules (`outbox.py`) in a shared table. A
+`PgOutbox` keeps the SQLite outbox's queue and rules (`state/outbox.py`) in a shared table. A
 replica replaying a queued write first claims its row (`SELECT ... FOR UPDATE SKIP LOCKED`,
 held until the write is marked delivered or failed): another replica skips a claimed row and
 stops there, so writes still reach the store in order and each exactly once. A replica that
@@ -26,12 +26,12 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from memory_orchestrator.auth import TokenSpec
 from memory_orchestrator.errors import BackendError, OutboxError
 from memory_orchestrator.models import QueuedWrite, Trace
-from memory_orchestrator.outbox import _COLS, Outbox, Row, _record
-from memory_orchestrator.pg_common import Database
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.state.outbox import _COLS, Outbox, Row, _record
+from memory_orchestrator.state.tokens import TokenSpec
+from memory_orchestrator.state.traces import TraceStore
 
 __all__ = ["PgOutbox", "PgTraceStore", "SharedTokens"]
 

@@ -11,9 +11,10 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from memory_orchestrator import auth, observability, service, shared_state
-from memory_orchestrator.cli import render
-from memory_orchestrator.cli.common import (
+from memory_orchestrator import service
+from memory_orchestrator.errors import ConfigError
+from memory_orchestrator.faces.cli import render
+from memory_orchestrator.faces.cli.common import (
     FAILURE,
     JsonFlag,
     call_service,
@@ -22,10 +23,12 @@ from memory_orchestrator.cli.common import (
     state_of,
     validate,
 )
-from memory_orchestrator.cli.config_toml import effective_values, settings_toml
-from memory_orchestrator.errors import ConfigError
+from memory_orchestrator.faces.cli.config_toml import effective_values, settings_toml
 from memory_orchestrator.models import ContextPackage, ContextRequest
 from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.state import observability
+from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state import tokens as auth
 
 DEMO_MARKER = ".orchestrator-demo"
 
@@ -97,7 +100,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the memory tools over MCP: stdio, or streamable HTTP (loopback, bearer tokens)."""
-    from memory_orchestrator import mcp_server
+    from memory_orchestrator.faces.mcp import server as mcp_server
 
     settings = guarded(state_of(ctx).settings)
     mode: Literal["stdio", "streamable-http"] = (

@@ -1,5 +1,5 @@
 """The `orchestrator` command line (Typer): thin commands over the `Orchestrator`."""
 
-from memory_orchestrator.cli.app import app, main
+from memory_orchestrator.faces.cli.app import app, main
 
 __all__ = ["app", "main"]

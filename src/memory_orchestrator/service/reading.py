@@ -26,7 +26,6 @@ from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
-from memory_orchestrator.learned import load_learned_cached
 from memory_orchestrator.models import (
     Candidate,
     ContextItem,
@@ -48,8 +47,9 @@ from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance, rerank, slot_neighbors, with_reasons
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
-from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.learned import load_learned_cached
 from memory_orchestrator.text import cut_at_word
 
 _SUBQUERY_WEIGHT = 0.7

@@ -143,7 +143,7 @@ class Outbox:
     @contextmanager
     def claim(self, item: QueuedWrite) -> Iterator[QueuedWrite | None]:
         """`item`, this process's to replay until the block ends (None: another replica
-        holds it; only a shared outbox, `pg_state.PgOutbox`, ever says so)."""
+        holds it; only a shared outbox, `postgres.state.PgOutbox`, ever says so)."""
         yield item
 
     def _on(self, seq: int, sql: str, args: tuple[object, ...]) -> list[Row]:

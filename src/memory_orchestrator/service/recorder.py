@@ -22,11 +22,11 @@ from memory_orchestrator.models import (
     Trace,
     TraceSummary,
 )
-from memory_orchestrator.observability import Observer
 from memory_orchestrator.pipeline.explainer import summarize
-from memory_orchestrator.resilience import begin_notes, take_notes
+from memory_orchestrator.service.resilience import begin_notes, take_notes
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.traces import TraceStore
 
 _SUMMARY_DROPS = 25
 

@@ -1,6 +1,6 @@
 """What the PostgreSQL parts share: the connection pool, the schema migrations, errors.
 
-Migrations are the numbered files in `migrations/postgres/` (`0001_name.sql`, ...), applied in
+Migrations are the numbered files in `migrations/` (`0001_name.sql`, ...), applied in
 order at start by whichever replica opens the database first: under a transaction-level
 advisory lock, each file in the transaction that records it in `schema_migrations`, so
 replicas starting together apply each file exactly once, and a database newer than this code
@@ -36,7 +36,7 @@ _FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 def migrations() -> list[tuple[int, str, str]]:
     """(version, name, SQL) of every migration file, in order."""
     found = []
-    for entry in resources.files("memory_orchestrator.migrations").joinpath("postgres").iterdir():
+    for entry in resources.files("memory_orchestrator.postgres.migrations").iterdir():
         match = _FILE.match(entry.name)
         if match:
             found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))

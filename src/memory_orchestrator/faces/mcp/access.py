@@ -25,8 +25,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.types import ListToolsResult
 
-from memory_orchestrator.auth import Denied, TokenBook, TokenSpec
-from memory_orchestrator.observability import Observer
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.tokens import Denied, TokenBook, TokenSpec
 
 __all__ = ["FORBIDDEN", "TokenUser", "ToolAccess", "caller_of", "peer_of", "request_scope"]
 

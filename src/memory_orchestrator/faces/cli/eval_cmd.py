@@ -29,8 +29,6 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from memory_orchestrator.cli import render
-from memory_orchestrator.cli.common import FAILURE, USAGE_ERROR, fail, guarded
 from memory_orchestrator.errors import (
     MissingExtra,
     UnknownBackend,
@@ -45,6 +43,8 @@ from memory_orchestrator.eval.markdown import (
 from memory_orchestrator.eval.plots import write_plots
 from memory_orchestrator.eval.report import build_report, to_json, write_report
 from memory_orchestrator.eval.systems import SYSTEMS, EvalRun, RunOptions, SystemName, run_eval
+from memory_orchestrator.faces.cli import render
+from memory_orchestrator.faces.cli.common import FAILURE, USAGE_ERROR, fail, guarded
 from memory_orchestrator.service import store_names
 from memory_orchestrator.settings import Settings, load_settings
 

@@ -1,11 +1,12 @@
-"""The MCP face: the server that carries the six memory tools (`mcp_tools`) over stdio or HTTP.
+"""The MCP face: the server that carries the six memory tools (`faces.mcp.tools`) over stdio or
+HTTP.
 
 `create_server(settings)` builds it: the orchestrator opens with the server and closes after it;
 every tool call is counted (metrics) and a failed one kept as a trace; per-token tool
-permissions apply where the SDK hands over each parsed request (`mcp_access.ToolAccess`).
+permissions apply where the SDK hands over each parsed request (`faces.mcp.access.ToolAccess`).
 
-Run it with `orchestrator serve` or `python -m memory_orchestrator.mcp_server` (stdio; settings
-come from the environment and the config file, see `memory_orchestrator.settings`).
+Run it with `orchestrator serve` or `python -m memory_orchestrator.faces.mcp.server` (stdio;
+settings come from the environment and the config file, see `memory_orchestrator.settings`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,19 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
-from memory_orchestrator.mcp_access import ToolAccess, caller_of, request_scope
-from memory_orchestrator.mcp_tools import TOOL_NAMES, TOOLS, AppState, tool_error, without_nulls
-from memory_orchestrator.mcp_wire import AnsweringReader, closed_pipe, say_closed
+from memory_orchestrator.faces.mcp.access import ToolAccess, caller_of, request_scope
+from memory_orchestrator.faces.mcp.tools import (
+    TOOL_NAMES,
+    TOOLS,
+    AppState,
+    tool_error,
+    without_nulls,
+)
+from memory_orchestrator.faces.mcp.wire import AnsweringReader, closed_pipe, say_closed
 from memory_orchestrator.models import describe_errors
-from memory_orchestrator.observability import Observer, calling
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
+from memory_orchestrator.state.observability import Observer, calling
 
 __all__ = ["AppState", "create_server", "main", "run"]
 
@@ -55,7 +62,7 @@ class _MemoryServer(MCPServer[AppState]):
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio transport, where a line that is not a message is answered with a
-        JSON-RPC error and a client hanging up ends the server with one line (`mcp_wire`)."""
+        JSON-RPC error and a client hanging up ends the server with one line (`faces.mcp.wire`)."""
         try:
             async with stdio_server() as (read_stream, write_stream):
                 lowlevel = self._lowlevel_server
@@ -178,7 +185,7 @@ def run(
     insecure_no_auth: bool = False,
 ) -> None:
     """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
-    refuses to start without tokens unless `insecure_no_auth` (see `http_server`)."""
+    refuses to start without tokens unless `insecure_no_auth` (see `faces.http.server`)."""
     if settings.backend not in store_names():
         raise UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(store_names())}"
@@ -186,7 +193,7 @@ def run(
     if transport == "stdio":
         create_server(settings, Observer()).run("stdio")
         return
-    from memory_orchestrator import http_server
+    from memory_orchestrator.faces.http import server as http_server
 
     http_server.serve(
         settings,
@@ -198,7 +205,7 @@ def run(
 
 
 def main() -> None:
-    """`python -m memory_orchestrator.mcp_server`: stdio, settings from env and config file."""
+    """`python -m memory_orchestrator.faces.mcp.server`: stdio, settings from env and config."""
     try:
         settings = load_settings()
         run(settings, "stdio")

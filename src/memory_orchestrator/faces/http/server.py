@@ -7,13 +7,13 @@ uvicorn on loopback by default. Every HTTP request passes `BearerAuth` first:
 - a token not allowed the served store: 403.
 
 A known token goes on in the request as a `TokenUser`. What it may do inside MCP is decided
-where the SDK has parsed the JSON-RPC message (`mcp_access.ToolAccess`: tool allowlist,
+where the SDK has parsed the JSON-RPC message (`faces.mcp.access.ToolAccess`: tool allowlist,
 read-only tokens, the `tools/list` a token sees); which sessions it owns and how many it may
-hold, in `http_sessions`. `/metrics` (Prometheus text) sits behind the same check: any valid
+hold, in `faces.http.sessions`. `/metrics` (Prometheus text) sits behind the same check: any valid
 token may read it. Without tokens the server refuses to start unless `insecure_no_auth` is
 given, which opens everything.
 
-This module never imports the MCP face (`mcp_server`): the server to serve is built by the
+This module never imports the MCP face (`faces.mcp.server`): the server to serve is built by the
 `make_server` factory it is handed.
 """
 
@@ -34,13 +34,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from memory_orchestrator import shared_state
-from memory_orchestrator.auth import Denied, TokenBook, TokenSpec, bearer
 from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.http_sessions import SessionBook, SessionGauge, SessionLimits
-from memory_orchestrator.mcp_access import FORBIDDEN, TokenUser, peer_of
-from memory_orchestrator.observability import Metrics, Observer
+from memory_orchestrator.faces.http.sessions import SessionBook, SessionGauge, SessionLimits
+from memory_orchestrator.faces.mcp.access import FORBIDDEN, TokenUser, peer_of
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state.observability import Metrics, Observer
+from memory_orchestrator.state.tokens import Denied, TokenBook, TokenSpec, bearer
 
 __all__ = [
     "MCP_PATH",
@@ -88,7 +88,7 @@ class BearerAuth:
     """ASGI middleware: who is calling (401) and on which store (403).
 
     A known token is left in the scope as a `TokenUser` (`scope["user"]`), where the SDK finds
-    whom a session belongs to and the MCP face (`mcp_access.ToolAccess`) which tools it may
+    whom a session belongs to and the MCP face (`faces.mcp.access.ToolAccess`) which tools it may
     call."""
 
     def __init__(
@@ -148,7 +148,8 @@ async def _reply(send: Send, status: int, body: bytes, extra: dict[str, str] | N
 
 
 ServerFactory = Callable[[Observer], MCPServer[Any]]
-"""Builds the MCP server to serve, counting into the given observer (`mcp_server` passes one)."""
+"""Builds the MCP server to serve, counting into the given observer (`faces.mcp.server` passes
+one)."""
 
 
 def build_app(

@@ -17,13 +17,13 @@ import anyio
 import typer
 from pydantic import BaseModel, ValidationError
 
-from memory_orchestrator.cli import render
 from memory_orchestrator.errors import (
     BackendError,
     InvalidRequest,
     OrchestratorError,
     UsageError,
 )
+from memory_orchestrator.faces.cli import render
 from memory_orchestrator.models import MemoryType
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings

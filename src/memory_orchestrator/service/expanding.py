@@ -28,10 +28,10 @@ from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
-from memory_orchestrator.reading import cut_query, ms_since
-from memory_orchestrator.recorder import TraceRecorder
+from memory_orchestrator.service.reading import cut_query, ms_since
+from memory_orchestrator.service.recorder import TraceRecorder
+from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.store_calls import StoreCalls
 
 
 class ExpandPath:

@@ -11,14 +11,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memory_orchestrator.cli import render
-from memory_orchestrator.cli.common import USAGE_ERROR, fail, guarded
 from memory_orchestrator.eval import controller
 from memory_orchestrator.eval.datasets import Dataset, load_dataset
 from memory_orchestrator.eval.tune import Workbench
-from memory_orchestrator.learned import FEATURES, LearnedWeights
+from memory_orchestrator.faces.cli import render
+from memory_orchestrator.faces.cli.common import USAGE_ERROR, fail, guarded
 from memory_orchestrator.service import store_names
 from memory_orchestrator.settings import Settings, load_settings
+from memory_orchestrator.state.learned import FEATURES, LearnedWeights
 
 
 def tune(

@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.cli import admin, eval_cmd, render, tune_cmd
-from memory_orchestrator.cli.common import (
+from memory_orchestrator.faces.cli import admin, eval_cmd, render, tune_cmd
+from memory_orchestrator.faces.cli.common import (
     AsOfOpt,
     EntityOpt,
     HistoryOpt,

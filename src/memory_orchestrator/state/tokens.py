@@ -5,8 +5,8 @@ Tokens live in the config only as hashes (`sha256:<hex>`). A secret is 32 random
 slow password hash would protect. Every presented secret is compared with every stored hash in
 constant time, so timing tells nothing about which hash came close.
 
-This module is pure: the HTTP face (`http_server.py`) asks it who a secret belongs to and
-whether that token may reach the served store, the MCP face (`mcp_access.py`) whether it may
+This module is pure: the HTTP face (`faces/http/server.py`) asks it who a secret belongs to and
+whether that token may reach the served store, the MCP face (`faces/mcp/access.py`) whether it may
 call a tool; the CLI uses it to mint tokens.
 """
 
@@ -150,7 +150,7 @@ class TokenBook:
         if duplicated:
             raise ValueError(f"token names must be unique: {', '.join(duplicated)}")
         self._tokens = tuple(tokens)
-        # `shared`: the token list replicas share (`pg_state.SharedTokens.tokens`), read at
+        # `shared`: the token list replicas share (`postgres.state.SharedTokens.tokens`), read at
         # each authentication (it caches); when it cannot be read, the config's tokens hold
         self._shared = shared
 

@@ -34,7 +34,7 @@ from memory_orchestrator.models import (
     WriteReport,
     describe_errors,
 )
-from memory_orchestrator.observability import StatsReport
+from memory_orchestrator.state.observability import StatsReport
 
 _STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
 _ACTION_STYLE = {

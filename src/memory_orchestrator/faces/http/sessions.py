@@ -24,8 +24,8 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memory_orchestrator.mcp_access import caller_of, peer_of
-from memory_orchestrator.observability import Observer
+from memory_orchestrator.faces.mcp.access import caller_of, peer_of
+from memory_orchestrator.state.observability import Observer
 
 __all__ = ["TOO_MANY_SESSIONS", "SessionBook", "SessionGauge", "SessionLimits"]
 

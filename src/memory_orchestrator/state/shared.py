@@ -1,6 +1,6 @@
 """Where the state beside the store lives, chosen by `[shared] state`: "local" (SQLite files
-under the data dir, one replica's own: `outbox.py`, `traces.py`) or "postgres" (tables in one
-PostgreSQL database that every replica shares: `pg_state.py`).
+under the data dir, one replica's own: `state/outbox.py`, `state/traces.py`) or "postgres"
+(tables in one PostgreSQL database that every replica shares: `postgres/state.py`).
 
 With shared state, any replica explains and replays any trace, a write queued by one replica
 is replayed by whichever replica reaches the store first, exactly once (the row is claimed
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from memory_orchestrator.auth import TokenSpec
 from memory_orchestrator.errors import ConfigError, MissingExtra
-from memory_orchestrator.outbox import Outbox
-from memory_orchestrator.traces import TraceStore
+from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.tokens import TokenSpec
+from memory_orchestrator.state.traces import TraceStore
 
 if TYPE_CHECKING:
-    from memory_orchestrator.pg_common import Database
+    from memory_orchestrator.postgres.database import Database
     from memory_orchestrator.settings import Settings
 
 __all__ = ["add_shared_token", "outbox", "shared", "shared_tokens", "trace_store"]
@@ -30,7 +30,7 @@ def shared(settings: Settings) -> bool:
 
 def _database(settings: Settings, what: str) -> Database:
     try:
-        from memory_orchestrator.pg_common import Database
+        from memory_orchestrator.postgres.database import Database
     except ImportError as exc:  # psycopg is the optional `postgres` extra
         raise MissingExtra(
             f'[shared] state = "postgres" needs the postgres extra: {exc}'
@@ -54,7 +54,7 @@ def trace_store(settings: Settings) -> TraceStore:
     if not settings.traces.enabled:
         return TraceStore(None, keep=keep)
     if shared(settings):
-        from memory_orchestrator.pg_state import PgTraceStore
+        from memory_orchestrator.postgres.state import PgTraceStore
 
         return PgTraceStore(_database(settings, "traces"), keep=keep)
     return TraceStore(settings.trace_path(), keep=keep)
@@ -63,7 +63,7 @@ def trace_store(settings: Settings) -> TraceStore:
 def outbox(settings: Settings) -> Outbox:
     """The write outbox: shared when `[shared] state = "postgres"`, else the SQLite file."""
     if shared(settings):
-        from memory_orchestrator.pg_state import PgOutbox
+        from memory_orchestrator.postgres.state import PgOutbox
 
         return PgOutbox(_database(settings, "outbox"))
     return Outbox(settings.outbox_path())
@@ -73,7 +73,7 @@ def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | Non
     """The shared token list (read through a short cache) when state is shared, else None."""
     if not shared(settings):
         return None
-    from memory_orchestrator.pg_state import SharedTokens
+    from memory_orchestrator.postgres.state import SharedTokens
 
     book = SharedTokens(_database(settings, "tokens"), refresh_s=settings.shared.tokens_refresh_s)
     return book.tokens
@@ -84,7 +84,7 @@ def add_shared_token(settings: Settings, token: TokenSpec) -> None:
     Raises ConfigError when state is not shared, BackendError when the database fails."""
     if not shared(settings):
         raise ConfigError('--shared needs [shared] state = "postgres"')
-    from memory_orchestrator.pg_state import SharedTokens
+    from memory_orchestrator.postgres.state import SharedTokens
 
     book = SharedTokens(_database(settings, "tokens"))
     try:

@@ -36,12 +36,12 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
-from memory_orchestrator.outbox import Outbox
 from memory_orchestrator.pipeline.planner import extract_entities
 from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
-from memory_orchestrator.recorder import TraceRecorder
-from memory_orchestrator.resilience import find_written
+from memory_orchestrator.service.recorder import TraceRecorder
+from memory_orchestrator.service.resilience import find_written
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.outbox import Outbox
 
 
 def _ms(started: float) -> float:
