@@ -1,4 +1,11 @@
-"""The dependency direction, checked on the source: faces -> service -> pipeline -> models.
+"""The dependency direction, checked on the source, in terms of the package's folders:
+
+    faces/ (mcp, http, cli)  ->  service/  ->  pipeline/, derived/, state/, backends/ (registry)
+                                                    ->  models/, settings/, errors, text
+
+The faces never import a backend; the core (everything outside `faces/`) imports no face and
+no face framework; the state beside the store (`state/`, `postgres/`) calls nothing above it;
+there are no import circles; the public API is pinned.
 
 Imports are read with `ast` (nothing is imported), so a violation anywhere in a module, even
 inside a function, is caught.
@@ -61,7 +68,7 @@ def _imports_in(source: str, package: str) -> list[Import]:
                     anchor = package.split(".")[: len(package.split(".")) - (child.level - 1)]
                     base = ".".join([*anchor, base] if base else anchor)
                 found.append(Import(base, child.lineno, function, type_only))
-                # `from memory_orchestrator import mcp_server` imports a module too.
+                # `from memory_orchestrator.faces import cli` imports a module too.
                 found.extend(
                     Import(f"{base}.{a.name}", child.lineno, function, type_only)
                     for a in child.names
@@ -87,20 +94,31 @@ def _sources(*, under: str | None = None) -> list[Path]:
     return sorted(base.rglob("*.py"))
 
 
-def _face_sources() -> list[Path]:
-    """The MCP face (`mcp_*.py`) and the HTTP face (`http_*.py`) around it."""
-    return sorted(p for p in ROOT.glob("*.py") if p.name.startswith(("mcp_", "http_")))
+FACES = ROOT / "faces"
+
+
+def _face_sources(face: str | None = None) -> list[Path]:
+    """The faces (`faces/`: mcp, http, cli, and any face added beside them), or one of them."""
+    return _sources(under=f"faces/{face}" if face else "faces")
 
 
 def _core_sources() -> list[Path]:
+    """Everything that is not a face: the service, the pipeline, the state, the stores."""
     faces = set(_face_sources())
-    return [p for p in _sources() if p not in faces and ROOT / "cli" not in p.parents]
+    return [p for p in _sources() if p not in faces]
 
 
 def test_the_source_tree_is_found() -> None:
     names = {_module_name(p) for p in _sources()}
-    assert {f"{PACKAGE}.models", f"{PACKAGE}.service", f"{PACKAGE}.mcp_server"} <= names
-    assert f"{PACKAGE}.cli.app" in names
+    assert {f"{PACKAGE}.models", f"{PACKAGE}.service", f"{PACKAGE}.faces.mcp.server"} <= names
+    assert f"{PACKAGE}.faces.cli.app" in names
+
+
+def test_the_top_level_holds_at_most_eight_modules() -> None:
+    """The parts live in folders named for them; the top level keeps only what every part
+    shares (the error tree, text helpers, the filter rule) and the public API."""
+    modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(modules) <= 8, modules
 
 
 # The MCP *client* that stores speaking only MCP (mnemon-mcp, kg-memory) are reached through.
@@ -130,28 +148,65 @@ def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> Non
 
 
 def test_the_faces_are_found() -> None:
-    names = {p.name for p in _face_sources()}
-    assert {"mcp_server.py", "mcp_tools.py", "http_server.py"} <= names
+    faces = {p.name for p in FACES.iterdir() if (p / "__init__.py").is_file()}
+    assert {"mcp", "http", "cli"} <= faces
+    assert {p.name for p in _face_sources("mcp")} >= {"server.py", "tools.py", "access.py"}
+    assert {p.name for p in _face_sources("http")} >= {"server.py", "sessions.py"}
+
+
+def test_the_core_imports_no_face() -> None:
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _core_sources()
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.faces")
+    ]
+    assert violations == []
 
 
 def test_the_mcp_and_http_faces_never_import_the_cli() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
-        for path in _face_sources()
+        for path in [*_face_sources("mcp"), *_face_sources("http")]
         for imp in _imports(path)
-        if _is(imp.module, f"{PACKAGE}.cli")
+        if _is(imp.module, f"{PACKAGE}.faces.cli")
     ]
     assert violations == []
 
 
 def test_the_http_face_never_imports_the_mcp_server_or_its_tools() -> None:
-    # `mcp_server.run` serves over HTTP, so the other direction would be an import circle.
+    # `faces.mcp.server.run` serves over HTTP, so the other direction would be an import circle.
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
-        for path in _face_sources()
-        if path.name.startswith("http_")
+        for path in _face_sources("http")
         for imp in _imports(path)
-        if _is(imp.module, f"{PACKAGE}.mcp_server") or _is(imp.module, f"{PACKAGE}.mcp_tools")
+        if _is(imp.module, f"{PACKAGE}.faces.mcp.server")
+        or _is(imp.module, f"{PACKAGE}.faces.mcp.tools")
+    ]
+    assert violations == []
+
+
+def test_the_state_beside_the_store_imports_no_service_pipeline_or_backend() -> None:
+    """Traces, the outbox, tokens, metrics: records kept by the service, not callers of it."""
+    assert _sources(under="state")
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in [*_sources(under="state"), *_sources(under="postgres")]
+        for imp in _imports(path)
+        if any(
+            _is(imp.module, f"{PACKAGE}.{part}")
+            for part in ("service", "pipeline", "backends", "derived", "eval")
+        )
+    ]
+    assert violations == []
+
+
+def test_the_pipeline_never_imports_the_service_or_the_state() -> None:
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _sources(under="pipeline")
+        for imp in _imports(path)
+        if any(_is(imp.module, f"{PACKAGE}.{part}") for part in ("service", "state", "postgres"))
     ]
     assert violations == []
 
@@ -161,7 +216,6 @@ def _clients_of_the_service() -> list[Path]:
     the demo loader."""
     return [
         *_face_sources(),
-        *_sources(under="cli"),
         *_sources(under="eval"),
         ROOT / "demo.py",
     ]
@@ -309,9 +363,9 @@ def test_the_public_api_is_pinned() -> None:
 def test_the_cli_imports_the_mcp_server_only_lazily_inside_serve() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"
-        for path in _sources(under="cli")
+        for path in _face_sources("cli")
         for imp in _imports(path)
-        if _is(imp.module, f"{PACKAGE}.mcp_server") and imp.function != "serve"
+        if _is(imp.module, f"{PACKAGE}.faces.mcp") and imp.function != "serve"
     ]
     assert violations == []
 
@@ -319,7 +373,7 @@ def test_the_cli_imports_the_mcp_server_only_lazily_inside_serve() -> None:
 def test_the_cli_never_imports_the_mcp_sdk() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
-        for path in _sources(under="cli")
+        for path in _face_sources("cli")
         for imp in _imports(path)
         if imp.module.split(".")[0] in {"mcp", "mcp_types"}
     ]
@@ -400,7 +454,7 @@ def test_the_eval_harness_reaches_stores_only_through_the_registry() -> None:
 
 
 def test_only_the_cli_and_the_harness_itself_import_the_eval_harness() -> None:
-    eval_dir, cli_dir = ROOT / "eval", ROOT / "cli"
+    eval_dir, cli_dir = ROOT / "eval", FACES / "cli"
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
         for path in _sources()
