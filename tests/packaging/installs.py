@@ -51,6 +51,7 @@ def uv_env() -> dict[str, str]:
     env.setdefault("UV_CACHE_DIR", str(REPO / ".tools" / "uv-cache"))
     env.pop("UV_PROJECT_ENVIRONMENT", None)
     env["UV_PYTHON_DOWNLOADS"] = "never"
+    env.setdefault("UV_SYSTEM_CERTS", "1")  # as the Makefile: the system's certificate store
     env["UV_LINK_MODE"] = "hardlink"  # the cache and /tmp share a disk here; copies otherwise
     return env
 
@@ -115,14 +116,33 @@ class Install:
         return _run([str(self.python), "-c", code, *args], self.root, user_env(self.root))
 
 
-def install(wheel: Path, constraints: Path, root: Path, extra: str | None = None) -> Install:
+@dataclass(frozen=True)
+class Built:
+    wheel: Path
+    constraints: Path
+
+
+def install(built: Built, root: Path, extra: str | None = None) -> Install:
     _uv("venv", "--quiet", "--python", sys.executable, root)
     target = f"{DIST}[{extra}]" if extra else DIST
     _uv(
         "pip", "install", "--quiet", "--python", root / "bin" / "python",
-        "--constraints", constraints, f"{target} @ {wheel.as_uri()}",
+        "--constraints", built.constraints, f"{target} @ {built.wheel.as_uri()}",
     )  # fmt: skip
     return Install(root, extra)
+
+
+def uvx(built: Built, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`uvx --from WHEEL orchestrator ARGS` (in an environment of its own, `--isolated`)."""
+    argv = [
+        str(uv()), "tool", "run", "--isolated", "--python", sys.executable,
+        "--constraints", str(built.constraints), "--from", str(built.wheel), "orchestrator", *args,
+    ]  # fmt: skip
+    env = {**user_env(cwd), **{k: v for k, v in uv_env().items() if k.startswith("UV_")}}
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )  # fmt: skip
 
 
 def user_env(home: Path, **settings: str) -> dict[str, str]:

@@ -20,10 +20,12 @@ from tests.packaging.conftest import Installer
 from tests.packaging.installs import (
     FEATURE_MODULES,
     OPTIONAL,
+    Built,
     Install,
     cli_json,
     run,
     user_env,
+    uvx,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -55,6 +57,12 @@ def _one_line_naming(extra: str, stderr: str) -> None:
 
 def test_the_core_install_holds_none_of_the_extras(core: Install) -> None:
     assert core.present() == set()
+
+
+def test_uvx_runs_the_demo(built: Built, tmp_path: Path) -> None:
+    done = uvx(built, tmp_path, "demo", "--data-dir", "./demo-data")
+    assert done.returncode == 0, done.stderr
+    assert "Supporting memory IDs" in done.stdout
 
 
 def test_help_lists_the_commands(core: Install, tmp_path: Path) -> None:
