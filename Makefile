@@ -21,8 +21,10 @@ STAMP := $(VENV)/.synced
 
 # uv: use the project environment at .venv, never download an interpreter (only the one
 # named by $(PYTHON) is used), trust the system certificate store (as pip does; needed behind
-# a TLS-inspecting proxy), and ignore any venv the caller may have activated.
+# a TLS-inspecting proxy), and ignore any venv the caller may have activated. Its download
+# cache lives in .tools/uv-cache: the packaging tests install from it (tests/packaging).
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_CACHE_DIR ?= $(abspath $(TOOLS))/uv-cache
 export UV_PYTHON_DOWNLOADS := never
 export UV_SYSTEM_CERTS ?= 1
 unexport VIRTUAL_ENV
@@ -56,6 +58,10 @@ test: setup npm-servers models-if-possible ## Run the full test suite
 
 test-unit: setup ## Run the unit tests only
 	$(BIN)/pytest -q tests/unit
+
+.PHONY: test-packaging
+test-packaging: setup ## The wheel in fresh venvs: no extra, then each extra alone (part of `test`)
+	$(BIN)/pytest -q tests/packaging
 
 lint: setup ## ruff check, ruff format --check and mypy (strict)
 	$(BIN)/ruff check src tests bench scripts

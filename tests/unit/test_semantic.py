@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,3 +93,23 @@ def test_stop_words_are_not_embedded() -> None:
 def test_unknown_model_is_a_clear_error() -> None:
     with pytest.raises(SemanticUnavailable, match="unknown semantic model"):
         load_embedder("bert")
+
+
+def test_auto_falls_back_to_wordllama_and_says_why(tmp_path: Path) -> None:
+    chosen = load_embedder("auto", model_dir=tmp_path)  # a folder without the minilm model
+    assert isinstance(chosen, WordLlamaEmbedder)
+    assert chosen.fallback is not None
+    assert chosen.fallback.startswith(f"minilm: [semantic] model_dir {tmp_path} does not hold")
+
+
+def test_auto_without_the_extra_names_the_extra_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    for name in ("onnxruntime", "wordllama"):  # as if the `semantic` extra were not installed
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(SemanticUnavailable) as caught:
+        load_embedder("auto")
+    assert str(caught.value) == (
+        "no semantic model can run here: uv sync --extra semantic "
+        " (or pip install 'mnemon-memory-orchestrator[semantic]')"
+    )

@@ -24,6 +24,8 @@ _BUILTIN: dict[str, str] = {
     "fused": "memory_orchestrator.backends.fused:from_settings",
     "postgres": "memory_orchestrator.backends.postgres:from_settings",
 }
+# backend -> the optional extra that brings its packages
+_EXTRAS = {"postgres": "postgres"}
 _extra: dict[str, Factory] = {}
 
 
@@ -46,9 +48,10 @@ def create(name: str, settings: Settings) -> MemoryBackend:
     try:
         module = import_module(module_name)
     except ImportError as exc:  # an optional extra (e.g. `postgres`) is not installed
+        extra = _EXTRAS.get(name)
+        fix = f"pip install 'mnemon-memory-orchestrator[{extra}]'" if extra else "reinstall"
         raise MissingExtra(
-            f"backend {name!r} needs a package that is not installed ({exc});"
-            f" pip install 'mnemon-memory-orchestrator[{name}]'"
+            f"backend {name!r} needs a package that is not installed ({exc}); {fix}"
         ) from exc
     factory: Factory = getattr(module, attr)
     return factory(settings)

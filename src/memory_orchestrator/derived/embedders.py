@@ -17,6 +17,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -80,6 +81,7 @@ class WordLlamaEmbedder:
     # below this cosine a memory is not proposed as a candidate: unrelated texts' 90th
     # percentile on the shipped agent-facts set is 0.17, nonsense words reach 0.14-0.26
     min_similarity = 0.15
+    fallback: str | None = None  # set by `auto`: why minilm could not run instead
 
     def __init__(self, dim: int = 256) -> None:
         self.name = f"wordllama-l2_supercat-{dim}"
@@ -266,6 +268,13 @@ def find_minilm(
     )
 
 
+def _installed(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def load_embedder(
     model: str, *, model_dir: Path | None = None, data_dir: Path | None = None
 ) -> Embedder:
@@ -279,11 +288,18 @@ def load_embedder(
     if model == "minilm":
         return MiniLMEmbedder(find_minilm(model_dir, data_dir))
     if model == "auto":  # the best model this install can run: minilm, else wordllama
-        reasons = []
-        for name in ("minilm", "wordllama"):
-            try:
-                return load_embedder(name, model_dir=model_dir, data_dir=data_dir)
-            except SemanticUnavailable as exc:
-                reasons.append(f"{name}: {exc}")
-        raise SemanticUnavailable("no semantic model can run here (" + "; ".join(reasons) + ")")
+        if not any(_installed(name) for name in ("onnxruntime", "wordllama")):
+            raise SemanticUnavailable(f"no semantic model can run here: {_INSTALL}")
+        try:
+            return load_embedder("minilm", model_dir=model_dir, data_dir=data_dir)
+        except SemanticUnavailable as exc:
+            minilm = f"minilm: {exc}"
+        try:
+            wordllama = WordLlamaEmbedder()
+            wordllama._load()
+        except SemanticUnavailable as exc:
+            reasons = f"{minilm}; wordllama: {exc}"
+            raise SemanticUnavailable(f"no semantic model can run here ({reasons})") from exc
+        wordllama.fallback = minilm  # `health` says why auto chose wordllama
+        return wordllama
     raise SemanticUnavailable(f"unknown semantic model {model!r}; known: auto, wordllama, minilm")

@@ -130,6 +130,8 @@ class DerivedIndexes:
                 name="semantic", status=Status.DEGRADED, detail=self._semantic_error or ""
             )
         detail = f"{index.embedder.name}, {len(index)} memories indexed"
+        if fallback := getattr(index.embedder, "fallback", None):
+            detail += f" (auto fell back to it: {fallback})"
         if waiting := index.waiting():
             detail += f", {waiting} being embedded"
         if index.vectors is not None:

@@ -10,6 +10,7 @@ with `FOR UPDATE SKIP LOCKED`), and tokens added to the shared list work on ever
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from memory_orchestrator.errors import ConfigError, MissingExtra
@@ -28,14 +29,22 @@ def shared(settings: Settings) -> bool:
     return settings.shared.state == "postgres"
 
 
-def _database(settings: Settings, what: str) -> Database:
+def _need_postgres() -> None:
+    """psycopg is the optional `postgres` extra: MissingExtra naming it when absent, checked
+    before any `postgres.*` module is imported."""
     try:
-        from memory_orchestrator.postgres.database import Database
-    except ImportError as exc:  # psycopg is the optional `postgres` extra
+        import_module("memory_orchestrator.postgres.state")
+    except ImportError as exc:
         raise MissingExtra(
             f'[shared] state = "postgres" needs the postgres extra: {exc}'
             " (pip install 'mnemon-memory-orchestrator[postgres]')"
         ) from exc
+
+
+def _database(settings: Settings, what: str) -> Database:
+    _need_postgres()
+    from memory_orchestrator.postgres.database import Database
+
     pg = settings.postgres
     return Database(
         settings.shared.dsn or pg.dsn,
@@ -54,6 +63,7 @@ def trace_store(settings: Settings) -> TraceStore:
     if not settings.traces.enabled:
         return TraceStore(None, keep=keep)
     if shared(settings):
+        _need_postgres()
         from memory_orchestrator.postgres.state import PgTraceStore
 
         return PgTraceStore(_database(settings, "traces"), keep=keep)
@@ -63,6 +73,7 @@ def trace_store(settings: Settings) -> TraceStore:
 def outbox(settings: Settings) -> Outbox:
     """The write outbox: shared when `[shared] state = "postgres"`, else the SQLite file."""
     if shared(settings):
+        _need_postgres()
         from memory_orchestrator.postgres.state import PgOutbox
 
         return PgOutbox(_database(settings, "outbox"))
@@ -73,6 +84,7 @@ def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | Non
     """The shared token list (read through a short cache) when state is shared, else None."""
     if not shared(settings):
         return None
+    _need_postgres()
     from memory_orchestrator.postgres.state import SharedTokens
 
     book = SharedTokens(_database(settings, "tokens"), refresh_s=settings.shared.tokens_refresh_s)
@@ -84,6 +96,7 @@ def add_shared_token(settings: Settings, token: TokenSpec) -> None:
     Raises ConfigError when state is not shared, BackendError when the database fails."""
     if not shared(settings):
         raise ConfigError('--shared needs [shared] state = "postgres"')
+    _need_postgres()
     from memory_orchestrator.postgres.state import SharedTokens
 
     book = SharedTokens(_database(settings, "tokens"))
