@@ -26,6 +26,7 @@ REFUSALS = {
     "import": 'unknown command "import"',
     "verbose": "unknown flag: --verbose",
     "entity-mode": "unknown flag: --entity-mode",
+    "no-diff": "unknown flag: --no-diff",
     "supersedes": 'invalid edge type "supersedes"',
 }
 

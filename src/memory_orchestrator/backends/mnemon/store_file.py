@@ -21,6 +21,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -280,3 +281,73 @@ def edge_between(
         weight=min(max(float(row[2] or 0.0), 0.0), 1.0),
         meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
     )
+
+
+def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> dict[str, str]:
+    """The live insight holding each of `contents` byte for byte (the oldest when several
+    do), keyed by content: the repeats a write skips (Mnemon's `--no-diff` would insert
+    them)."""
+    found: dict[str, str] = {}
+    wanted = list(dict.fromkeys(contents))
+    if conn is None:
+        return found
+    for start in range(0, len(wanted), SQL_CHUNK):
+        chunk = wanted[start : start + SQL_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        sql = (
+            f"SELECT content, id FROM insights WHERE content IN ({marks})"
+            " AND deleted_at IS NULL ORDER BY rowid DESC"
+        )
+        found.update((str(content), str(mem_id)) for content, mem_id in conn.execute(sql, chunk))
+    return found
+
+
+SUPERSEDED_BY = """
+SELECT e.target_id, e.source_id, e.created_at FROM edges e
+  JOIN insights s ON s.id = e.source_id AND s.deleted_at IS NULL
+  WHERE e.edge_type = 'supersedes' AND e.target_id IN ({marks})
+UNION ALL
+SELECT json_extract(e.metadata, '$.supersedes'), e.source_id, e.created_at FROM edges e
+  JOIN insights s ON s.id = e.source_id AND s.deleted_at IS NULL
+  WHERE e.edge_type = 'semantic' AND json_valid(e.metadata)
+    AND json_extract(e.metadata, '$.supersedes') IN ({marks})
+    AND json_extract(e.metadata, '$.supersedes') != e.source_id
+"""
+
+
+def superseded_by(
+    conn: sqlite3.Connection | None, ids: Sequence[str]
+) -> dict[str, tuple[str, datetime | None]]:
+    """For each of `ids` a live memory corrected, that memory and when: a `supersedes` edge
+    into it, or (builds without that edge type) a `semantic` edge whose metadata names it
+    under `supersedes` (`MnemonBackend.supersede` writes those). The latest correction wins."""
+    marks: dict[str, tuple[str, datetime | None]] = {}
+    wanted = list(dict.fromkeys(ids))
+    if conn is None:
+        return marks
+    for start in range(0, len(wanted), SQL_CHUNK // 2):
+        chunk = wanted[start : start + SQL_CHUNK // 2]
+        sql = SUPERSEDED_BY.format(marks=",".join("?" * len(chunk)))
+        for old, new, when in conn.execute(sql, [*chunk, *chunk]):
+            moment = parse_time(when)
+            known = marks.get(str(old))
+            if known is None or (moment is not None and (known[1] is None or moment > known[1])):
+                marks[str(old)] = (str(new), moment)
+    return marks
+
+
+def snapshot(source: Path, target: Path) -> None:
+    """A consistent copy of the store file `source` at `target` (SQLite's backup, read-only
+    on the source: a live WAL store is copied as any reader sees it)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(source.as_uri() + "?mode=ro", uri=True, timeout=2.0)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        raise BackendError(f"mnemon store {source} cannot be copied: {exc}") from exc
+    finally:
+        src.close()
