@@ -283,10 +283,17 @@ def edge_between(
     )
 
 
+CORRECTED = """EXISTS (SELECT 1 FROM edges e
+  JOIN insights s ON s.id = e.source_id AND s.deleted_at IS NULL
+  WHERE e.target_id = i.id AND (e.edge_type = 'supersedes' OR (e.edge_type = 'semantic'
+    AND json_valid(e.metadata) AND json_extract(e.metadata, '$.supersedes') = i.id)))"""
+
+
 def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> dict[str, str]:
-    """The live insight holding each of `contents` byte for byte (the oldest when several
+    """The current insight holding each of `contents` byte for byte (the oldest when several
     do), keyed by content: the repeats a write skips (Mnemon's `--no-diff` would insert
-    them)."""
+    them). A memory a later one corrected does not count: writing its text again is a
+    reversal, a new fact."""
     found: dict[str, str] = {}
     wanted = list(dict.fromkeys(contents))
     if conn is None:
@@ -295,8 +302,8 @@ def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> di
         chunk = wanted[start : start + SQL_CHUNK]
         marks = ",".join("?" * len(chunk))
         sql = (
-            f"SELECT content, id FROM insights WHERE content IN ({marks})"
-            " AND deleted_at IS NULL ORDER BY rowid DESC"
+            f"SELECT content, id FROM insights i WHERE content IN ({marks})"
+            f" AND deleted_at IS NULL AND NOT {CORRECTED} ORDER BY rowid DESC"
         )
         found.update((str(content), str(mem_id)) for content, mem_id in conn.execute(sql, chunk))
     return found
