@@ -38,8 +38,9 @@ T = TypeVar("T")
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 RATE = "The API rate limit for the billing service is {} requests per minute."
 # Mnemon: the contract double, the double acting as the June 2026 build, the real binary
-MNEMONS = ["mnemon", "mnemon-june", *(["mnemon-real"] if real_binary() else [])]
-STORES = ["mnemon-mcp", "kg-memory", "mnemonic", *MNEMONS, "fused"]
+MNEMONS = ["mnemon", "mnemon-june", "mnemon-real"]
+REAL = [pytest.param("mnemon-real", marks=pytest.mark.mnemon_real)] if real_binary() else []
+STORES = ["mnemon-mcp", "kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"]
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -129,7 +130,7 @@ def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
     assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
 
 
-@pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", *MNEMONS, "fused"])
+@pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"])
 def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
     kind: str, settings: Settings, tmp_path: Path
 ) -> None:
