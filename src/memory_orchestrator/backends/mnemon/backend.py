@@ -30,6 +30,7 @@ from memory_orchestrator.backends.mnemon.mapping import (
 from memory_orchestrator.backends.mnemon.process import Cached, MnemonRunner
 from memory_orchestrator.backends.mnemon.readonly import ReadOnly, refusal
 from memory_orchestrator.backends.mnemon.store_file import (
+    Anchor,
     StoreFile,
     entity_names,
     list_page,
@@ -249,29 +250,27 @@ class MnemonBackend:
         ]
 
     async def _marked(self, memories: list[Memory]) -> list[Memory]:
-        """`memories` with `superseded_by` and `superseded_at` where the store file records a
-        correction of them (`writing`; nothing without direct reads)."""
+        """`memories` with the corrections the store file records (`store_file.marked`;
+        nothing without direct reads)."""
         if not memories:
             return memories
-        ids = [m.id for m in memories]
-        marks = await self.direct(lambda conn: store_file.superseded_by(conn, ids))
-        if not marks:
-            return memories
-        return [
-            m.model_copy(update={"superseded_by": marks[m.id][0], "superseded_at": marks[m.id][1]})
-            if m.id in marks
-            else m
-            for m in memories
-        ]
+        found = await self.direct(lambda conn: store_file.marked(conn, memories))
+        return memories if found is None else found
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         wanted = kit.clean_ids(ids, argv_safe=True)
         if not wanted:
             return []
-        found = await self.direct(lambda conn: rows_by_id(conn, wanted))
-        if found is None:
-            found = await self._get_by_cli(wanted)
-        return await self._marked([to_memory(found[i]) for i in wanted if i in found])
+
+        def read(conn: sqlite3.Connection | None) -> list[Memory]:
+            rows = rows_by_id(conn, wanted)
+            return store_file.marked(conn, [to_memory(rows[i]) for i in wanted if i in rows])
+
+        got = await self.direct(read)
+        if got is not None:
+            return got
+        found = await self._get_by_cli(wanted)
+        return [to_memory(found[i]) for i in wanted if i in found]
 
     async def _get_by_cli(self, wanted: list[str]) -> dict[str, Json]:
         """`show` per id in parallel; one `recall --basic` listing on builds without it."""
@@ -313,14 +312,19 @@ class MnemonBackend:
         is listed, and `notes` says why."""
         rowid, _, mem_id = (cursor or "").partition(":")
         anchor = (int(rowid), mem_id) if rowid.isdigit() and mem_id else None
-        found = await self.direct(lambda conn: list_page(conn, anchor, max(1, limit)))
+
+        def read(conn: sqlite3.Connection | None) -> tuple[list[Memory], Anchor | None]:
+            rows, last = list_page(conn, anchor, max(1, limit))
+            return store_file.marked(conn, [to_memory(r) for r in rows]), last
+
+        found = await self.direct(read)
         if found is None:
             self.note("list_memories: nothing listed, the store file is not read directly")
             return [], cursor
-        rows, last = found
-        if not rows or last is None:
+        memories, last = found
+        if not memories or last is None:
             return [], cursor
-        return await self._marked([to_memory(r) for r in rows]), f"{last[0]}:{last[1]}"
+        return memories, f"{last[0]}:{last[1]}"
 
     async def neighbors(
         self,
@@ -334,11 +338,16 @@ class MnemonBackend:
         )
         if walk is None:
             return []
-        found = await self.direct(lambda conn: store_file.walk(conn, walk))
+
+        def read(conn: sqlite3.Connection | None) -> list[Neighbor]:
+            near = store_file.walk(conn, walk)
+            marked = store_file.marked(conn, [n.memory for n in near])
+            return [n.model_copy(update={"memory": m}) for n, m in zip(near, marked, strict=True)]
+
+        found = await self.direct(read)
         if found is None:
             return await self._related(walk.seeds, walk.allowed, hops, limit)
-        marked = await self._marked([n.memory for n in found])
-        return [n.model_copy(update={"memory": m}) for n, m in zip(found, marked, strict=True)]
+        return found
 
     async def _related(
         self, seeds: list[str], allowed: frozenset[str] | None, hops: int, limit: int

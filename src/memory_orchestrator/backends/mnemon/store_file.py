@@ -30,7 +30,7 @@ import anyio.to_thread
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mnemon.mapping import Json, parse_time, to_memory
 from memory_orchestrator.errors import BackendError
-from memory_orchestrator.models import Edge, Neighbor
+from memory_orchestrator.models import Edge, Memory, Neighbor
 from memory_orchestrator.settings import MNEMON_STORE_NAME, MnemonSettings
 
 T = TypeVar("T")
@@ -341,6 +341,20 @@ def superseded_by(
             if known is None or (moment is not None and (known[1] is None or moment > known[1])):
                 marks[str(old)] = (str(new), moment)
     return marks
+
+
+def marked(conn: sqlite3.Connection | None, memories: list[Memory]) -> list[Memory]:
+    """`memories` with `superseded_by` and `superseded_at` where the store file records a
+    correction of them (`superseded_by`)."""
+    marks = superseded_by(conn, [m.id for m in memories]) if memories else {}
+    if not marks:
+        return memories
+    return [
+        m.model_copy(update={"superseded_by": marks[m.id][0], "superseded_at": marks[m.id][1]})
+        if m.id in marks
+        else m
+        for m in memories
+    ]
 
 
 def snapshot(source: Path, target: Path) -> None:
