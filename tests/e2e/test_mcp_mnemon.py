@@ -139,6 +139,14 @@ def test_expand_walks_mnemons_graph(client: Client, written: list[str]) -> None:
     assert reached
     assert seed["memory_id"] not in reached
     assert reached <= set(written)
+    # the edges Mnemon built on write (entity, temporal, causal, semantic) are what was walked,
+    # and the trace names them, as does every reached item's reason
+    trace = client.ok("memory_explain", {"trace_id": result["trace_id"]})["trace"]
+    walked = {d["edge_type"] for d in trace["expansions"] if d["accepted"]}
+    assert walked
+    assert walked <= {"entity", "temporal", "causal", "semantic"}
+    for item in result["items"]:
+        assert any(" via " in reason for reason in item["reasons"]), item["reasons"]
 
 
 def test_explain_reads_back_a_trace(client: Client, written: list[str]) -> None:
