@@ -306,7 +306,7 @@ def settings_page(model: type[BaseModel] = Settings) -> str:
         if section.is_list:
             said.append("Each table of the list takes these keys.")
         if text := " ".join(s for s in said if s):
-            lines.append(_cell(text) + "\n")
+            lines.append(_cell(text[0].upper() + text[1:]) + "\n")
         if section.settings:
             lines.append("| Key | Default | Type | Environment | Meaning |")
             lines.append("|---|---|---|---|---|")
