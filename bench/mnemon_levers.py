@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from functools import partial
@@ -138,29 +139,30 @@ def lever_diff(binary: Path, home: Path) -> dict[str, Any]:
 
 
 def lever_anchors(binary: Path, home: Path, questions: int) -> dict[str, Any]:
+    """Recall's anchors and what reaches its top 20 (the adapter asks for 20 candidates)."""
     name, turns, asked = conversations()[0]
     store = Mnemon(binary, home / "anchors")
     store.imported(turns, "--no-diff")
-    without, total, empty = 0, 0, 0
+    anchors, traversed, without, total = [], [], 0, 0
+    via: Counter[str] = Counter()
     for question in asked[:questions]:
-        results = store.json("recall", "--limit", "10", "--verbose", "--", question)["results"]
-        signal = [
-            r
-            for r in results
-            if any(
-                (r.get("signals") or {}).get(k, 0) > 0 for k in ("keyword", "entity", "similarity")
-            )
-        ]
-        total += len(results)
-        without += len(results) - len(signal)
-        empty += not signal
+        data = store.json("recall", "--limit", "20", "--verbose", "--", question)
+        anchors.append(data["meta"]["anchor_count"])
+        traversed.append(data["meta"]["traversed"])
+        for result in data["results"]:
+            signals = result.get("signals") or {}
+            total += 1
+            via[str(result.get("via"))] += 1
+            without += not any(signals.get(k, 0) > 0 for k in ("keyword", "entity", "similarity"))
     return {
         "conversation": name,
         "memories": len(turns),
-        "questions": min(questions, len(asked)),
-        "results": total,
-        "without_signal": without,
-        "questions_with_no_signal_result": empty,
+        "questions": len(anchors),
+        "anchor_count_mean": round(statistics.mean(anchors), 1),
+        "traversed_mean": round(statistics.mean(traversed), 1),
+        "top20_results": total,
+        "top20_by_via": dict(via.most_common()),
+        "top20_without_keyword_entity_or_similarity": without,
     }
 
 
