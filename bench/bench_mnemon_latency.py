@@ -11,7 +11,7 @@ to:
   shipped `retrieval.list_budget_s` (a store list still running that long after the start,
   once the local index's lists are in, is left out and noted);
 - `context_unbudgeted`: `memory_context`, expansion off, waiting for every store list
-  (`list_budget_s = null`: what the agent waited for before).
+  (`list_budget_s = 0`: what the agent waited for before).
 It prints p50 / p95 per system, `mnemon` processes per request, how many store lists the
 budget cut, and the ratio of `context_direct` p50 to `lone_recall` p50. Not a test: it
 asserts nothing. Timings move with the machine's load: compare only within one run.
@@ -99,7 +99,7 @@ async def bench_size(binary: Path, size: int, questions: list[str], home: Path) 
     cut: dict[str, int] = dict.fromkeys(processes, 0)
 
     async def context(expand: bool, unbudgeted: bool = False) -> None:
-        settings.retrieval.list_budget_s = None if unbudgeted else budget
+        settings.retrieval.list_budget_s = 0 if unbudgeted else budget
         try:
             package = await orch.context(ContextRequest(query=question, expand=expand))
         finally:
