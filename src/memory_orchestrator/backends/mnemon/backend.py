@@ -273,7 +273,9 @@ class MnemonBackend:
         return [to_memory(found[i]) for i in wanted if i in found]
 
     async def _get_by_cli(self, wanted: list[str]) -> dict[str, Json]:
-        """`show` per id in parallel; one `recall --basic` listing on builds without it."""
+        """`show` per id in parallel (the first one alone until `show` has answered once: a
+        build without it refuses one process, not one per id); one `recall --basic` listing
+        on builds without it."""
         found: dict[str, Json] = {}
         refused: list[BackendError] = []
 
@@ -282,16 +284,22 @@ class MnemonBackend:
                 item = await self.call("show", (), [memory_id])
             except BackendError as exc:
                 if any(marker in str(exc) for marker in NOT_FOUND):
+                    self.features.saw("show")  # its answer for an unknown id
                     return
                 if self.features.missing("show", exc, "get_memories lists with `recall --basic`"):
                     refused.append(exc)
                     return
                 raise
+            self.features.saw("show")
             found[memory_id] = require_id(item, "show")
 
         if self.features.has("show"):
+            rest = wanted
+            if not self.features.seen("show"):
+                await one(wanted[0])
+                rest = wanted[1:] if not refused else []
             async with anyio.create_task_group() as group:
-                for memory_id in wanted:
+                for memory_id in rest:
                     group.start_soon(one, memory_id)
             if not refused:
                 return found
