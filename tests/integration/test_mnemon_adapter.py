@@ -1043,6 +1043,29 @@ def test_records_without_an_id_are_an_error_never_no_results(
     assert statuses["features"] is Status.DEGRADED
 
 
+def test_a_build_without_no_diff_is_written_to_without_it_and_says_so(tmp_path: Path) -> None:
+    """A (fake) build that refuses `--no-diff`: the write is made again without it, once,
+    and the note says Mnemon's own duplicate check applies."""
+    fake = _fake_binary(
+        tmp_path / "bin",
+        "import json\n"
+        "if '--no-diff' in sys.argv:\n"
+        "    sys.stderr.write('Error: unknown flag: --no-diff\\n')\n"
+        "    sys.exit(1)\n"
+        "print(json.dumps({'id': 'new-id', 'action': 'updated', 'replaced_id': 'old-id'}))",
+    )
+    backend = MnemonBackend(MnemonSettings(binary=fake, data_dir=tmp_path, direct_reads=False))
+
+    async def main() -> None:
+        first = await backend.write(mem("a note"))
+        assert (first.action, first.existing_id) == (WriteAction.UPDATED, "old-id")
+        await backend.write(mem("another note"))
+
+    run(main)
+    assert backend.calls_by_command["remember"] == 3  # refused once, then never asked again
+    assert any("has no `no-diff`" in note for note in backend.notes)
+
+
 def test_output_that_is_not_json_is_a_backend_error(tmp_path: Path) -> None:
     fake = _fake_binary(
         tmp_path / "bin",
