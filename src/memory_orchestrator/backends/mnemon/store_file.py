@@ -283,13 +283,14 @@ def edge_between(
     )
 
 
-# A live memory's own row: a correlated lookup by primary key, so that SQLite starts from the
-# edges found by target (a join lets it start from every live insight: seconds at 10k).
-LIVE_SOURCE = "EXISTS (SELECT 1 FROM insights s WHERE s.id = e.source_id AND s.deleted_at IS NULL)"
-CORRECTED = f"""EXISTS (SELECT 1 FROM edges e
-  WHERE e.target_id = i.id AND (e.edge_type = 'supersedes' OR (e.edge_type = 'semantic'
-    AND json_valid(e.metadata) AND json_extract(e.metadata, '$.supersedes') = i.id))
-    AND {LIVE_SOURCE})"""
+# What marks a correction of `e.target_id`: a `supersedes` edge into it, or a `semantic` edge
+# into it that names it under `supersedes` (builds without that edge type), from a live
+# memory, looked up by key after the edges found by target (a join let SQLite start from every
+# live insight instead: seconds at 10k memories).
+CORRECTION = """(e.edge_type = 'supersedes' OR (e.edge_type = 'semantic'
+    AND json_valid(e.metadata) AND json_extract(e.metadata, '$.supersedes') = e.target_id))
+  AND EXISTS (SELECT 1 FROM insights s WHERE s.id = e.source_id AND s.deleted_at IS NULL)"""
+CORRECTED = f"EXISTS (SELECT 1 FROM edges e WHERE e.target_id = i.id AND {CORRECTION})"
 
 
 def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> dict[str, str]:
@@ -312,15 +313,10 @@ def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> di
     return found
 
 
-SUPERSEDED_BY = f"""
-SELECT e.target_id, e.source_id, e.created_at FROM edges e
-  WHERE e.edge_type = 'supersedes' AND e.target_id IN ({{marks}}) AND {LIVE_SOURCE}
-UNION ALL
-SELECT json_extract(e.metadata, '$.supersedes'), e.source_id, e.created_at FROM edges e
-  WHERE e.edge_type = 'semantic' AND json_valid(e.metadata)
-    AND json_extract(e.metadata, '$.supersedes') IN ({{marks}})
-    AND json_extract(e.metadata, '$.supersedes') != e.source_id AND {LIVE_SOURCE}
-"""
+SUPERSEDED_BY = (
+    "SELECT e.target_id, e.source_id, e.created_at FROM edges e"
+    f" WHERE e.target_id IN ({{marks}}) AND {CORRECTION}"
+)
 
 
 def superseded_by(
@@ -333,10 +329,10 @@ def superseded_by(
     wanted = list(dict.fromkeys(ids))
     if conn is None:
         return marks
-    for start in range(0, len(wanted), SQL_CHUNK // 2):
-        chunk = wanted[start : start + SQL_CHUNK // 2]
+    for start in range(0, len(wanted), SQL_CHUNK):
+        chunk = wanted[start : start + SQL_CHUNK]
         sql = SUPERSEDED_BY.format(marks=",".join("?" * len(chunk)))
-        for old, new, when in conn.execute(sql, [*chunk, *chunk]):
+        for old, new, when in conn.execute(sql, chunk):
             moment = parse_time(when)
             known = marks.get(str(old))
             if known is None or (moment is not None and (known[1] is None or moment > known[1])):
