@@ -1053,8 +1053,8 @@ def test_the_correction_marks_start_from_the_edges_never_from_every_insight(
     ids = [f"id-{n}" for n in range(200)]  # a page of ids, as a read asks
     marks = ",".join("?" * len(ids))
     with sqlite3.connect(f"{mnemon.db.as_uri()}?mode=ro", uri=True) as conn:
-        plan = conn.execute("EXPLAIN QUERY PLAN " + SUPERSEDED_BY.format(marks=marks), ids)
-        plan = plan.fetchall()
+        query = "EXPLAIN QUERY PLAN " + SUPERSEDED_BY.format(marks=marks)
+        plan = conn.execute(query, ids).fetchall()
     conn.close()
     steps = [str(row[-1]) for row in plan]
     assert not [s for s in steps if s.startswith("SCAN") or "idx_insights_deleted" in s], steps
