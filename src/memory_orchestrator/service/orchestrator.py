@@ -59,6 +59,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
+from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
@@ -124,6 +125,7 @@ class Orchestrator:
             settings,
             entities,
             on_written=self._indexes.stale,
+            meaning=Meaning(self._indexes.embedder),
         )
         self._calls = calls
         self.created_store: Path | None = None  # a store file this process created empty

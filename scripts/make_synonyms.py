@@ -1,0 +1,89 @@
+r"""Build the synonym table the write path reads restatements with, from WordNet 3.0.
+
+`src/memory_orchestrator/pipeline/synonyms.txt.gz`: one line per WordNet synset that is the
+most frequent or second most frequent sense of at least two single words ("begin commence
+start"; "buy purchase"), then the irregular forms of those words ("bought buy"). Two words
+are read as one meaning only when such a synset holds both (`pipeline.synonyms`): a sense far
+down a word's list ("staging" as the production of a play) never makes a synonym.
+
+WordNet is the Debian package `wordnet-base` (`apt-get install wordnet-base`; its files in
+/usr/share/wordnet). Its licence asks for its notice on every copy: the table starts with it.
+Deterministic: the same file from the same WordNet.
+
+    .venv/bin/python scripts/make_synonyms.py [--wordnet /usr/share/wordnet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+from collections import defaultdict
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "memory_orchestrator" / "pipeline"
+OUT = OUT / "synonyms.txt.gz"
+PARTS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
+SENSES = 2  # a word's most frequent senses that count
+WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+NOTICE = """\
+# Synonym table for memory_orchestrator.pipeline.synonyms, derived from WordNet 3.0 by
+# scripts/make_synonyms.py: synsets among the two most frequent senses of two or more words,
+# then irregular forms ("~ form lemma").
+#
+# WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.
+# THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO
+# REPRESENTATIONS OR WARRANTIES, EXPRESS OR IMPLIED. BY WAY OF EXAMPLE, BUT NOT LIMITATION,
+# PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR WARRANTIES OF MERCHANT- ABILITY OR FITNESS
+# FOR ANY PARTICULAR PURPOSE OR THAT THE USE OF THE LICENSED SOFTWARE, DATABASE OR
+# DOCUMENTATION WILL NOT INFRINGE ANY THIRD PARTY PATENTS, COPYRIGHTS, TRADEMARKS OR OTHER
+# RIGHTS. The name of Princeton University or Princeton may not be used in advertising or
+# publicity pertaining to distribution of the software and/or database. Title to copyright
+# in this software, database and any associated documentation shall at all times remain with
+# Princeton University and LICENSEE agrees to preserve same.
+# (Permission to use, copy, modify and distribute: https://wordnet.princeton.edu/license-and-commercial-use)
+"""
+
+
+def groups(folder: Path) -> dict[tuple[str, str], set[str]]:
+    """Synset -> the single words whose first `SENSES` senses include it."""
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for part, name in PARTS.items():
+        for line in (folder / f"index.{name}").read_text(encoding="utf-8").splitlines():
+            if line.startswith(" "):
+                continue
+            fields = line.split()
+            lemma, pointers = fields[0], int(fields[3])
+            if not WORD.fullmatch(lemma):
+                continue
+            for offset in fields[4 + pointers + 2 :][:SENSES]:
+                found[(part, offset)].add(lemma)
+    return {k: v for k, v in found.items() if len(v) > 1}
+
+
+def irregular(folder: Path, words: set[str]) -> list[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for name in PARTS.values():
+        for line in (folder / f"{name}.exc").read_text(encoding="utf-8").splitlines():
+            form, *lemmas = line.split()
+            out.update((form, lemma) for lemma in lemmas if lemma in words and form != lemma)
+    return sorted(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"))
+    folder = parser.parse_args().wordnet
+    if not (folder / "index.verb").is_file():
+        raise SystemExit(f"no WordNet in {folder}: apt-get install wordnet-base, or --wordnet")
+    synsets = groups(folder)
+    lines = sorted(" ".join(sorted(words)) for words in synsets.values())
+    words = {w for group in synsets.values() for w in group}
+    forms = irregular(folder, words)
+    text = NOTICE + "\n".join(lines) + "\n" + "".join(f"~ {f} {lemma}\n" for f, lemma in forms)
+    OUT.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    print(f"{OUT.name}: {len(lines)} synsets, {len(words)} words, {len(forms)} irregular forms")
+
+
+if __name__ == "__main__":
+    main()
