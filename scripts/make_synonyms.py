@@ -1,10 +1,13 @@
 r"""Build the synonym table the write path reads restatements with, from WordNet 3.0.
 
-`src/memory_orchestrator/pipeline/synonyms.txt.gz`: one line per WordNet synset that is the
-most frequent or second most frequent sense of at least two single words ("begin commence
-start"; "buy purchase"), then the irregular forms of those words ("bought buy"). Two words
-are read as one meaning only when such a synset holds both (`pipeline.synonyms`): a sense far
-down a word's list ("staging" as the production of a play) never makes a synonym.
+`src/memory_orchestrator/pipeline/synonyms.txt.gz`: one line per WordNet synset that holds at
+least two words or verb phrases of up to three words ("take_place"), each with the rank of
+that sense among the word's senses (WordNet lists them most frequent first; 0 is omitted):
+"begin commence start:1", "buy purchase";
+then the irregular forms of verbs and nouns ("~ bought buy", "~ seen see"). How far down a
+word's senses a shared synset may lie is for `pipeline.paraphrase` to say: a sense far down
+the list ("staging" as the production of a play) is a synonym only when the semantic model
+agrees.
 
 WordNet is the Debian package `wordnet-base` (`apt-get install wordnet-base`; its files in
 /usr/share/wordnet). Its licence asks for its notice on every copy: the table starts with it.
@@ -24,12 +27,11 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[1] / "src" / "memory_orchestrator" / "pipeline"
 OUT = OUT / "synonyms.txt.gz"
 PARTS = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-SENSES = 2  # a word's most frequent senses that count
-WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+WORD = re.compile(r"[a-z]+(?:[-_][a-z]+){0,2}")  # "start", "gh-pages", "take_place"
 NOTICE = """\
 # Synonym table for memory_orchestrator.pipeline.synonyms, derived from WordNet 3.0 by
-# scripts/make_synonyms.py: synsets among the two most frequent senses of two or more words,
-# then irregular forms ("~ form lemma").
+# scripts/make_synonyms.py: synsets of two or more single words, each word with the rank of
+# that sense among its own (":n", 0 omitted), then irregular forms ("~ form lemma").
 #
 # WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.
 # THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO
@@ -45,25 +47,27 @@ NOTICE = """\
 """
 
 
-def groups(folder: Path) -> dict[tuple[str, str], set[str]]:
-    """Synset -> the single words whose first `SENSES` senses include it."""
-    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+def groups(folder: Path) -> dict[tuple[str, str], dict[str, int]]:
+    """Synset -> the single words it is a sense of, with the rank of that sense."""
+    found: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for part, name in PARTS.items():
         for line in (folder / f"index.{name}").read_text(encoding="utf-8").splitlines():
             if line.startswith(" "):
                 continue
             fields = line.split()
             lemma, pointers = fields[0], int(fields[3])
-            if not WORD.fullmatch(lemma):
-                continue
-            for offset in fields[4 + pointers + 2 :][:SENSES]:
-                found[(part, offset)].add(lemma)
+            if not WORD.fullmatch(lemma) or ("_" in lemma and part != "v"):
+                continue  # phrases only of verbs ("take_place", "look_after")
+            for rank, offset in enumerate(fields[4 + pointers + 2 :]):
+                found[(part, offset)].setdefault(lemma, rank)
     return {k: v for k, v in found.items() if len(v) > 1}
 
 
 def irregular(folder: Path, words: set[str]) -> list[tuple[str, str]]:
+    """Irregular forms of verbs and nouns ("bought", "children"); not of adjectives, whose
+    comparatives say something else ("better" is not "good")."""
     out: set[tuple[str, str]] = set()
-    for name in PARTS.values():
+    for name in ("verb", "noun"):
         for line in (folder / f"{name}.exc").read_text(encoding="utf-8").splitlines():
             form, *lemmas = line.split()
             out.update((form, lemma) for lemma in lemmas if lemma in words and form != lemma)
@@ -77,7 +81,10 @@ def main() -> None:
     if not (folder / "index.verb").is_file():
         raise SystemExit(f"no WordNet in {folder}: apt-get install wordnet-base, or --wordnet")
     synsets = groups(folder)
-    lines = sorted(" ".join(sorted(words)) for words in synsets.values())
+    lines = sorted(
+        " ".join(w if r == 0 else f"{w}:{r}" for w, r in sorted(words.items()))
+        for words in synsets.values()
+    )
     words = {w for group in synsets.values() for w in group}
     forms = irregular(folder, words)
     text = NOTICE + "\n".join(lines) + "\n" + "".join(f"~ {f} {lemma}\n" for f, lemma in forms)

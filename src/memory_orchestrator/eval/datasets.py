@@ -72,6 +72,7 @@ SHIPPED = {
     GOLDEN: "golden.jsonl",
     AGENT_FACTS: "agent_facts.jsonl",
     KNOWLEDGE_UPDATES: "knowledge_updates.jsonl",
+    "knowledge-updates-heldout": "knowledge_updates_heldout.jsonl",  # never tuned on
 }
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",

@@ -1,76 +1,52 @@
 """Tell a restatement from a correction: does a new memory assert something else than a close one?
 
 Two memories that say nearly the same words may still disagree. `compare(old, new)` reads what
-each asserts from its tokens: values (numbers and quantities, dates and times, named
-entities), negation (and the verbs of stopping), and its content words, each at its place in
-the sentence: before the verb, what the memory is about (its topic: "the *staging* cluster
-runs ..."); from the verb on, what it says of it (its value: "... is hosted on the *staging*
-cluster"). Function words, word order and voice ("is maintained by Kim") do not count.
+each asserts (`pipeline.sentences`): its values (numbers and quantities, dates and times,
+named entities), its negation (and the verbs of stopping), and its content words, each with
+the part it plays, what the memory is about (topic) or what it says of it (value). Function
+words, word order and voice ("is maintained by Kim") do not count.
 
 - nothing differs: a restatement (`Change.kind == "same"`), the only case a write is skipped;
-  a content word that differs counts as the same only when `same_meaning` (the semantic
-  model, `pipeline.paraphrase`) reads both wordings as one meaning ("starts"/"begins");
-- one thing it says changed (a number, a date, a name, a negation, an antonym, one word or
-  phrase swapped, or details added): a correction (`"update"`), described as
-  "100 -> 500 requests per minute";
-- what it is about changed (a word, name or value before the verb, a possessive name), or a
-  name changed together with another value, or several things at once, or words dropped, or
-  names changed places: another fact, or one this reading cannot be sure of (`"other"`): the
-  write adds it and links it, and supersedes nothing.
+  a content word that differs counts as the same only when `same_meaning`
+  (`pipeline.paraphrase`: WordNet's common senses, the semantic model where it runs) reads
+  both wordings as one meaning ("starts"/"begins");
+- one value it says changed (a number, a date, a name, a negation, an antonym, or a word of
+  its value phrase: "from the *main* branch"), or details added to it: a correction
+  (`"update"`), described as "100 -> 500 requests per minute";
+- a change to what it is about (a word, name or value of its topic, "the *staging*
+  cluster runs ..."), a name changed together with another value, several things at once,
+  words dropped, names that change places, or a change this reading cannot place (a direct
+  object: "Clara takes *aspirin*"): another fact, or one it cannot be sure is the same
+  (`"other"`); the write adds it, links it, and supersedes nothing.
 
 The check is lexical and cheap; it runs only on the closest memories the store returned.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from memory_orchestrator.pipeline.wording import (
-    AUXILIARIES,
-    DETERMINERS,
-    NEGATIONS,
-    NUMBER_WORDS,
-    PRONOUNS,
-    SENTENCE_OPENERS,
-    SMALL_WORDS,
-    STOPPING,
-    TIME_WORDS,
-    opposed,
+from memory_orchestrator.pipeline.sentences import (
+    Sentence,
+    Token,
+    analyse,
+    qualifies,
+    role,
 )
-from memory_orchestrator.text import STOP_WORDS, normalize, stem
+from memory_orchestrator.pipeline.wording import opposed
+from memory_orchestrator.text import stem
 
 __all__ = ["Change", "SameMeaning", "Token", "compare", "tokens"]
 
 Kind = Literal["same", "update", "other"]
-TokenKind = Literal["number", "time", "name", "negation", "word", "small"]
 # (the old sentence, a phrase of it, the phrase the new one has in its place) -> whether the
 # new wording keeps the meaning
 SameMeaning = Callable[[str, str, str], bool]
 
-_TOKEN = re.compile(
-    r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?|[^\W\d_]+(?:[-'][^\W\d_]+)*"
-)
 _VALUES = ("number", "time", "name")
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str  # as written
-    key: str  # how it is compared: a stem, or the number as written
-    kind: TokenKind
-    at: int = 0  # its place in the memory
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """A memory's tokens and the place of its first verb (None when none is recognised)."""
-
-    tokens: tuple[Token, ...]
-    verb: int | None
 
 
 @dataclass(frozen=True)
@@ -85,108 +61,9 @@ class Change:
     why: str = ""  # for "other": why this is not the same fact changed
 
 
-# ---------------------------------------------------------------- reading a memory
-
-
 def tokens(text: str) -> tuple[Token, ...]:
     """The tokens of `text`, each with the kind of value it carries."""
     return analyse(text).tokens
-
-
-@lru_cache(maxsize=8192)
-def analyse(text: str) -> Sentence:
-    clean = normalize(text)  # curly quotes already straight
-    raw: list[tuple[str, bool]] = []
-    last = 0
-    for match in _TOKEN.finditer(clean):
-        gap = clean[last : match.start()]
-        raw.append((match.group(0), not raw or any(c in gap for c in ".!?:;")))
-        last = match.end()
-    mid_caps = {w.casefold() for w, start in raw if not start and w[0].isupper()}
-    toks = [_token(w, start, i, mid_caps) for i, (w, start) in enumerate(raw)]
-    verb = _verb(toks)
-    # A capitalised word that opens a sentence is a name only when it is its subject (the
-    # verb follows) or is capitalised elsewhere too; else a word ("Support tickets ...").
-    for i, (w, start) in enumerate(raw):
-        t = toks[i]
-        if start and t.kind == "name" and verb != i + 1 and w.casefold() not in mid_caps:
-            toks[i] = Token(w, stem(w.casefold()), "word", i)
-    return Sentence(tuple(toks), verb)
-
-
-def _token(raw: str, start: bool, at: int, mid_caps: set[str]) -> Token:
-    low = raw.casefold()
-    if raw[0].isdigit() or low in NUMBER_WORDS:
-        kind: TokenKind = "time" if low.endswith(("am", "pm")) or ":" in low else "number"
-        return Token(raw, low.replace(",", ""), kind, at)
-    if low in TIME_WORDS:
-        key = low.rstrip("s") if low.endswith("days") else low
-        return Token(raw, key[:3] if len(key) > 3 else key, "time", at)
-    if low in NEGATIONS or low.endswith("n't") or stem(low) in STOPPING:
-        return Token(raw, "not", "negation", at)
-    opener = start and low in SENTENCE_OPENERS and low not in mid_caps
-    if raw[0].isupper() and low not in STOP_WORDS and not opener:
-        return Token(raw, low.removesuffix("'s"), "name", at)
-    if low in SMALL_WORDS:
-        return Token(raw, low, "small", at)
-    return Token(raw, stem(low), "word", at)
-
-
-def _verb(toks: Sequence[Token]) -> int | None:
-    """The place of the first verb: an auxiliary or modal, the word after an opening
-    pronoun, or a word in -s/-ed between a noun and its object ("the team approved the")."""
-    for i in range(1, len(toks)):
-        low = toks[i].text.casefold()
-        before = toks[i - 1]
-        if low in AUXILIARIES:
-            return i
-        if i == 1 and before.text.casefold() in PRONOUNS:
-            return i
-        if _verbal(toks[i]) and before.kind in ("word", "name") and _object_follows(toks, i):
-            return i
-    return None
-
-
-def _verbal(t: Token) -> bool:
-    low = t.text.casefold()
-    return (
-        t.kind == "word"
-        and len(low) > 3
-        and low.endswith(("s", "ed"))
-        and not low.endswith(("ss", "us", "is"))
-    )
-
-
-def _object_follows(toks: Sequence[Token], i: int) -> bool:
-    if i + 1 == len(toks):  # "the deploy failed."; not "... likes aisle seats."
-        return toks[i].text.casefold().endswith("ed")
-    after = toks[i + 1]
-    return after.text.casefold() in DETERMINERS or after.kind in ("number", "time", "name")
-
-
-def _topic(s: Sentence, i: int) -> bool:
-    """Whether token `i` belongs to what the memory is about: before its verb, or, with no
-    verb recognised, anywhere but its final phrase."""
-    if s.verb is not None:
-        return i < s.verb
-    toks = s.tokens
-    j = i + 1
-    while (
-        j < len(toks)
-        and toks[j].kind in ("word", "name")
-        and toks[j].text.casefold() not in (STOP_WORDS)
-    ):
-        j += 1  # the head of its noun phrase ("staging" -> "cluster")
-    return any(t.kind in ("word", "name") and t.text.casefold() not in STOP_WORDS for t in toks[j:])
-
-
-def _modifier(s: Sentence, t: Token) -> bool:
-    """A name that qualifies a noun ("Dana's flight", "the Atlas launch"): it picks the
-    thing the memory is about rather than being its value."""
-    if t.text.endswith("'s"):
-        return True
-    nxt = s.tokens[t.at + 1] if t.at + 1 < len(s.tokens) else None
-    return nxt is not None and nxt.kind == "word" and s.verb != t.at + 1
 
 
 # ---------------------------------------------------------------- comparing two memories
@@ -242,7 +119,7 @@ def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
     if len(was) != 1 or len(now) != 1:
         return
     (x,), (y,) = was, now
-    if any(t.kind != "word" for t in (*x, *y)) or _qualifies(d.a, x) or _qualifies(d.b, y):
+    if any(t.kind != "word" for t in (*x, *y)) or qualifies(d.a, x) or qualifies(d.b, y):
         return
     old_words = " ".join(t.text for t in x)
     new_words = _written(d.b, y)
@@ -250,12 +127,6 @@ def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
         d.alike.append(f"{old_words} ~ {new_words}")
         d.gone = [t for t in d.gone if t not in x]
         d.came = [t for t in d.came if t not in y]
-
-
-def _qualifies(s: Sentence, span: Sequence[Token]) -> bool:
-    """The span is followed by a content word: it picks which thing ("login bug")."""
-    nxt = span[-1].at + 1
-    return nxt < len(s.tokens) and s.tokens[nxt].kind in ("word", "name")
 
 
 def _written(s: Sentence, span: Sequence[Token]) -> str:
@@ -297,8 +168,14 @@ def _changes(d: _Diff) -> tuple[list[str], list[str]]:
 
 def _another_fact(d: _Diff, what: list[str]) -> str:
     """Why the change is not one fact corrected ("" when it is)."""
-    topic = [t for t in d.gone if _about(d.a, t)] + [t for t in d.came if _about(d.b, t)]
-    topic += [y for x, y in d.flipped if _topic(d.a, x.at) or _topic(d.b, y.at)]
+    # with the negation the verb may change too ("prefers" -> "no longer wants")
+    verb = "negation" in what and _verb_swapped(d)
+    roles = [] if verb else [(role(d.a, t), t) for t in d.gone]
+    roles += [] if verb else [(role(d.b, t), t) for t in d.came]
+    for x, y in d.flipped:  # an antonym is a value, unless it picks the thing: "inbound queue"
+        if any(qualifies(s, [t]) and role(s, t) == "topic" for s, t in ((d.a, x), (d.b, y))):
+            roles.append(("topic", y))
+    topic = [t for r, t in roles if r == "topic"]
     if topic:
         return "about something else: " + ", ".join(dict.fromkeys(t.text for t in topic))
     names = [_spans([t for t in side if t.kind == "name"]) for side in (d.gone, d.came)]
@@ -313,15 +190,26 @@ def _another_fact(d: _Diff, what: list[str]) -> str:
         return "several words changed"
     if words[0] and not words[1] and len(what) == 1:
         return "says less: " + " ".join(t.text for t in words[0][0])
+    unsure = [t for r, t in roles if r == "open"]
+    if unsure:
+        return "not sure it is the same fact: " + ", ".join(dict.fromkeys(t.text for t in unsure))
     return ""
 
 
-def _about(s: Sentence, t: Token) -> bool:
-    """A token that picks what the memory is about; a name only as a qualifier ("Dana's",
-    "the Atlas launch"), not as the subject that acts ("Kim maintains ...")."""
-    if t.kind == "name":
-        return t.text.endswith("'s") or (_topic(s, t.at) and _modifier(s, t))
-    return _topic(s, t.at)
+def _verb_swapped(d: _Diff) -> bool:
+    """One word of the old memory swapped for the word right after the negation in the new
+    one, both after the same word ("Maria *prefers*" -> "Maria no longer *wants*"): the
+    verb, which changes with the negation."""
+    if len(d.gone) != 1 or len(d.came) != 1:
+        return False
+    x, y = d.gone[0], d.came[0]
+    if x.kind != "word" or y.kind != "word" or not x.at or not y.at:
+        return False
+    back = y.at - 1
+    while back > 0 and d.b.tokens[back].kind in ("negation", "small"):
+        back -= 1
+    negated = any(t.kind == "negation" for t in d.b.tokens[back + 1 : y.at])
+    return negated and d.a.tokens[x.at - 1].key == d.b.tokens[back].key
 
 
 def _shared(d: _Diff) -> float:
@@ -340,17 +228,17 @@ def _swapped_names(a: Sentence, b: Sentence) -> bool:
 
 
 def _name_order(s: Sentence) -> list[str]:
-    """The capitalised words in order, the agent of a passive ("by Kim") and the name an
-    inverted sentence ends on ("the lead is Kim.") put first, as the active voice has them."""
+    """The names (runs of capitalised words) in order, the agent of a passive ("by Dr
+    Weiss") and the name an inverted sentence ends on ("the lead is Kim.") put first, as
+    the active voice has them."""
     toks = s.tokens
+    capitalised = [t for t in toks if t.text[0].isupper() and t.kind in ("name", "word")]
     order: list[str] = []
     first: str | None = None
-    for i, t in enumerate(toks):
-        if not t.text[0].isupper() or t.kind in ("time", "number", "small", "negation"):
-            continue
-        key = t.text.casefold().removesuffix("'s")
-        before = toks[i - 1].text.casefold() if i else ""
-        last = i == len(toks) - 1
+    for span in _spans(capitalised):
+        key = " ".join(t.text.casefold().removesuffix("'s") for t in span)
+        before = toks[span[0].at - 1].text.casefold() if span[0].at else ""
+        last = span[-1].at == len(toks) - 1
         if first is None and (before == "by" or (last and before in _COPULAS)):
             first = key
         else:

@@ -4,15 +4,16 @@
 `pipeline.conflicts` asks this only of one content phrase swapped for another, everything
 else (values, names, negation) equal. Two readings answer it:
 
-- lexical, always: the two words share one of their most frequent WordNet senses
+- lexical, always: the two words share one of the two most frequent WordNet senses of each
   (`pipeline.synonyms`);
 - the semantic model, where it runs: the old sentence is embedded as it is, with the new
   phrase in place of the old, and without the phrase. The *shift* of the swap (1 - cosine)
   is compared with that of the deletion: a synonym restores what deleting the word took
   away (shift ratio near 0); another word moves the sentence about as far as, or further
-  than, deleting it. A WordNet synonym whose swap moves the sentence further than
-  `veto` times the deletion is read in another sense and refused; a swap the table does not
-  know counts only at or below `sure`.
+  than, deleting it. A WordNet synonym of the common senses whose swap moves the sentence
+  further than `veto` times the deletion is read in another sense and refused; one of
+  deeper senses (down to the `depth`-th) counts only at or below `deep`; a swap the table
+  does not know, only at or below `sure`.
 
 A sentence embedding tells synonyms from antonyms and co-hyponyms poorly (all-MiniLM-L6-v2
 puts "old schema"/"new schema" closer than "fixed"/"repaired"), so the model alone decides
@@ -28,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memory_orchestrator.pipeline.synonyms import synonyms
+from memory_orchestrator.pipeline.synonyms import sense_rank
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,15 +50,19 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True)
 class Thresholds:
-    sure: float | None  # a swap the table does not know: same meaning at or below this ratio
-    veto: float  # a table synonym: another sense above this ratio
+    veto: float  # a synonym of the common senses: another sense above this shift ratio
+    deep: float | None  # a synonym of deeper senses: the same at or below this ratio
+    sure: float | None  # a swap the table does not know: the same at or below this ratio
 
 
-# By embedder name. wordllama averages static word vectors: its shifts say little about a
-# single swapped word, so it only vetoes.
+_COMMON = 1  # the first two senses of each word
+_DEPTH = 7  # the deepest sense the model may confirm
+# By embedder name, set on the development templates (docs/explanation/corrections.md).
+# wordllama averages static word vectors: its shifts say little about one swapped word, so
+# it only vetoes.
 _THRESHOLDS = {
-    "all-MiniLM-L6-v2": Thresholds(sure=0.3, veto=1.5),
-    "wordllama": Thresholds(sure=None, veto=3.0),
+    "all-MiniLM-L6-v2": Thresholds(veto=1.5, deep=0.75, sure=0.3),
+    "wordllama": Thresholds(veto=3.0, deep=None, sure=None),
 }
 
 
@@ -93,15 +98,17 @@ class Meaning:
         return self._model
 
     def __call__(self, sentence: str, was: str, now: str) -> bool:
-        lexical = synonyms(was, now)
+        rank = sense_rank(was, now)
+        common = rank is not None and rank <= _COMMON
         model = self.model
         limits = thresholds_for(model.name) if model is not None else None
         if model is None or limits is None:
-            return lexical
+            return common
         ratio = _probe(model, sentence, was, now).ratio
-        if lexical:
+        if common:
             return ratio <= limits.veto
-        return limits.sure is not None and ratio <= limits.sure
+        limit = limits.deep if rank is not None and rank <= _DEPTH else limits.sure
+        return limit is not None and ratio <= limit
 
 
 def _probe(model: Embedder, sentence: str, was: str, now: str) -> Probe:

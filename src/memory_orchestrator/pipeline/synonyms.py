@@ -1,5 +1,7 @@
-"""General English synonyms: two words are one meaning when WordNet 3.0 lists a synset among
-the two most frequent senses of each ("start"/"begin", "buy"/"purchase", "fix"/"repair").
+"""General English synonyms from WordNet 3.0: two words share a synset ("start"/"begin",
+"buy"/"purchase", "fix"/"repair"), and `sense_rank` says how far down the two words' senses
+(WordNet lists them most frequent first) the shared one lies: 0 when it is the first sense of
+both.
 
 The table (`synonyms.txt.gz`, built by `scripts/make_synonyms.py`, WordNet's notice at its
 head) is read once, on first use. Inflected forms are taken back to their lemma as WordNet's
@@ -13,7 +15,7 @@ import gzip
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["lemmas", "synonyms"]
+__all__ = ["base_form", "lemmas", "sense_rank", "synonyms"]
 
 _TABLE = "synonyms.txt.gz"
 _SUFFIXES = (
@@ -39,10 +41,13 @@ _SUFFIXES = (
 )
 
 
+Senses = dict[int, int]  # synset (its line) -> the rank of that sense for the word
+
+
 @lru_cache(maxsize=1)
-def _table() -> tuple[dict[str, frozenset[int]], dict[str, tuple[str, ...]]]:
+def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
     raw = resources.files("memory_orchestrator.pipeline").joinpath(_TABLE).read_bytes()
-    groups: dict[str, set[int]] = {}
+    groups: dict[str, Senses] = {}
     forms: dict[str, list[str]] = {}
     for number, line in enumerate(gzip.decompress(raw).decode("utf-8").splitlines()):
         if not line or line.startswith("#"):
@@ -51,36 +56,66 @@ def _table() -> tuple[dict[str, frozenset[int]], dict[str, tuple[str, ...]]]:
             _, form, lemma = line.split()
             forms.setdefault(form, []).append(lemma)
             continue
-        for word in line.split():
-            groups.setdefault(word, set()).add(number)
-    return (
-        {w: frozenset(g) for w, g in groups.items()},
-        {f: tuple(lemma) for f, lemma in forms.items()},
-    )
+        for entry in line.split():
+            word, _, rank = entry.partition(":")
+            groups.setdefault(word, {})[number] = int(rank or 0)
+    return groups, {f: tuple(lemma) for f, lemma in forms.items()}
 
 
 @lru_cache(maxsize=8192)
 def lemmas(word: str) -> tuple[str, ...]:
     """The table's lemmas `word` (lower case) may be a form of: itself, an irregular form's
-    lemma, a suffix taken off ("begins" -> "begin", "stopped" -> "stop")."""
-    groups, forms = _table()
-    found = [word] if word in groups else []
-    found.extend(forms.get(word, ()))
+    lemma, a suffix taken off ("begins" -> "begin", "stopped" -> "stop"); of a phrase, its
+    first word so ("takes place" -> "take_place")."""
+    groups, _ = _table()
+    head, _, rest = word.partition(" ")
+    tail = "_" + rest.replace(" ", "_") if rest else ""
+    return tuple(dict.fromkeys(w + tail for w in _candidates(head) if w + tail in groups))
+
+
+def _candidates(word: str) -> list[str]:
+    _, forms = _table()
+    found = [word, *forms.get(word, ())]
     for suffix, ending in _SUFFIXES:
         if word.endswith(suffix) and len(word) > len(suffix) + 1:
             base = word[: -len(suffix)] + ending
             found.append(base)
             if not ending and len(base) > 2 and base[-1] == base[-2]:  # "stopped" -> "stop"
                 found.append(base[:-1])
-    return tuple(dict.fromkeys(w for w in found if w in groups))
+    return found
 
 
-def synonyms(a: str, b: str) -> bool:
-    """Whether two single words (any case, any inflection) share one of their two most
-    frequent senses."""
-    x, y = a.casefold(), b.casefold()
-    if x == y or " " in x or " " in y:
-        return False
+def sense_rank(a: str, b: str) -> int | None:
+    """How far down their senses two words or phrases (any case, any inflection) share one:
+    the smallest, over shared synsets, of the larger of the two ranks; None when they share
+    none (or are the same)."""
+    x, y = " ".join(a.casefold().split()), " ".join(b.casefold().split())
+    if x == y:
+        return None
     groups, _ = _table()
-    mine = {g for lemma in lemmas(x) for g in groups[lemma]}
-    return any(mine & groups[lemma] for lemma in lemmas(y))
+    mine: Senses = {}
+    for lemma in lemmas(x):
+        for synset, rank in groups[lemma].items():
+            mine[synset] = min(rank, mine.get(synset, rank))
+    ranks = [
+        max(rank, mine[synset])
+        for lemma in lemmas(y)
+        for synset, rank in groups[lemma].items()
+        if synset in mine
+    ]
+    return min(ranks, default=None)
+
+
+def synonyms(a: str, b: str, depth: int = 1) -> bool:
+    """Whether two words share a synset within the first `depth` + 1 senses of each."""
+    rank = sense_rank(a, b)
+    return rank is not None and rank <= depth
+
+
+@lru_cache(maxsize=8192)
+def base_form(word: str) -> str:
+    """The lemma of an irregular verb or noun form ("seen" -> "see", "led" -> "lead"),
+    else the word itself."""
+    _, forms = _table()
+    found = forms.get(word.casefold())
+    return found[0] if found else word
