@@ -177,21 +177,29 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
                 f" of {verdict.id} ({verdict.change.detail if verdict.change else ''}) is lost"
             )
         return written
+    await _settle(backend, outcome.id, verdict, policy, written)
+    if memory.entities and policy.link_related > 0:
+        await _link_shared_entities(backend, outcome.id, memory, policy, written)
+    return written
+
+
+async def _settle(
+    backend: MemoryBackend, new_id: str, verdict: Verdict, policy: WritePolicy, written: Written
+) -> None:
+    """Link the memory just added to the one it corrects, restates or resembles."""
+    best_id, best_sim = verdict.id, verdict.similarity
     if verdict.kind == "update":
-        await _update(backend, outcome.id, verdict, policy, written)
-    elif duplicate and best_id is not None:
+        await _update(backend, new_id, verdict, policy, written)
+    elif verdict.kind == "duplicate" and best_id is not None:  # on_duplicate = update
         written.action = WriteAction.UPDATED
         written.duplicate_of = best_id
         written.reason = f"written as an update of near-duplicate {best_id} ({best_sim:.2f})"
-        await _link(backend, outcome.id, best_id, "update", 1.0, written)
+        await _link(backend, new_id, best_id, "update", 1.0, written)
     else:
         written.reason = _added_reason(verdict)
         if verdict.lookalike is not None:  # unsure, or another fact: kept apart, linked
             other, _, close = verdict.lookalike
-            await _link(backend, outcome.id, other, "related", close, written)
-    if memory.entities and policy.link_related > 0:
-        await _link_shared_entities(backend, outcome.id, memory, policy, written)
-    return written
+            await _link(backend, new_id, other, "related", close, written)
 
 
 def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written) -> bool:
