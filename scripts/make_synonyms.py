@@ -4,7 +4,8 @@ r"""Build the synonym table the write path reads restatements with, from WordNet
 least two words or verb phrases of up to three words ("take_place"), each with the rank of
 that sense among the word's senses (WordNet lists them most frequent first; 0 is omitted):
 "begin commence start:1", "buy purchase";
-then the irregular forms of verbs and nouns ("~ bought buy", "~ seen see"). How far down a
+then the irregular forms of verbs and nouns ("~ bought buy", "~ seen see"), and WordNet's
+antonym pairs of single words ("! accept reject"). How far down a
 word's senses a shared synset may lie is for `pipeline.paraphrase` to say: a sense far down
 the list ("staging" as the production of a play) is a synonym only when the semantic model
 agrees.
@@ -31,7 +32,8 @@ WORD = re.compile(r"[a-z]+(?:[-_][a-z]+){0,2}")  # "start", "gh-pages", "take_pl
 NOTICE = """\
 # Synonym table for memory_orchestrator.pipeline.synonyms, derived from WordNet 3.0 by
 # scripts/make_synonyms.py: synsets of two or more single words, each word with the rank of
-# that sense among its own (":n", 0 omitted), then irregular forms ("~ form lemma").
+# that sense among its own (":n", 0 omitted), then irregular forms ("~ form lemma") and
+# antonyms ("! word word").
 #
 # WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved.
 # THIS SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO
@@ -63,6 +65,32 @@ def groups(folder: Path) -> dict[tuple[str, str], dict[str, int]]:
     return {k: v for k, v in found.items() if len(v) > 1}
 
 
+def antonyms(folder: Path) -> list[tuple[str, str]]:
+    """WordNet's antonym pairs of single words ("open"/"close", "accept"/"reject"), each
+    pair in one order."""
+    words: dict[tuple[str, str], list[str]] = {}
+    pointers: list[tuple[tuple[str, str], int, tuple[str, str], int]] = []
+    for part, name in PARTS.items():
+        for line in (folder / f"data.{name}").read_text(encoding="utf-8").splitlines():
+            if line.startswith(" "):
+                continue
+            fields = line.split(" | ")[0].split()
+            here, count = (part, fields[0]), int(fields[3], 16)
+            words[here] = [fields[4 + 2 * i].split("(")[0].lower() for i in range(count)]
+            at = 4 + 2 * count
+            for i in range(int(fields[at])):
+                symbol, offset, pos, link = fields[at + 1 + 4 * i : at + 5 + 4 * i]
+                if symbol == "!":
+                    there = ("a" if pos == "s" else pos, offset)
+                    pointers.append((here, int(link[:2], 16) - 1, there, int(link[2:], 16) - 1))
+    out: set[tuple[str, str]] = set()
+    for here, source, there, goal in pointers:
+        a, b = words[here][source], words[there][goal]
+        if WORD.fullmatch(a) and WORD.fullmatch(b) and "_" not in a + b and a != b:
+            out.add((min(a, b), max(a, b)))
+    return sorted(out)
+
+
 def irregular(folder: Path, words: set[str]) -> list[tuple[str, str]]:
     """Irregular forms of verbs and nouns ("bought", "children"); not of adjectives, whose
     comparatives say something else ("better" is not "good")."""
@@ -87,9 +115,19 @@ def main() -> None:
     )
     words = {w for group in synsets.values() for w in group}
     forms = irregular(folder, words)
-    text = NOTICE + "\n".join(lines) + "\n" + "".join(f"~ {f} {lemma}\n" for f, lemma in forms)
+    opposite = antonyms(folder)
+    text = (
+        NOTICE
+        + "\n".join(lines)
+        + "\n"
+        + "".join(f"~ {f} {lemma}\n" for f, lemma in forms)
+        + "".join(f"! {a} {b}\n" for a, b in opposite)
+    )
     OUT.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
-    print(f"{OUT.name}: {len(lines)} synsets, {len(words)} words, {len(forms)} irregular forms")
+    print(
+        f"{OUT.name}: {len(lines)} synsets, {len(words)} words, {len(forms)} irregular forms,"
+        f" {len(opposite)} antonym pairs"
+    )
 
 
 if __name__ == "__main__":

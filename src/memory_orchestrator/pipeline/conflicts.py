@@ -173,7 +173,7 @@ def _another_fact(d: _Diff, what: list[str]) -> str:
     roles = [] if verb else [(role(d.a, t), t) for t in d.gone]
     roles += [] if verb else [(role(d.b, t), t) for t in d.came]
     for x, y in d.flipped:  # an antonym is a value, unless it picks the thing: "inbound queue"
-        if any(qualifies(s, [t]) and role(s, t) == "topic" for s, t in ((d.a, x), (d.b, y))):
+        if any(_picks(s, t) for s, t in ((d.a, x), (d.b, y))):
             roles.append(("topic", y))
     topic = [t for r, t in roles if r == "topic"]
     if topic:
@@ -194,6 +194,18 @@ def _another_fact(d: _Diff, what: list[str]) -> str:
     if unsure:
         return "not sure it is the same fact: " + ", ".join(dict.fromkeys(t.text for t in unsure))
     return ""
+
+
+def _picks(s: Sentence, t: Token) -> bool:
+    """A word that qualifies the subject: before the verb ("the *inbound* queue holds"), or
+    with no verb recognised, the memory's first content word ("*Inbound* calls go to
+    Zara"; not "Maria *prefers* ...")."""
+    if not qualifies(s, [t]):
+        return False
+    if s.verb is not None:
+        return t.at < s.verb
+    first = next((u for u in s.tokens if u.kind not in ("small", "negation")), None)
+    return first is not None and first.at == t.at
 
 
 def _verb_swapped(d: _Diff) -> bool:
@@ -221,10 +233,22 @@ def _shared(d: _Diff) -> float:
 
 
 def _swapped_names(a: Sentence, b: Sentence) -> bool:
-    """The same names in another order that voice does not explain ("Kim reports to Lee",
-    "Lee reports to Kim"; not "the SDK is maintained by Kim", nor "the lead is Kim")."""
+    """The same names in other places, all else in its order, which voice does not explain
+    ("Kim reports to Lee", "Lee reports to Kim"; not "the SDK is maintained by Kim", "the
+    lead is Kim", nor a phrase moved: "during the Bologna visit we stay at the Grand")."""
     first, second = _name_order(a), _name_order(b)
-    return len(first) > 1 and sorted(first) == sorted(second) and first != second
+    if len(first) < 2 or sorted(first) != sorted(second) or first == second:
+        return False
+    return _frame(a) == _frame(b)
+
+
+def _frame(s: Sentence) -> list[str]:
+    """The content words in order, names (capitalised) left out."""
+    return [t.key for t in s.tokens if t.kind in ("word", "number", "time") and not _cap(t)]
+
+
+def _cap(t: Token) -> bool:
+    return t.text[0].isupper() and t.kind in ("name", "word")
 
 
 def _name_order(s: Sentence) -> list[str]:
@@ -232,7 +256,7 @@ def _name_order(s: Sentence) -> list[str]:
     Weiss") and the name an inverted sentence ends on ("the lead is Kim.") put first, as
     the active voice has them."""
     toks = s.tokens
-    capitalised = [t for t in toks if t.text[0].isupper() and t.kind in ("name", "word")]
+    capitalised = [t for t in toks if _cap(t)]
     order: list[str] = []
     first: str | None = None
     for span in _spans(capitalised):

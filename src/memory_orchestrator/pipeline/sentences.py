@@ -169,8 +169,16 @@ def _object_follows(toks: Sequence[Token], i: int) -> bool:
     after = toks[i + 1].text.casefold()
     if after in DETERMINERS or toks[i + 1].kind in ("number", "time", "name"):
         return True
-    # "the tour leaves from"; not "Support tickets from" (a plural after the opening word)
-    return after in _PREPOSITIONS and i > 1
+    # "the harbour tour leaves from"; not "Support tickets from", "prefers morning meetings
+    # in" (a plural whose noun phrase no determiner opens)
+    return after in _PREPOSITIONS and _noun_phrase_before(toks, i)
+
+
+def _noun_phrase_before(toks: Sequence[Token], i: int) -> bool:
+    j = i - 1
+    while j >= 0 and toks[j].kind in ("word", "name") and not _function(toks[j]):
+        j -= 1
+    return j >= 0 and j < i - 1 and toks[j].text.casefold() in DETERMINERS
 
 
 def _function(t: Token) -> bool:

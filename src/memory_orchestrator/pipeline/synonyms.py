@@ -15,7 +15,7 @@ import gzip
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["base_form", "lemmas", "sense_rank", "synonyms"]
+__all__ = ["antonyms", "base_form", "lemmas", "sense_rank", "synonyms"]
 
 _TABLE = "synonyms.txt.gz"
 _SUFFIXES = (
@@ -46,11 +46,10 @@ Senses = dict[int, int]  # synset (its line) -> the rank of that sense for the w
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
-    raw = resources.files("memory_orchestrator.pipeline").joinpath(_TABLE).read_bytes()
     groups: dict[str, Senses] = {}
     forms: dict[str, list[str]] = {}
-    for number, line in enumerate(gzip.decompress(raw).decode("utf-8").splitlines()):
-        if not line or line.startswith("#"):
+    for number, line in enumerate(_lines()):
+        if not line or line.startswith(("#", "! ")):
             continue
         if line.startswith("~ "):
             _, form, lemma = line.split()
@@ -60,6 +59,18 @@ def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
             word, _, rank = entry.partition(":")
             groups.setdefault(word, {})[number] = int(rank or 0)
     return groups, {f: tuple(lemma) for f, lemma in forms.items()}
+
+
+@lru_cache(maxsize=1)
+def _lines() -> tuple[str, ...]:
+    raw = resources.files("memory_orchestrator.pipeline").joinpath(_TABLE).read_bytes()
+    return tuple(gzip.decompress(raw).decode("utf-8").splitlines())
+
+
+@lru_cache(maxsize=1)
+def _antonyms() -> frozenset[tuple[str, str]]:
+    pairs = [tuple(line.split()[1:]) for line in _lines() if line.startswith("! ")]
+    return frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
 
 
 @lru_cache(maxsize=8192)
@@ -104,6 +115,13 @@ def sense_rank(a: str, b: str) -> int | None:
         if synset in mine
     ]
     return min(ranks, default=None)
+
+
+def antonyms(a: str, b: str) -> bool:
+    """Whether WordNet lists two words (any inflection) as antonyms ("accepted"/"refused")."""
+    pairs = _antonyms()
+    x, y = a.casefold(), b.casefold()
+    return any((p, q) in pairs for p in _candidates(x) for q in _candidates(y))
 
 
 def synonyms(a: str, b: str, depth: int = 1) -> bool:

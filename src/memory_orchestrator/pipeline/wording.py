@@ -3,14 +3,15 @@
 Grammar, not the vocabulary of any one set: the words that carry a value without being one
 (number and time words), that reverse what is asserted (negations, verbs of stopping), that
 mark a verb (auxiliaries, modals, subject pronouns), and general English antonyms, checked by
-stem in both directions, together with the prefixes that make one (lock/unlock,
-upload/download, login/logout).
+stem in both directions (with WordNet's, `pipeline.synonyms`), together with the prefixes
+that make one (lock/unlock, upload/download, login/logout).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from memory_orchestrator.pipeline.synonyms import antonyms
 from memory_orchestrator.text import STOP_WORDS, stem
 
 __all__ = [
@@ -151,9 +152,10 @@ _OPPOSITE = _pairs()
 @lru_cache(maxsize=8192)
 def opposed(a: str, b: str) -> bool:
     """Whether two words (lower case; stems or as written) are each other's opposites: a
-    listed antonym pair, a negating prefix ("lock"/"unlock", "able"/"disable") or a pair of
-    opposite prefixes or suffixes on one stem ("upload"/"download", "login"/"logout")."""
-    if stem(b) in _OPPOSITE.get(stem(a), frozenset()):
+    listed antonym pair or one of WordNet's, a negating prefix ("lock"/"unlock",
+    "able"/"disable") or a pair of opposite prefixes or suffixes on one stem
+    ("upload"/"download", "login"/"logout")."""
+    if stem(b) in _OPPOSITE.get(stem(a), frozenset()) or antonyms(a, b):
         return True
     return any(_affixed(x, y) for x, y in ((a, b), (b, a)))
 
