@@ -1,5 +1,5 @@
-r"""Build the shipped knowledge-update sets: `src/memory_orchestrator/eval/knowledge_updates.jsonl`
-and `knowledge_updates_heldout.jsonl`.
+r"""Build the shipped knowledge-update sets: `src/memory_orchestrator/eval/knowledge_updates.jsonl`,
+`knowledge_updates_heldout.jsonl` and `knowledge_updates_heldout_b.jsonl`.
 
 Write sequences as agents leave them in a memory store over weeks: a fact, then its
 correction (a number, a date or time, a person, a place, a negation, an opposite, a chain of
@@ -18,7 +18,8 @@ and two look-alikes (`lookalike-other`: another subject with another value;
 `lookalike-same`: another subject, the same value), each on a subject of its own, so that
 every sequence of a fact is also a look-alike of the others. The held-out facts
 (`knowledge_update_heldout.py`: other sentences, other words, never tuned on) are built the
-same way into their own file.
+same way into their own file, and so are the second batch of held-out facts
+(`knowledge_update_heldout_b.py`), written once every rule was fixed.
 
 The sentences and the fillers are written by hand; this script only combines them, dates the
 writes, and interleaves the sequences. Deterministic: the same files every run.
@@ -26,6 +27,7 @@ writes, and interleaves the sequences. Deterministic: the same files every run.
     .venv/bin/python scripts/make_knowledge_updates.py   # rewrites both .jsonl, prints counts
     .venv/bin/orchestrator eval --dataset knowledge-updates --backend embedded
     .venv/bin/orchestrator eval --dataset knowledge-updates-heldout --backend embedded
+    .venv/bin/orchestrator eval --dataset knowledge-updates-heldout-b --backend embedded
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ from typing import Any
 
 import knowledge_update_facts
 import knowledge_update_heldout
+import knowledge_update_heldout_b
 from knowledge_update_facts import Domain, Fact
 
 EVAL = Path(__file__).resolve().parents[1] / "src" / "memory_orchestrator" / "eval"
 OUT = EVAL / "knowledge_updates.jsonl"
 HELDOUT = EVAL / "knowledge_updates_heldout.jsonl"
+HELDOUT_B = EVAL / "knowledge_updates_heldout_b.jsonl"
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 
 
@@ -529,6 +533,8 @@ def main() -> None:
     write_set(OUT, [*CASES, *hard], "Development set: the six agent cases, then the hard cases.")
     held = [domain_case(d, "heldout") for d in knowledge_update_heldout.DOMAINS]
     write_set(HELDOUT, held, "Held out: facts never used to build or tune the write path.")
+    held = [domain_case(d, "heldout-b") for d in knowledge_update_heldout_b.DOMAINS]
+    write_set(HELDOUT_B, held, "Held out, second batch: written after the rules were fixed.")
 
 
 if __name__ == "__main__":

@@ -233,13 +233,15 @@ def _shared(d: _Diff) -> float:
 
 
 def _swapped_names(a: Sentence, b: Sentence) -> bool:
-    """The same names in other places, all else in its order, which voice does not explain
-    ("Kim reports to Lee", "Lee reports to Kim"; not "the SDK is maintained by Kim", "the
-    lead is Kim", nor a phrase moved: "during the Bologna visit we stay at the Grand")."""
-    first, second = _name_order(a), _name_order(b)
-    if len(first) < 2 or sorted(first) != sorted(second) or first == second:
+    """Two names that exchange places in the same frame of words ("Kim reports to Lee",
+    "Lee reports to Kim"); not a phrase moved ("at Southampton, our luggage ..."), nor voice
+    ("the SDK is maintained by Kim": another frame), nor "the lead is Kim"."""
+    frame = _frame(a)
+    if frame != _frame(b):
         return False
-    return _frame(a) == _frame(b)
+    was, now = _slots(a), _slots(b)
+    moved = {name for name in was if name in now and was[name] != now[name]}
+    return any(was[x] == now[y] and was[y] == now[x] for x in moved for y in moved if x < y)
 
 
 def _frame(s: Sentence) -> list[str]:
@@ -247,30 +249,18 @@ def _frame(s: Sentence) -> list[str]:
     return [t.key for t in s.tokens if t.kind in ("word", "number", "time") and not _cap(t)]
 
 
+def _slots(s: Sentence) -> dict[str, int]:
+    """Each name (a run of capitalised words) and how many frame words come before it."""
+    slots: dict[str, int] = {}
+    for span in _spans([t for t in s.tokens if _cap(t)]):
+        name = " ".join(t.text.casefold().removesuffix("'s") for t in span)
+        before = s.tokens[: span[0].at]
+        slots[name] = sum(t.kind in ("word", "number", "time") and not _cap(t) for t in before)
+    return slots
+
+
 def _cap(t: Token) -> bool:
     return t.text[0].isupper() and t.kind in ("name", "word")
-
-
-def _name_order(s: Sentence) -> list[str]:
-    """The names (runs of capitalised words) in order, the agent of a passive ("by Dr
-    Weiss") and the name an inverted sentence ends on ("the lead is Kim.") put first, as
-    the active voice has them."""
-    toks = s.tokens
-    capitalised = [t for t in toks if _cap(t)]
-    order: list[str] = []
-    first: str | None = None
-    for span in _spans(capitalised):
-        key = " ".join(t.text.casefold().removesuffix("'s") for t in span)
-        before = toks[span[0].at - 1].text.casefold() if span[0].at else ""
-        last = span[-1].at == len(toks) - 1
-        if first is None and (before == "by" or (last and before in _COPULAS)):
-            first = key
-        else:
-            order.append(key)
-    return [first, *order] if first is not None else order
-
-
-_COPULAS = frozenset("is are was were".split())
 
 
 def _missing(a: Sentence, b: Sentence) -> list[Token]:

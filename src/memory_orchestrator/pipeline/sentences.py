@@ -53,8 +53,8 @@ __all__ = ["Role", "Sentence", "Token", "analyse", "role"]
 TokenKind = Literal["number", "time", "name", "negation", "word", "small"]
 Role = Literal["topic", "value", "open"]
 
-_TOKEN = re.compile(
-    r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?|[^\W\d_]+(?:[-'][^\W\d_]+)*"
+_TOKEN = re.compile(  # numbers (with units), then words and identifiers ("gh-pages", "S3")
+    r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?|[^\W\d_][^\W_]*(?:[-'][^\W_]+)*"
 )
 _ADVERBS = frozenset("longer also still now currently actually already always".split())
 _BE = frozenset("is are was were am be been being".split())
