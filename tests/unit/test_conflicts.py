@@ -201,6 +201,10 @@ def test_the_synonym_that_made_it_a_restatement_is_named() -> None:
         ("Kim maintains the payments SDK.", "Kim maintains the billing SDK."),
         ("Clara takes ibuprofen for her migraines.", "Clara takes ibuprofen for her back pain."),
         ("The inbound queue holds 100 messages.", "The outbound queue holds 100 messages."),
+        (  # an antonym that picks the purchases, not the fact's value
+            "Sofia no longer signs off on software purchases above 500 euros.",
+            "Sofia signs off on hardware purchases above 500 euros.",
+        ),
         ("The 2pm standup is in room 4.", "The 4pm standup is in room 4."),
         # the same names in other places
         ("Kim reports to Lee.", "Lee reports to Kim."),

@@ -197,15 +197,13 @@ def _another_fact(d: _Diff, what: list[str]) -> str:
 
 
 def _picks(s: Sentence, t: Token) -> bool:
-    """A word that qualifies the subject: before the verb ("the *inbound* queue holds"), or
-    with no verb recognised, the memory's first content word ("*Inbound* calls go to
-    Zara"; not "Maria *prefers* ...")."""
-    if not qualifies(s, [t]):
+    """An antonym that qualifies a noun of what the memory is about ("the *inbound* queue
+    holds", "signs off on *software* purchases above"); not a verb before its object, which
+    is where "Maria *prefers* morning meetings" puts it when no verb was recognised."""
+    if not qualifies(s, [t]) or role(s, t) != "topic":
         return False
-    if s.verb is not None:
-        return t.at < s.verb
-    first = next((u for u in s.tokens if u.kind not in ("small", "negation")), None)
-    return first is not None and first.at == t.at
+    first = next((u.at for u in s.tokens if u.kind not in ("small", "negation")), None)
+    return not (s.verb is None and s.chunks[t.at] == 0 and t.at != first)
 
 
 def _verb_swapped(d: _Diff) -> bool:

@@ -1,7 +1,7 @@
 """The write path: look for a near-duplicate first, then write, then link to related memories.
 
-The closest live memories decide (`judge`, with `pipeline.conflicts`), by what each asserts,
-not by how many words they share:
+The closest live memories (the store's top 10 for the new text) decide (`judge`, with
+`pipeline.conflicts`), by what each asserts, not by how many words they share:
 - a restatement (the same values and content words, in any order or voice, synonyms read by
   `pipeline.paraphrase`) is a duplicate: skipped (the answer names the memory that already
   holds the fact), or with `on_duplicate = update` written and linked;
@@ -52,6 +52,7 @@ class WritePolicy:
     update_threshold: float = 0.7  # a close memory with one thing changed is an update from here
     lookalike_threshold: float = 0.6  # a close memory about something else is linked from here
     meaning: SameMeaning | None = None  # reads a swapped word as a synonym (pipeline.paraphrase)
+    candidates: int = 10  # the store's closest memories compared (many look alike)
 
     def query(self, text: str) -> str:
         return text if self.max_query_chars is None else cut_at_word(text, self.max_query_chars)
@@ -138,7 +139,7 @@ def _closest(content: str, live: Sequence[Memory]) -> tuple[str | None, float]:
 async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WritePolicy) -> Written:
     """Validate against what the store holds, then write. Backend errors propagate."""
     with anyio.fail_after(policy.timeout_s):
-        near = await backend.search(policy.query(memory.content), 5)
+        near = await backend.search(policy.query(memory.content), policy.candidates)
     verdict = judge(memory, near, policy)
     best_id, best_sim = verdict.id, verdict.similarity
     duplicate = verdict.kind == "duplicate"
