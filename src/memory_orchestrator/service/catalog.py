@@ -107,6 +107,7 @@ class Catalog:
         self._interval_s, self._timeout_s = interval_s, timeout_s
         self._cursor: str | None = None
         self._pulled_at: float | None = None
+        self._listed = False  # one whole listing done: later pages need not wait for one
         self._state = _State()
         self._seq = 0
         self._lock = anyio.Lock()
@@ -149,6 +150,7 @@ class Catalog:
             else:
                 self._note = None
                 self._pulled_at = now
+                self._listed = True
             finally:
                 self._sorted()
 
@@ -160,8 +162,9 @@ class Catalog:
 
     async def page(self, wanted: MemoryFilter, offset: int, limit: int) -> MemoryPage:
         """The memories matching `wanted`, newest first, from `offset`; read back from the
-        store (those deleted since they were listed leave the catalog and the page)."""
-        await self.refresh(wait=False)
+        store (those deleted since they were listed leave the catalog and the page). Until
+        the store has been listed whole once, this waits for that listing."""
+        await self.refresh(wait=not self._listed)
         matching = self._matching(wanted)
         ids = [e.id for e in matching[offset : offset + limit]]
         notes = [self._note] if self._note else []

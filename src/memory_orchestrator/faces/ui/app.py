@@ -190,7 +190,18 @@ def build_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={Exception: _refused, HTTPException: _refused},
+        # the failures a page answers (Exception itself: a bug, answered and logged as 500)
+        exception_handlers={
+            kind: _refused
+            for kind in (
+                Refused,
+                HTTPException,
+                ValidationError,
+                OrchestratorError,
+                TimeoutError,
+                Exception,
+            )
+        },
     )
     app.state.ui = ui
     app.state.book = book
@@ -227,6 +238,7 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # connections wait in the backlog until uvicorn takes them
     except OSError:
         sock.close()
         anyio.run(orchestrator.close)
