@@ -306,6 +306,30 @@ def test_the_health_page_shows_checks_tool_percentiles_and_the_outbox(settings: 
     _run(settings, body)
 
 
+def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_again_when_asked(
+    settings: Settings,
+) -> None:
+    async def counted(site: Site, path: str) -> str:
+        page = await site.get(path)
+        found = re.search(r"<td>counts</td><td>.*?</td><td>(\d+) memories", page.text)
+        assert found, page.text
+        assert re.search(r"Checked \d+ s ago \(the check took \d+ ms\)", page.text)
+        return found.group(1)
+
+    async def body(site: Site) -> None:
+        assert await counted(site, "/health") == "40"
+        await site.orchestrator.ingest([NewMemory(content="One more memory about Atlas.")])
+        assert await counted(site, "/health") == "40"  # the kept report
+        assert await counted(site, "/health?fresh=1") == "41"  # "Check now"
+        await site.orchestrator.ingest([NewMemory(content="Another memory about Atlas.")])
+        site.app.state.ui.health.max_age_s = 0.0  # every report is old: checked after the page
+        assert await counted(site, "/health") == "41"
+        site.app.state.ui.health.max_age_s = 3600.0
+        assert await counted(site, "/health") == "42"
+
+    _run(settings, body)
+
+
 def _eval_folder(folder: Path) -> Path:
     folder.mkdir()
     report = {

@@ -32,7 +32,7 @@ from memory_orchestrator.service.store_calls import StoreCalls
 __all__ = ["Catalog", "MemoryFilter", "MemoryPage"]
 
 _NO_TIME = -math.inf
-_CACHED_FILTERS = 8
+_CACHED_FILTERS = 32
 _PAGE = 2000
 
 
@@ -113,6 +113,7 @@ class Catalog:
         self._lock = anyio.Lock()
         self._note: str | None = None
         self._matches: OrderedDict[tuple[object, ...], tuple[int, list[_Entry]]] = OrderedDict()
+        self._by_entity: tuple[int, dict[str, list[_Entry]]] = (-1, {})
 
     @property
     def listing(self) -> bool:
@@ -280,11 +281,25 @@ class Catalog:
         if cached is not None and cached[0] == version:
             self._matches.move_to_end(key)
             return cached[1]
+        if wanted.entity:  # only that entity's memories are looked at
+            entries = self._entity_entries(wanted.entity.casefold())
         found = _select(entries, wanted)
         self._matches[key] = (version, found)
         while len(self._matches) > _CACHED_FILTERS:
             self._matches.popitem(last=False)
         return found
+
+    def _entity_entries(self, key: str) -> list[_Entry]:
+        """The entries naming entity `key`, newest first (the index is rebuilt, in one pass,
+        after the catalog changed)."""
+        version = self._state.version
+        if self._by_entity[0] != version:
+            index: dict[str, list[_Entry]] = {}
+            for entry in self._sorted():
+                for name in entry.entities:
+                    index.setdefault(name, []).append(entry)
+            self._by_entity = (version, index)
+        return self._by_entity[1].get(key, [])
 
 
 def _newest_first(entry: _Entry) -> tuple[float, int]:

@@ -32,6 +32,7 @@ from memory_orchestrator.errors import (
     TraceNotFound,
 )
 from memory_orchestrator.faces.ui import pages, trace_pages
+from memory_orchestrator.faces.ui.checks import HealthChecks
 from memory_orchestrator.faces.ui.common import Refused, UiState, access_of, form_of, page
 from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions, is_loopback
 from memory_orchestrator.models import describe_errors
@@ -157,14 +158,15 @@ def build_app(
     `token_required`); raises ConfigError when they would be and none is configured."""
     auth = token_required or not is_loopback(host)
     book = _book(settings) if auth else None
-    ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth)
+    ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth, HealthChecks(orchestrator))
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             async with anyio.create_task_group() as tasks:
-                if warm:  # list the store and read the traces while the first page loads
+                if warm:  # list the store, read the traces and check health meanwhile
                     tasks.start_soon(orchestrator.inspection().warm)
+                    tasks.start_soon(ui.health.refresh)
                 yield
                 tasks.cancel_scope.cancel()
         finally:

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from memory_orchestrator.faces.ui import views
+from memory_orchestrator.faces.ui.checks import HealthChecks
 from memory_orchestrator.faces.ui.guard import Access, Sessions, same_origin
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
@@ -48,6 +49,7 @@ class UiState:
     sessions: Sessions
     eval_dir: Path | None
     auth: bool  # tokens are asked for
+    health: HealthChecks
 
 
 def templates() -> Environment:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
@@ -91,10 +92,13 @@ async def replay(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    """`/health`: the health checks, per-tool percentiles and errors, the outbox queue."""
+    """`/health`: the health checks (the latest, with its age; `?fresh=1` checks now),
+    per-tool percentiles and errors, the outbox queue."""
     allowed(request, "memory_health")
     ui = state_of(request)
-    report = await ui.orchestrator.health()
+    fresh = request.query_params.get("fresh") == "1"
+    checked = await (ui.health.check() if fresh else ui.health.latest())
+    again = None if fresh or not ui.health.stale else BackgroundTask(ui.health.refresh)
     stats = await ui.orchestrator.inspection().tool_stats()
     outbox: OutboxReport | None = None
     outbox_error = None
@@ -103,14 +107,17 @@ async def health(request: Request) -> Response:
             outbox = await anyio.to_thread.run_sync(service.queued_writes, ui.settings)
         except OrchestratorError as exc:
             outbox_error = str(exc)
-    return page(
+    answer = page(
         request,
         "health.html",
-        report=report,
+        report=checked.report,
+        checked=checked,
         stats=stats,
         outbox=outbox,
         outbox_error=outbox_error,
     )
+    answer.background = again  # a report older than max_age_s: checked again after this page
+    return answer
 
 
 async def eval_page(request: Request) -> Response:
