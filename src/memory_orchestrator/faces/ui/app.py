@@ -164,10 +164,12 @@ def build_app(
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             async with anyio.create_task_group() as tasks:
+                ui.health.spawn = tasks.start_soon
                 if warm:  # list the store, read the traces and check health meanwhile
                     tasks.start_soon(orchestrator.inspection().warm)
                     tasks.start_soon(ui.health.refresh)
                 yield
+                ui.health.spawn = None
                 tasks.cancel_scope.cancel()
         finally:
             await orchestrator.close()

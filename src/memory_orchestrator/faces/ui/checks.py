@@ -10,9 +10,12 @@ at once when asked (`/health?fresh=1`, the page's "Check now").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
+from starlette.background import BackgroundTask
 
 from memory_orchestrator.models import HealthReport
 from memory_orchestrator.service import Orchestrator
@@ -39,6 +42,9 @@ class HealthChecks:
         self._orchestrator, self.max_age_s = orchestrator, max_age_s
         self._latest: Checked | None = None
         self._lock = anyio.Lock()
+        # starts a task beside the requests (the server's task group, set at start); None: a
+        # check runs after the answer that asked for it (in-process tests have no server)
+        self.spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
 
     @property
     def stale(self) -> bool:
@@ -64,3 +70,13 @@ class HealthChecks:
         """A background check, skipped when one is under way."""
         if not self._lock.locked():
             await self.check()
+
+    def again_if_stale(self) -> BackgroundTask | None:
+        """Check again in the background when the report is old: a task beside the requests,
+        or (without a server) a task for the answer to run once it is sent."""
+        if not self.stale or self._lock.locked():
+            return None
+        if self.spawn is not None:
+            self.spawn(self.refresh)
+            return None
+        return BackgroundTask(self.refresh)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import anyio
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
@@ -98,7 +97,7 @@ async def health(request: Request) -> Response:
     ui = state_of(request)
     fresh = request.query_params.get("fresh") == "1"
     checked = await (ui.health.check() if fresh else ui.health.latest())
-    again = None if fresh or not ui.health.stale else BackgroundTask(ui.health.refresh)
+    again = None if fresh else ui.health.again_if_stale()
     stats = await ui.orchestrator.inspection().tool_stats()
     outbox: OutboxReport | None = None
     outbox_error = None
