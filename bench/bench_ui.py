@@ -8,7 +8,8 @@ writes an `eval --out` folder (the shipped golden set). Then it starts the real
 for the store's whole listing), then `--rounds` times each, page after page in turn so that
 the machine's load drifts over all pages alike. The time is the server's own, from the
 `Server-Timing: app;dur=...` header every answer carries (the guard's entry to the answer's
-start); the client's wall time is printed beside it. Not a test: it asserts nothing.
+start); the client's wall time (a new connection per request) is printed beside it. Not a
+test: it asserts nothing.
 
     make bench-ui
     .venv/bin/python bench/bench_ui.py --memories 100000 [--rounds 20] [--json OUT]
@@ -147,7 +148,11 @@ def _pages(client: httpx2.Client, count: int) -> dict[str, list[str]]:
 
 
 def measure(url: str, rounds: int, count: int) -> dict[str, Any]:
-    with httpx2.Client(base_url=url, timeout=600) as client:
+    # a new connection per request: on a kept-alive connection this client waits ~40 ms for
+    # each answer (a delayed-ACK stall of its own; curl and chromium do not), which is not
+    # the server's time
+    none_kept = httpx2.Limits(max_keepalive_connections=0)
+    with httpx2.Client(base_url=url, timeout=600, limits=none_kept) as client:
         started = time.perf_counter()
         first = client.get("/")
         cold = {
