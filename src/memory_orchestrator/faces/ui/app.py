@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memory_orchestrator.errors import (
@@ -145,21 +145,9 @@ def _status_of(exc: Exception) -> tuple[int, str]:
     return 500, f"the inspector failed: {type(exc).__name__}"
 
 
-def build_app(
-    orchestrator: Orchestrator,
-    settings: Settings,
-    *,
-    host: str = "127.0.0.1",
-    token_required: bool = False,
-    eval_dir: Path | None = None,
-    warm: bool = True,
-) -> Starlette:
-    """The inspector over `orchestrator`. Tokens are asked for off loopback (or with
-    `token_required`); raises ConfigError when they would be and none is configured."""
-    auth = token_required or not is_loopback(host)
-    book = _book(settings) if auth else None
-    ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth, HealthChecks(orchestrator))
-
+def _lifespan(
+    orchestrator: Orchestrator, ui: UiState, warm: bool
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
@@ -174,7 +162,11 @@ def build_app(
         finally:
             await orchestrator.close()
 
-    routes = [
+    return lifespan
+
+
+def _routes() -> list[BaseRoute]:
+    return [
         Route("/", pages.memories, methods=["GET"]),
         Route("/memories/{memory_id:path}/forget", pages.forget_confirm, methods=["GET"]),
         Route("/memories/{memory_id:path}/forget", pages.forget, methods=["POST"]),
@@ -191,9 +183,26 @@ def build_app(
         Route("/logout", logout, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("memory_orchestrator.faces.ui", "static")])),
     ]
+
+
+def build_app(
+    orchestrator: Orchestrator,
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    token_required: bool = False,
+    eval_dir: Path | None = None,
+    warm: bool = True,
+) -> Starlette:
+    """The inspector over `orchestrator`. Tokens are asked for off loopback (or with
+    `token_required`); raises ConfigError when they would be and none is configured."""
+    auth = token_required or not is_loopback(host)
+    book = _book(settings) if auth else None
+    ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth, HealthChecks(orchestrator))
+
     app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
+        routes=_routes(),
+        lifespan=_lifespan(orchestrator, ui, warm),
         # the failures a page answers (Exception itself: a bug, answered and logged as 500)
         exception_handlers={
             kind: _refused
@@ -214,7 +223,7 @@ def build_app(
         book=book,
         store=orchestrator.store_name,
         sessions=ui.sessions,
-        local_only=not auth and is_loopback(host),
+        local_only=is_loopback(host),
     )
     return app
 
