@@ -1,5 +1,6 @@
-"""The browser tests' world: Debian's chromium driven by Playwright, and one real
-`orchestrator ui` process over a copy of the demo store (plus hostile text, a correction and
+"""The browser tests' world (module-scoped: Playwright's sync API keeps an event loop in the
+main thread while it runs, which the later tests' `anyio.run` must not meet): Debian's
+chromium driven by Playwright, and one real `orchestrator ui` process over a copy of the demo store (plus hostile text, a correction and
 a memory to forget) and a real `eval --out` folder.
 
 Without chromium these tests skip, saying how to get it (`make browser`: apt-get, as root);
@@ -109,13 +110,13 @@ class World:
     data: Path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> str:
     """The browser's path, found first: without one nothing else is set up."""
     return chromium_path()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def world(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     home = tmp_path_factory.mktemp("inspector-user")
     data = home / "demo-data"
@@ -141,7 +142,7 @@ def world(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
         yield World(url, data)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright(world: World) -> Iterator[Playwright]:
     # after `world`: Playwright's sync API runs an event loop in this thread, and filling
     # the store needs one of its own
@@ -150,7 +151,7 @@ def playwright(world: World) -> Iterator[Playwright]:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright, chromium: str) -> Iterator[Browser]:
     # launch() gives every run a fresh temporary profile (user data dir)
     launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
