@@ -11,6 +11,8 @@ import anyio
 import pytest
 
 from memory_orchestrator.models import MemoryType, NewMemory, Trace, WriteRequest
+from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.postgres.state import PgTraceStore
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service.catalog import MemoryFilter
 from memory_orchestrator.service.trace_index import TraceIndex
@@ -131,11 +133,18 @@ def _trace(n: int, results: list[str], latency: float, error: str | None = None)
     )
 
 
-@pytest.mark.parametrize("on_disk", [False, True])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def trace_store(request: pytest.FixtureRequest, tmp_path: Path) -> TraceStore:
+    """Each kind of trace store: in memory, a SQLite file, the replicas' shared table."""
+    if request.param == "postgres":
+        return PgTraceStore(Database(request.getfixturevalue("pg_dsn")), keep=1000)
+    return TraceStore(tmp_path / "traces.db" if request.param == "sqlite" else None, keep=1000)
+
+
 def test_the_trace_index_reads_every_kept_trace_then_only_the_new_ones(
-    tmp_path: Path, on_disk: bool
+    trace_store: TraceStore,
 ) -> None:
-    store = TraceStore(tmp_path / "traces.db" if on_disk else None, keep=1000)
+    store = trace_store
     for n in range(450):  # more than two pages of `older`
         store.save(_trace(n, [f"mem_{n % 7}"], float(n), "boom" if n % 50 == 0 else None))
     store.flush()
