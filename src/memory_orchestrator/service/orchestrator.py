@@ -59,6 +59,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
+from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
@@ -125,6 +126,7 @@ class Orchestrator:
             settings,
             entities,
             on_written=self._indexes.stale,
+            meaning=Meaning(self._indexes.embedder),
         )
         self._calls = calls
         self._lister = lister
