@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
@@ -141,7 +142,10 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         orchestrator = Orchestrator.from_settings(settings, observer=observer)
         server.state = AppState(orchestrator)
         try:
-            yield server.state
+            async with anyio.create_task_group() as background:
+                background.start_soon(orchestrator.keep_replaying)  # the outbox's schedule
+                yield server.state
+                background.cancel_scope.cancel()
         finally:
             server.state = None
             await orchestrator.close()
