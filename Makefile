@@ -72,6 +72,12 @@ format: setup ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests bench scripts
 	$(BIN)/ruff format src tests bench scripts
 
+.PHONY: docs
+# NO_MKDOCS_2_WARNING: Material prints a banner about its successor on every build.
+docs: setup ## Build the documentation site into ./site (MkDocs, strict; reference pages from the code)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "open site/index.html"
+
 bench: setup ## Run the context benchmark (bench/bench_context.py)
 	$(BIN)/python bench/bench_context.py
 
@@ -80,7 +86,7 @@ bench-http: setup ## Load on the HTTP server: 16 MCP clients, mixed tools, write
 	$(BIN)/python bench/bench_http_load.py --clients 16 --requests 200
 
 clean: ## Remove .venv, .tools, demo data and caches
-	rm -rf $(VENV) $(TOOLS) demo-data .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) demo-data site .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- evaluation (issue 10)

@@ -40,7 +40,7 @@ def core(installer: Installer) -> Install:
 
 @pytest.fixture(scope="module")
 def demo_dir(core: Install, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`orchestrator demo --data-dir ./demo-data`, as the README's first command."""
+    """`orchestrator demo --data-dir ./demo-data`, as docs/how-to/install.md runs it."""
     home = tmp_path_factory.mktemp("core-user")
     done = run(core, home, "demo", "--data-dir", "./demo-data")
     assert "Vendor X" in done.stdout
