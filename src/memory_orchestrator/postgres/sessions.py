@@ -1,5 +1,5 @@
 """MCP sessions over HTTP in the shared database (`[shared] state = "postgres"`; the table from
-`postgres/migrations/0003_sessions_and_changes.sql`), so that any replica serves any request of
+`postgres/migrations/0003_mcp_sessions.sql`), so that any replica serves any request of
 any session: the `SessionStore` of `faces.http.sessions`, kept in a table.
 
 Times are the database's (`now()`), so replicas whose clocks differ still agree on when a
