@@ -12,15 +12,16 @@ timeout are deleted whenever a session is opened.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg import Connection
+if TYPE_CHECKING:  # psycopg is the postgres extra: only `database.py` loads it
+    from psycopg import Connection
 
-from memory_orchestrator.postgres.database import Database
+    from memory_orchestrator.postgres.database import Database
+
+    Conn = Connection[tuple[Any, ...]]
 
 __all__ = ["PgSessions"]
-
-Conn = Connection[tuple[Any, ...]]
 _IDLE = "used_at < now() - make_interval(secs => %s)"
 _LIVE = "used_at >= now() - make_interval(secs => %s)"
 

@@ -32,9 +32,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
 import anyio.to_thread
-import pydantic_core
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter
 from starlette.requests import Request
 
 from memory_orchestrator.errors import BackendError
@@ -51,6 +51,7 @@ ANONYMOUS = ""  # the owner of every session without auth (--insecure-no-auth)
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 _MAX_ANSWER_HELD = 1024 * 1024  # an initialize answer read before it is let out
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]
@@ -233,10 +234,11 @@ async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
 
 
 def _parsed(body: bytes) -> Any:
-    """The JSON-RPC message in `body`, or None when it is not JSON (too deep, a lone
-    surrogate, broken): the SDK answers those with a parse error."""
+    """The JSON-RPC message in `body`, read by the SDK's own JSON parser (pydantic's), or
+    None when it is not JSON to it (broken, nested too deep, a lone surrogate): the SDK
+    answers those with a parse error."""
     try:
-        return pydantic_core.from_json(body)
+        return _JSON.validate_json(body)
     except ValueError:
         return None
 
