@@ -163,7 +163,7 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         middleware=[ToolAccess(observer)],
     )
     server.observer = observer
-    # the longest a tool call may take (README "Faults and writes"): four rounds of bounded
+    # the longest a tool call may take (docs/explanation/reliability.md): four rounds of bounded
     # store calls for a read, the outbox's replay budget plus its own calls for a write
     server.drain_s = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s
     for tool, hints in TOOLS:
