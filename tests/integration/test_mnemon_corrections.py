@@ -86,6 +86,17 @@ def test_six_numbered_retros_written_one_by_one_stay_six(store: MnemonBackend) -
     assert sorted(live(store)) == sorted(RETROS)
 
 
+def test_six_numbered_retros_written_through_memory_write_stay_six(
+    orch: Orchestrator, store: MnemonBackend
+) -> None:
+    """The orchestrator's check reads the sprint number as what each memory is about (another
+    fact, not a correction), and Mnemon's own diff never sees them (`--no-diff`)."""
+    requests = [WriteRequest(memory=dated(text, 1)) for text in RETROS]
+    reports = [run(lambda r=r: orch.write(r)) for r in requests]  # type: ignore[misc]
+    assert [r.action for r in reports] == [WriteAction.ADDED] * 6
+    assert sorted(live(store)) == sorted(RETROS)
+
+
 def test_a_correction_supersedes_exactly_the_memory_it_corrects_and_history_keeps_it(
     orch: Orchestrator, store: MnemonBackend
 ) -> None:
