@@ -40,6 +40,7 @@ from memory_orchestrator.backends.mnemon import (
     MnemonVersion,
     importance_in,
     importance_out,
+    store_file,
 )
 from memory_orchestrator.backends.mnemon.mapping import outcome
 from memory_orchestrator.backends.mnemon.store_file import SUPERSEDED_BY
@@ -469,6 +470,28 @@ def test_get_memories_reads_the_store_file_without_a_process(mnemon: Mnemon) -> 
         calls = backend.process_calls
         got = await backend.get_memories([ids[2], "unknown-id", ids[1], ids[0], ids[2]])
         assert [m.id for m in got] == [ids[2], ids[0]]
+        assert backend.process_calls == calls
+
+    run(main)
+
+
+def test_get_memories_with_more_ids_than_one_sql_statement_takes(mnemon: Mnemon) -> None:
+    """900 ids (the store file is asked in chunks of SQL_CHUNK, under SQLite's variable
+    limit): every live one comes back once, in the order asked, with no process."""
+    assert store_file.SQL_CHUNK * 2 < 900
+    backend = mnemon.backend()
+
+    async def main() -> None:
+        texts = [f"Ticket {n} was triaged by the on-call engineer" for n in range(900)]
+        outcomes = await backend.write_many([mem(t) for t in texts])
+        ids = [o.id for o in outcomes]
+        assert len(set(ids)) == 900
+        assert await backend.forget(ids[450])
+        calls = backend.process_calls
+        asked = [*reversed(ids), "unknown-id", *ids[:5]]
+        got = await backend.get_memories(asked)
+        assert [m.id for m in got] == [i for i in reversed(ids) if i != ids[450]]
+        assert [m.content for m in got[:2]] == [texts[899], texts[898]]
         assert backend.process_calls == calls
 
     run(main)
