@@ -20,6 +20,7 @@ from memory_orchestrator.backends.mnemon import MnemonBackend
 from memory_orchestrator.models import (
     ContextRequest,
     NewMemory,
+    SearchRequest,
     WriteAction,
     WriteRequest,
 )
@@ -120,6 +121,33 @@ def test_a_correction_supersedes_exactly_the_memory_it_corrects_and_history_keep
     shown = {i.memory_id: i for i in history.items}
     assert old.id in shown
     assert f"superseded by {new.id}" in (shown[old.id].changed or "")
+
+
+def test_a_reversal_read_as_of_a_past_day_leaves_both_corrected_memories_out(
+    orch: Orchestrator, store: MnemonBackend
+) -> None:
+    """A correction dates from the correcting memory's own time, not from when the link was
+    written: asked as of a day after the reversal (but before today), the first text, which
+    the reversal repeats byte for byte, is not current any more."""
+    on, off = (
+        f"The async-export feature flag is {v} in production." for v in ("enabled", "disabled")
+    )
+    first, second, third = (
+        run(lambda m=m: orch.write(WriteRequest(memory=m)))  # type: ignore[misc]
+        for m in (dated(on, 10), dated(off, 5), dated(on, 3))
+    )
+    assert (second.supersedes, third.supersedes) == (first.id, second.id)
+    was = {m.id: m for m in run(lambda: store.get_memories([first.id or "", second.id or ""]))}
+    assert was[first.id or ""].superseded_at == NOW - timedelta(days=5)
+    assert was[second.id or ""].superseded_at == NOW - timedelta(days=3)
+
+    request = SearchRequest(
+        query="Is async-export turned on in production?", as_of=NOW - timedelta(days=1)
+    )
+    found = [i.memory_id for i in run(lambda: orch.search(request)).items]
+    assert found[:1] == [third.id]
+    assert first.id not in found
+    assert second.id not in found
 
 
 def test_a_restatement_is_written_once(orch: Orchestrator, store: MnemonBackend) -> None:

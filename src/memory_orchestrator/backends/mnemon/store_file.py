@@ -313,9 +313,12 @@ def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> di
     return found
 
 
+# When: the correcting memory's own time (a memory written with its `created_at` corrects as
+# of then, as on every store), else the edge's (when the link was written).
 SUPERSEDED_BY = (
-    "SELECT e.target_id, e.source_id, e.created_at FROM edges e"
-    f" WHERE e.target_id IN ({{marks}}) AND {CORRECTION}"
+    "SELECT e.target_id, e.source_id,"
+    " COALESCE((SELECT s.created_at FROM insights s WHERE s.id = e.source_id), e.created_at)"
+    f" FROM edges e WHERE e.target_id IN ({{marks}}) AND {CORRECTION}"
 )
 
 
