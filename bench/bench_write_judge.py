@@ -38,7 +38,7 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.derived.embedders import Embedder, find_minilm, load_embedder
 from memory_orchestrator.eval import load_dataset
 from memory_orchestrator.models import Memory, MemoryType, SearchHit, WriteRequest
-from memory_orchestrator.pipeline import conflicts, paraphrase
+from memory_orchestrator.pipeline import conflicts, paraphrase, synonyms
 from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.pipeline.writer import WritePolicy, judge
 from memory_orchestrator.service import Orchestrator
@@ -71,9 +71,9 @@ def readers() -> tuple[dict[str, Any], dict[str, float]]:
     """The three readers, their models loaded, and what loading each cost."""
     cold: dict[str, float] = {}
     loaded: dict[str, Embedder] = {}
-    cold["wordnet_table"] = timed(lambda: paraphrase.sense_rank("starts", "begins"))
-    if hasattr(paraphrase, "is_verb"):  # this build reads WordNet's verbs too
-        cold["wordnet_verbs"] = timed(lambda: paraphrase.is_verb("starts"))
+    cold["wordnet_table"] = timed(lambda: synonyms.sense_rank("starts", "begins"))
+    if hasattr(synonyms, "is_verb"):  # this build reads WordNet's verbs too
+        cold["wordnet_verbs"] = timed(lambda: synonyms.is_verb("starts"))
     cold["minilm"] = timed(lambda: loaded.update(minilm=load_embedder("minilm")))
     cold["wordllama"] = timed(lambda: loaded.update(words=load_embedder("wordllama")))
     minilm, words = loaded["minilm"], loaded["words"]
@@ -82,7 +82,7 @@ def readers() -> tuple[dict[str, Any], dict[str, float]]:
         "minilm": paraphrase.Meaning(lambda: minilm),
     }
     try:  # this build reads verbs with word vectors
-        full = paraphrase.Meaning(lambda: minilm, words=lambda: words)  # type: ignore[call-arg]
+        full = paraphrase.Meaning(lambda: minilm, words=lambda: words)
         vectors = getattr(full, "vectors", None)
         if vectors is not None:
             cold["verb_vocabulary"] = timed(lambda: vectors.neighbours("start", "begin"))
