@@ -451,3 +451,35 @@ def test_a_system_acting_with_a_number_keeps_the_number_as_what_it_says() -> Non
     old = "Atlas runs 3 replicas in the production cluster."
     change = compare(old, old.replace("3", "5"), LEXICAL)
     assert (change.kind, change.detail) == ("update", "3 -> 5 replicas in the")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "Ms Harper teaches Spanish to the beginner group.",
+            "Mr Brandt teaches Spanish to the beginner group.",
+        ),
+        (
+            "Ms Harper teaches Spanish to the beginner group.",
+            "Ms Harper teaches Spanish to the advanced group.",
+        ),
+        (
+            "Ms Harper teaches Spanish to the weekend group.",
+            "Ms Harper teaches Spanish to the evening group.",
+        ),
+    ],
+    ids=["who-teaches", "which-group", "which-time-group"],
+)
+def test_the_phrase_after_a_named_object_picks_the_thing_it_is_not_the_value(
+    old: str, new: str
+) -> None:
+    # Read as the value, the last phrase made each of these look-alikes supersede the one
+    # before it, in a chain (held-out C: "another group", "another teacher").
+    assert compare(old, new, LEXICAL).kind == "other"
+
+
+def test_a_named_object_swapped_before_the_phrase_that_picks_the_thing_is_a_correction() -> None:
+    old = "Ms Harper teaches Spanish to the beginner group."
+    change = compare(old, old.replace("Spanish", "French"), LEXICAL)
+    assert (change.kind, change.detail) == ("update", "Spanish -> French")

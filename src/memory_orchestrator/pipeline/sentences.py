@@ -237,6 +237,8 @@ def _agent(toks: Sequence[Token], verb: int | None) -> int | None:
 def role(s: Sentence, t: Token) -> Role:
     """The part token `t` plays in `s` (see the module docstring)."""
     i = t.at
+    if t.kind == "time" and t.text.isalpha() and qualifies(s, [t]):
+        return "topic"  # a time word that picks the thing: "the *weekend* group"
     if t.kind in ("number", "time"):
         return "topic" if leading(s, i) else "value"
     if t.kind == "name" and t.text.endswith("'s"):
@@ -265,19 +267,25 @@ def role(s: Sentence, t: Token) -> Role:
 
 def _object(s: Sentence) -> int | None:
     """The phrase right after the verb when it is a bare object (no preposition opens it)
-    followed by a phrase that says which thing the memory is about ("Clara takes *ibuprofen*
-    for her migraines", "Felix rents *a van* for the ski holiday"): what the memory says of
-    that thing. None otherwise ("Kim maintains the SDK": the SDK is what it is about)."""
+    and what follows says which thing the memory is about: a phrase of for/of/about...
+    ("Clara takes *ibuprofen* for her migraines", "Felix rents *a van* for the ski
+    holiday"), or words only where the object holds a name or a number ("Ms Harper teaches
+    *Spanish* to the beginner group", "Atlas runs *3* replicas in the production
+    cluster"). That object is what the memory says of the thing. None otherwise ("Kim
+    maintains the SDK": the SDK is what it is about; "Dana moved the review to *Friday*")."""
     if s.verb is None or s.tokens[s.verb].text.casefold() in AUXILIARIES:
         return None  # "Marco is the on-call engineer for billing": Marco is the value
     after = [c for c in s.chunks[s.verb + 1 :] if c is not None]
     if not after or s.heads[after[0]] is not None or after[0] + 1 >= len(s.heads):
         return None
     first = after[0]
-    if s.heads[first + 1] not in _TOPIC_PREPOSITIONS:
+    later = [t for t in s.tokens if (s.chunks[t.at] or -1) > first]
+    if any(t.kind != "word" for t in later):
         return None
-    values = [t for t in s.tokens if s.chunks[t.at] == first + 1 and t.kind != "word"]
-    return None if values else first
+    if s.heads[first + 1] in _TOPIC_PREPOSITIONS:
+        return first
+    held = [t for t in s.tokens if s.chunks[t.at] == first]
+    return first if any(t.kind in ("name", "number") for t in held) else None
 
 
 def _counted(s: Sentence) -> bool:
