@@ -155,9 +155,9 @@ class Meaning:
         if link is not None and link <= _LINKED:
             return ratio <= limits.verb_veto
         deep = link if link is not None else rank
-        if deep is not None and deep <= _DEPTH and limits.deep is not None:
-            if ratio <= limits.deep:
-                return True
+        deep_ok = deep is not None and deep <= _DEPTH and limits.deep is not None
+        if deep_ok and limits.deep is not None and ratio <= limits.deep:
+            return True  # a deep sense the model confirms; unconfirmed, the checks below
         if verb and self._neighbours(was, now):
             return ratio <= limits.verb_veto
         return limits.sure is not None and ratio <= limits.sure
