@@ -34,12 +34,12 @@ from memory_orchestrator.errors import (
 from memory_orchestrator.faces.ui import pages, trace_pages
 from memory_orchestrator.faces.ui.checks import HealthChecks
 from memory_orchestrator.faces.ui.common import Refused, UiState, access_of, form_of, page
-from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions, is_loopback
+from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
-from memory_orchestrator.state.tokens import TokenBook
+from memory_orchestrator.state.tokens import TokenBook, is_loopback
 
 __all__ = ["EXPOSED_WARNING", "build_app", "serve"]
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 import time
 from collections import OrderedDict
@@ -40,7 +39,6 @@ __all__ = [
     "Access",
     "Guard",
     "Sessions",
-    "is_loopback",
     "same_origin",
 ]
 
@@ -79,15 +77,6 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and `localhost` (as the HTTP server decides it)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
