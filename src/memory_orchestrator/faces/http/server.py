@@ -76,7 +76,6 @@ EXPOSED_WARNING = (
 )
 
 
-
 class BearerAuth:
     """ASGI middleware: who is calling (401) and on which store (403).
 

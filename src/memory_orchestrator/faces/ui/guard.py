@@ -78,7 +78,6 @@ SECURITY_HEADERS = [
 ]
 
 
-
 @dataclass(frozen=True)
 class Access:
     """Who is looking: a token, or nobody (loopback without tokens: the machine's user)."""
