@@ -1,10 +1,10 @@
 """The health page's report: the latest check, kept, with the time it was made.
 
-A store's own health checks can be slow on a large store (the embedded store's `PRAGMA
-quick_check` reads the whole file: about 0.6 s at 100,000 memories), so the page shows the
-latest report with its age instead of checking on every visit: the server checks once at
-start, again in the background after a visit finds the report older than `max_age_s`, and
-at once when asked (`/health?fresh=1`, the page's "Check now").
+A store's own health checks can be slow (a store behind a process or a network; the embedded
+store keeps its whole-file integrity check off the health call, but another store may not),
+so the page shows the latest report with its age instead of checking on every visit: the
+server checks once at start, again in the background after a visit finds the report older
+than `max_age_s`, and at once when asked (`/health?fresh=1`, the page's "Check now").
 """
 
 from __future__ import annotations
