@@ -7,6 +7,7 @@ of each (p50, p95, max) and the store's own checks (name, status, time, detail) 
 answer. Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_health.py --memories 100000 [--calls 30] [--json OUT]
+        [--orchestrator PATH]   # another build's `orchestrator`, for an A/B in one run
 
 The semantic stage is off, as in `bench/bench_ui.py`.
 """
@@ -38,9 +39,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-async def _measure(store: Path, calls: int) -> dict[str, Any]:
+async def _measure(store: Path, calls: int, command: Path) -> dict[str, Any]:
     params = StdioServerParameters(
-        command=str(ORCHESTRATOR),
+        command=str(command),
         args=["--data-dir", str(store), "serve"],
         env=_env(),
         cwd=store.parent,
@@ -83,18 +84,20 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--data", type=Path, default=None, help="default .tools/bench-ui/N")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--orchestrator", type=Path, default=ORCHESTRATOR, help="the command run")
     args = parser.parse_args()
     data = prepare(
         args.data or REPO / ".tools" / "bench-ui" / str(args.memories), args.memories, args.requests
     )
-    result = anyio.run(_measure, data / "store", args.calls)
+    result = anyio.run(_measure, data / "store", args.calls, args.orchestrator)
     result.update(
         memories=args.memories,
         calls=args.calls,
         machine=f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
     )
     print(
-        f"memory_health over {args.memories:,} memories ({result['machine']}): first call"
+        f"memory_health over {args.memories:,} memories ({result['machine']};"
+        f" {args.orchestrator}): first call"
         f" {result['first_call_ms']} ms; then {args.calls} calls: p50 {result['p50_ms']} ms,"
         f" p95 {result['p95_ms']} ms, max {result['max_ms']} ms; status {result['status']}"
     )

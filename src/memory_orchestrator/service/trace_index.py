@@ -6,7 +6,8 @@ keeps thousands; reading them all takes seconds. The index reads them once, page
 (`older`), keeps a `TraceLine` of each (tool, what was asked, items, latency, error, the ids
 returned), and then takes only the traces stored since (`recent`), at most every
 `interval_s`. Traces written by other processes on the same store (an MCP server beside the
-inspector) come in the same way.
+inspector) come in the same way. While the first reading runs (a server runs it beside the
+requests), the lines read so far are there to show, newest first.
 """
 
 from __future__ import annotations
@@ -99,8 +100,22 @@ class TraceIndex:
         self._lines: list[TraceLine] = []
         self._known: set[str] = set()
         self._loaded = False
+        self._loading = False
         self._refreshed_at: float | None = None
         self._lock = threading.Lock()  # refreshes run in worker threads
+
+    @property
+    def loaded(self) -> bool:
+        """True once every kept trace has been read once."""
+        return self._loaded
+
+    @property
+    def loading(self) -> bool:
+        """True while the first reading runs (the lines read so far are there)."""
+        return self._loading
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
     def stale(self) -> None:
         """Look for new traces at the next read."""
@@ -149,12 +164,17 @@ class TraceIndex:
     def _load(self) -> None:
         lines: list[TraceLine] = []
         before: str | None = None
-        while len(lines) < self._keep:
-            page = self._source.older(before, _PAGE)
-            lines.extend(TraceLine.of(t) for t in page)
-            if len(page) < _PAGE:
-                break
-            before = page[-1].trace_id
+        self._loading = True
+        try:
+            while len(lines) < self._keep:
+                page = self._source.older(before, _PAGE)
+                lines.extend(TraceLine.of(t) for t in page)
+                self._lines = lines[: self._keep]  # a new list: readers see it, or the old
+                if len(page) < _PAGE:
+                    break
+                before = page[-1].trace_id
+        finally:
+            self._loading = False
         self._set(lines)
         self._loaded = True
 
