@@ -116,7 +116,7 @@ class HttpSettings(_Section):
     """The streamable-HTTP transport (`orchestrator serve --transport http`)."""
 
     host: str = Field(default="127.0.0.1", description="bind address; loopback by default")
-    port: int = Field(default=8765, ge=1, le=65535)
+    port: int = Field(default=8765, ge=1, le=65535, description="the port to serve on")
     tokens: list[TokenSpec] = Field(
         default_factory=list, description="bearer tokens; none = the server refuses to start"
     )
