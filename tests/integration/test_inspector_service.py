@@ -16,7 +16,7 @@ from memory_orchestrator.postgres.database import Database
 from memory_orchestrator.postgres.state import PgTraceStore
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service import catalog as catalog_module
-from memory_orchestrator.service.catalog import Catalog, MemoryFilter
+from memory_orchestrator.service.catalog import Catalog, MemoryFilter, Quiet
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.trace_index import TraceIndex
 from memory_orchestrator.settings import Settings
@@ -93,7 +93,7 @@ class HeldListing:
 def test_while_a_server_lists_the_store_a_page_answers_at_once_from_what_is_listed(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(catalog_module, "_PAGE", 10)  # 25 memories: three listing pages
+    monkeypatch.setattr(catalog_module, "_FILL_PAGE", 10)  # 25 memories: three listing pages
 
     async def main() -> None:
         orchestrator = Orchestrator.from_settings(settings)
@@ -124,6 +124,35 @@ def test_while_a_server_lists_the_store_a_page_answers_at_once_from_what_is_list
                 catalog.spawn = None
         finally:
             await store.close()
+
+    anyio.run(main)
+
+
+def test_work_beside_the_requests_waits_for_a_quiet_moment_and_no_longer_than_its_bound() -> None:
+    async def main() -> None:
+        quiet = Quiet(most_s=600)
+        await quiet.wait()  # no request in flight: at once
+        quiet.enter()
+        quiet.enter()
+        done: list[str] = []
+
+        async def beside() -> None:
+            await quiet.wait()
+            done.append("step")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(beside)
+            await anyio.wait_all_tasks_blocked()
+            quiet.leave()
+            await anyio.wait_all_tasks_blocked()
+            assert done == []  # one request still in flight
+            quiet.leave()
+        assert done == ["step"]
+        quiet.wait_blocking()  # quiet again: at once, in a thread too
+        bounded = Quiet(most_s=0)
+        bounded.enter()
+        await bounded.wait()  # a steady stream of requests cannot hold it back for ever
+        bounded.wait_blocking()
 
     anyio.run(main)
 

@@ -12,7 +12,8 @@ listed leaves the catalog there; one corrected since is marked).
 The first whole listing takes seconds on a large store (about 3.5 s for 100,000 memories
 of the embedded store). A server (`fill`, with its task group's `spawn`) runs it beside the
 requests, and until it is done a page answers at once from the memories listed so far, with
-a note saying how many that is; without a server a page waits for it.
+a note saying how many that is; without a server a page waits for it. That listing gives way
+to the requests (`Quiet`): before each listing page it waits for a moment without one.
 
 Like the derived indexes, it is a cache the orchestrator owns, never the source of truth.
 """
@@ -20,6 +21,7 @@ Like the derived indexes, it is a cache the orchestrator owns, never the source 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
@@ -36,13 +38,50 @@ from memory_orchestrator.models import SUPERSEDES_KEY, Memory, MemoryType, to_ut
 from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.service.store_calls import StoreCalls
 
-__all__ = ["Catalog", "MemoryFilter", "MemoryPage", "Spawn"]
+__all__ = ["Catalog", "MemoryFilter", "MemoryPage", "Quiet", "Spawn"]
 
 _NO_TIME = -math.inf
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
 _CACHED_FILTERS = 32
 _PAGE = 2000
 _RESORT_S = 1.0  # while the first listing runs, new entries join the sorted ones this often
+_FILL_PAGE = 500  # memories per listing page while requests may be waiting (the first fill)
+
+
+class Quiet:
+    """The requests a server is answering, so that work beside them (the first listing of the
+    store, the first reading of the traces) gives way: before each of its steps it waits for a
+    moment without a request, at most `most_s` (so it still ends under a steady stream).
+    `enter` and `leave` are called in the event loop; `wait_blocking` in a worker thread."""
+
+    def __init__(self, *, most_s: float = 0.25) -> None:
+        self.most_s = most_s
+        self._busy = 0
+        self._calm: anyio.Event | None = None  # set when the last request in flight ends
+        self._calm_thread = threading.Event()
+        self._calm_thread.set()
+
+    def enter(self) -> None:
+        if self._busy == 0:
+            self._calm = anyio.Event()
+            self._calm_thread.clear()
+        self._busy += 1
+
+    def leave(self) -> None:
+        self._busy -= 1
+        if self._busy == 0:
+            self._calm_thread.set()
+            if self._calm is not None:
+                self._calm.set()
+
+    async def wait(self) -> None:
+        calm = self._calm
+        if self._busy and calm is not None:
+            with anyio.move_on_after(self.most_s):
+                await calm.wait()
+
+    def wait_blocking(self) -> None:
+        self._calm_thread.wait(self.most_s)
 
 
 @dataclass(slots=True)
@@ -114,8 +153,10 @@ class Catalog:
         *,
         interval_s: float = 2.0,
         timeout_s: float = 120.0,
+        quiet: Quiet | None = None,
     ) -> None:
         self._lister, self._store, self._calls = lister, store, calls
+        self._quiet = quiet or Quiet()
         self._interval_s, self._timeout_s = interval_s, timeout_s
         self._cursor: str | None = None
         self._pulled_at: float | None = None
@@ -163,14 +204,15 @@ class Catalog:
 
     async def _fill(self) -> None:
         try:
-            await self.refresh()
+            await self.refresh(beside=True)
         finally:
             self._filling = False
             self._filled.set()
 
-    async def refresh(self, *, wait: bool = True) -> None:
+    async def refresh(self, *, wait: bool = True, beside: bool = False) -> None:
         """Pull what the store added since the last pull (at most every `interval_s`; at once
-        after `stale`). With `wait` off, a pull already under way is not waited for. Never
+        after `stale`). With `wait` off, a pull already under way is not waited for. `beside`:
+        run beside the requests (smaller listing pages, each after a quiet moment). Never
         raises: a failed pull keeps what it got, with a note on the next pages."""
         lister = self._lister
         if lister is None or (not wait and self._lock.locked()):
@@ -179,15 +221,18 @@ class Catalog:
             now = time.monotonic()
             if self._pulled_at is not None and now - self._pulled_at < self._interval_s:
                 return
+            size = _FILL_PAGE if beside else _PAGE
             try:
-                with anyio.fail_after(self._timeout_s):
-                    while True:
-                        page, cursor = await lister.list_memories(self._cursor, _PAGE)
-                        self._add(page)  # here, in the event loop: pages never race a pull
-                        self._cursor = cursor
-                        if len(page) < _PAGE:
-                            break
-                        await anyio.sleep(0)  # let pages be served between listing pages
+                while True:
+                    if beside:
+                        await self._quiet.wait()  # give way to the requests in flight
+                    with anyio.fail_after(self._timeout_s):
+                        page, cursor = await lister.list_memories(self._cursor, size)
+                    self._add(page)  # here, in the event loop: pages never race a pull
+                    self._cursor = cursor
+                    if len(page) < size:
+                        break
+                    await anyio.sleep(0)  # let pages be served between listing pages
             except Exception as exc:  # a cache: a failed pull only leaves it older
                 self._note = f"listing the store failed: {describe(exc)}"
             else:

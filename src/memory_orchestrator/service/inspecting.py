@@ -35,7 +35,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
-from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Spawn
+from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Quiet, Spawn
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.trace_index import ToolLine, TraceIndex, TraceLine
@@ -51,6 +51,7 @@ __all__ = [
     "MemoryFilter",
     "MemoryPage",
     "MemoryView",
+    "Quiet",
     "ToolLine",
     "TraceLine",
 ]
@@ -136,7 +137,10 @@ class Inspection:
         settings: Settings,
     ) -> None:
         self._store, self._recorder, self._calls, self._settings = store, recorder, calls, settings
-        self.catalog = Catalog(lister, store, calls)
+        # a server counts its requests in flight here; the listing and the reading of the
+        # traces beside them give way to them
+        self.quiet = Quiet()
+        self.catalog = Catalog(lister, store, calls, quiet=self.quiet)
         self.traces = TraceIndex(recorder, keep=settings.traces.keep)
         self._reading_traces = False  # the first reading of the traces runs beside requests
         self._traces_read = anyio.Event()  # set when that reading has ended
@@ -178,7 +182,7 @@ class Inspection:
 
         async def read() -> None:
             try:
-                await anyio.to_thread.run_sync(self.traces.refresh)
+                await anyio.to_thread.run_sync(self.traces.refresh, self.quiet.wait_blocking)
             finally:
                 self._reading_traces = False
                 self._traces_read.set()

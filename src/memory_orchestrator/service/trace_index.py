@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -24,7 +24,7 @@ from memory_orchestrator.state.observability import percentile
 
 __all__ = ["ToolLine", "TraceIndex", "TraceLine", "TraceSource"]
 
-_PAGE = 200
+_PAGE = 50  # traces per read: small, so that the first reading gives way to requests often
 _ASKED_CHARS = 200
 
 
@@ -121,8 +121,9 @@ class TraceIndex:
         """Look for new traces at the next read."""
         self._refreshed_at = None
 
-    def refresh(self) -> None:
-        """Take the traces stored since the last refresh (all of them the first time).
+    def refresh(self, pause: Callable[[], None] | None = None) -> None:
+        """Take the traces stored since the last refresh (all of them the first time; `pause`
+        is called before each page of that first reading, to give way to requests).
         Blocking: call it from a worker thread."""
         with self._lock:
             now = time.monotonic()
@@ -131,7 +132,7 @@ class TraceIndex:
             if self._loaded:
                 self._take_new()
             else:
-                self._load()
+                self._load(pause)
             self._refreshed_at = now
 
     def lines(
@@ -161,12 +162,14 @@ class TraceIndex:
 
     # ------------------------------------------------------------------ internals
 
-    def _load(self) -> None:
+    def _load(self, pause: Callable[[], None] | None) -> None:
         lines: list[TraceLine] = []
         before: str | None = None
         self._loading = True
         try:
             while len(lines) < self._keep:
+                if pause is not None:
+                    pause()
                 page = self._source.older(before, _PAGE)
                 lines.extend(TraceLine.of(t) for t in page)
                 self._lines = lines[: self._keep]  # a new list: readers see it, or the old

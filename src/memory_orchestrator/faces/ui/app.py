@@ -6,6 +6,7 @@ default), prints the URL and runs it with uvicorn until Ctrl-C.
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 import sys
@@ -180,10 +181,21 @@ def _lifespan(
 
 async def _say_ready(orchestrator: Orchestrator, ui: UiState, started: float) -> None:
     """One line on stdout once the store is listed, the traces read and health checked:
-    from then on no page answers from a part (the tests wait for it)."""
+    from then on no page answers from a part (the tests wait for it).
+
+    Meanwhile Python's cyclic garbage collector is off: the listing makes millions of
+    short-lived objects, and each full collection over the growing caches stopped every
+    request for 100 ms and more. Once done, what is alive (the catalog, the trace lines, the
+    store's caches: kept for the life of the server) is frozen out of later collections."""
     inspection = orchestrator.inspection()
-    await inspection.settled()
-    checked = await ui.health.first()
+    gc.disable()
+    try:
+        await inspection.settled()
+        checked = await ui.health.first()
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
     listed = (
         f"{len(inspection.catalog):,} memories listed"
         if inspection.catalog.listing
@@ -254,6 +266,7 @@ def build_app(
         store=orchestrator.store_name,
         sessions=ui.sessions,
         local_only=is_loopback(host),
+        quiet=orchestrator.inspection().quiet,
     )
     return app
 
