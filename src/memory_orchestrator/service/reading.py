@@ -139,6 +139,9 @@ class ReadPath:
             now=req.as_of or self._clock(),
             started=time.perf_counter(),
         )
+        # the query's vector (when the semantic index will want it) is computed on a worker
+        # thread while the request plans and waits for the store
+        self._indexes.encode_ahead(run.query)
         task = cut_query(req.task, "task", limit, trace) if req.task else req.task
         plan = await self._plan(run, task)
         await self._retrieve(run, plan)
