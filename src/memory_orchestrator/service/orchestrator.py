@@ -17,7 +17,8 @@ reach the store only through the methods below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -164,6 +165,24 @@ class Orchestrator:
         for tuning the pipeline over one loaded store."""
         for name in type(self.settings).model_fields:
             setattr(self.settings, name, getattr(settings, name))
+
+    async def warm_up(self, *, wait_s: float = 0.0) -> None:
+        """Load the derived indexes (the semantic model, its kept vectors, the store's whole
+        listing) ahead of the first query, off the event loop; a query meanwhile is served
+        with the indexes that are ready. Without it, the first query loads them. With
+        `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
+        await self._indexes.warm_up(wait_s=wait_s)
+
+    @asynccontextmanager
+    async def warming(self) -> AsyncIterator[None]:
+        """`warm_up` in the background while the block runs (the servers' lifespans: the
+        server answers at once and loads behind); cancelled when the block ends."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.warm_up)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
 
     @property
     def store_name(self) -> str:

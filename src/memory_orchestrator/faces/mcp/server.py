@@ -150,7 +150,8 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         orchestrator = Orchestrator.from_settings(settings, observer=observer)
         server.state = AppState(orchestrator)
         try:
-            yield server.state
+            async with orchestrator.warming():  # indexes and model load behind `initialize`
+                yield server.state
         finally:
             server.state = None
             await orchestrator.close()
