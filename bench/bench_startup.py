@@ -1,0 +1,216 @@
+"""What an agent waits for when it starts the MCP server over stdio.
+
+For each store (the 40-memory demo store, and `--sizes` stores of LoCoMo turns then synthetic
+memories, as `bench_context.py` builds them), each round starts `orchestrator serve` as an
+agent does (a real process, JSON-RPC lines on its stdin and stdout) and times:
+
+- `initialize`: from starting the process to the answer;
+- the first `memory_context` after it, and the median of `--later` ones after that (each a
+  different LoCoMo question);
+- and, in the same round, `python -c "import mcp.server"`: the SDK's own import time, the
+  floor any Python MCP server pays.
+
+"cold": the first start over the store: no semantic vectors kept yet (the semantic folder
+under the data dir is removed before each round), so the model has every memory to embed;
+"warm": a restart, once every vector is kept (embedded untimed before the warm rounds). The
+operating system's file cache is warm in both (this script does not drop it). Not a test:
+it asserts nothing. Timings move with the machine's load: compare within one run.
+
+    .venv/bin/python bench/bench_startup.py [--sizes 10000] [--rounds 3] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_context
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import ContextRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
+
+VENV_BIN = Path(sys.executable).parent
+REPLY_TIMEOUT_S = 600.0
+
+
+def build_store(folder: Path, size: int) -> None:
+    """An embedded store of `size` memories in `folder` (the demo sample when size is 0)."""
+    if size == 0:
+        subprocess.run(
+            [str(VENV_BIN / "orchestrator"), "demo", "--data-dir", str(folder)],
+            check=True,
+            capture_output=True,
+        )
+        return
+    turns, _ = bench_context.locomo_turns()
+    memories = (turns + bench_context.synthetic(max(0, size - len(turns))))[:size]
+    folder.mkdir(parents=True, exist_ok=True)
+
+    async def write() -> None:
+        backend = EmbeddedBackend(load_settings(data_dir=folder).embedded_path())
+        for i in range(0, len(memories), 1000):
+            await backend.write_many(memories[i : i + 1000])
+        await backend.close()
+
+    anyio.run(write)
+
+
+async def settle(data: Path) -> None:
+    """Embed every memory of the store in `data` and keep the vectors (untimed)."""
+    settings = load_settings(data_dir=data)
+    orch = Orchestrator.from_settings(settings)
+    await orch.context(ContextRequest(query="warm up"))
+    await bench_context.settled(orch)
+    await orch.close()
+
+
+def sdk_import_s() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp.server"], check=True)
+    return time.perf_counter() - started
+
+
+class Server:
+    """`orchestrator serve` over stdio, spoken to line by line."""
+
+    def __init__(self, data: Path) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [str(VENV_BIN / "orchestrator"), "--data-dir", str(data), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.next_id = 0
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = _line(self.proc.stdout)
+            message = json.loads(line)
+            if message.get("id") == self.next_id:
+                return dict(message)
+
+    def notify(self, method: str) -> None:
+        self._send({"jsonrpc": "2.0", "method": method})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def context(self, query: str) -> float:
+        started = time.perf_counter()
+        reply = self.request(
+            "tools/call", {"name": "memory_context", "arguments": {"query": query}}
+        )
+        if reply.get("result", {}).get("isError") or "error" in reply:
+            raise RuntimeError(f"memory_context failed: {str(reply)[:300]}")
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _line(stream: IO[str]) -> str:
+    line = stream.readline()
+    if not line:
+        raise RuntimeError("the server closed its stdout")
+    return line
+
+
+def one_round(data: Path, questions: list[str], later: int) -> dict[str, float]:
+    sdk = sdk_import_s()
+    server = Server(data)
+    try:
+        server.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench_startup", "version": "1"},
+            },
+        )
+        initialize = time.perf_counter() - server.started
+        server.notify("notifications/initialized")
+        first = server.context(questions[0])
+        rest = [server.context(q) for q in questions[1 : 1 + later]]
+    finally:
+        server.close()
+    return {
+        "sdk_import_s": round(sdk, 3),
+        "initialize_s": round(initialize, 3),
+        "first_context_ms": round(first * 1000, 1),
+        "later_context_ms": round(statistics.median(rest) * 1000, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000", help="store sizes besides the demo store")
+    parser.add_argument("--rounds", type=int, default=3, help="cold and warm rounds each")
+    parser.add_argument("--later", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    _, questions = bench_context.locomo_turns()
+    rng = random.Random(5)
+    results: list[dict[str, Any]] = []
+    sizes = [0, *(int(s) for s in args.sizes.split(",") if s)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            data = Path(tmp) / f"store-{size}"
+            build_store(data, size)
+            for state in ("cold", "warm"):
+                if state == "warm":
+                    anyio.run(settle, data)  # every vector kept: what a restart finds
+                for _ in range(args.rounds):
+                    if state == "cold":
+                        shutil.rmtree(data / "semantic", ignore_errors=True)
+                    asked = rng.sample(questions, 1 + args.later)
+                    row: dict[str, Any] = {"store": size or "demo", "state": state}
+                    row.update(one_round(data, asked, args.later))
+                    print(json.dumps(row), file=sys.stderr)
+                    results.append(row)
+    print(
+        f"{'store':>6} {'state':<5} {'sdk import s':>12} {'initialize s':>12} {'- sdk s':>8}"
+        f" {'1st context ms':>14} {'later ms':>9} {'1st/later':>9}"
+    )
+    for r in results:
+        print(
+            f"{r['store']:>6} {r['state']:<5} {r['sdk_import_s']:>12.3f} {r['initialize_s']:>12.3f}"
+            f" {r['initialize_s'] - r['sdk_import_s']:>8.3f} {r['first_context_ms']:>14.1f}"
+            f" {r['later_context_ms']:>9.1f}"
+            f" {r['first_context_ms'] / max(r['later_context_ms'], 1e-9):>9.1f}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
