@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from memory_orchestrator.derived.embedders import (
@@ -63,7 +65,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _QUERY_CACHE = 256
-_BATCH = 64  # memories the background worker embeds and keeps per step
+_BATCH = 64  # memories a background worker embeds and keeps per step
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def _digest(text: str) -> bytes:
@@ -105,8 +108,8 @@ class SemanticIndex:
         # memories queued for the background worker, and how many it is embedding now
         self._work = threading.Condition()
         self._pending: dict[str, Memory] = {}
-        self._busy: set[str] = set()  # the batch the worker is embedding now
-        self._worker: threading.Thread | None = None
+        self._busy: set[str] = set()  # the batches the workers are embedding now
+        self._workers = 0
         self._rate = _Rate()  # how fast the worker embeds (health reports it)
         if vectors is not None:
             self._restore(vectors)
@@ -146,19 +149,21 @@ class SemanticIndex:
         return len(fresh)
 
     def queue(self, memories: Sequence[Memory]) -> int:
-        """Index these memories in the background (one worker thread, started when there is
-        work), in batches; returns how many are new or changed. `wait` waits for them."""
+        """Index these memories in the background, in batches (worker threads, one per core
+        up to 4, started when there is work); returns how many are new or changed. `wait`
+        waits for them. Each page is queued shortest text first, so that a batch's texts
+        are of a length and little padding is computed (a text's vector does not depend on
+        the batch it is in)."""
         fresh = self._stale(memories)
         if not fresh:
             return 0
         with self._work:
-            for memory in fresh:
+            for memory in sorted(fresh, key=lambda m: len(m.content)):
                 self._pending[memory.id] = memory
-            if self._worker is None:
-                self._worker = threading.Thread(
-                    target=self._drain, name="semantic-index", daemon=True
-                )
-                self._worker.start()
+            wanted = min(_WORKERS, -(-len(self._pending) // _BATCH))
+            while self._workers < wanted:
+                self._workers += 1
+                threading.Thread(target=self._drain, name="semantic-index", daemon=True).start()
         return len(fresh)
 
     def waiting(self) -> int:
@@ -186,18 +191,19 @@ class SemanticIndex:
         while True:
             with self._work:
                 if not self._pending:
-                    self._worker = None
+                    self._workers -= 1
+                    if not self._workers:
+                        self._rate.reset()
                     return
-                batch = [self._pending.pop(i) for i in list(self._pending)[:_BATCH]]
-                self._busy = {m.id for m in batch}
-            started = time.monotonic()
+                batch = [self._pending.pop(i) for i in list(islice(self._pending, _BATCH))]
+                self._busy.update(m.id for m in batch)
             try:
-                self._rate.done(self.add(batch), time.monotonic() - started)
+                self._rate.done(self.add(batch))
             except Exception as exc:  # a cache: what fails is embedded when it is seen again
                 log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
             finally:
                 with self._work:
-                    self._busy = set()
+                    self._busy.difference_update(m.id for m in batch)
                     self._work.notify_all()
 
     def _queued(self, memories: Sequence[Memory]) -> set[str]:
@@ -346,23 +352,31 @@ class _QueryVectors:
 
 
 class _Rate:
-    """Memories embedded per second by the background worker, over its recent batches."""
+    """Memories the background workers embedded per second (wall clock) since they started
+    on the current backlog."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._count = 0
-        self._seconds = 0.0
+        self._since: float | None = None
         self._lock = threading.Lock()
 
-    def done(self, count: int, seconds: float) -> None:
+    def done(self, count: int) -> None:
         with self._lock:
-            if self._seconds > 600:  # the recent pace: halve the history every ten minutes
-                self._count, self._seconds = self._count // 2, self._seconds / 2
+            now = self._clock()
+            if self._since is None:  # the first batch: its time is not known, only later ones'
+                self._since = now
+                return
             self._count += count
-            self._seconds += seconds
+
+    def reset(self) -> None:
+        with self._lock:
+            self._count, self._since = 0, None
 
     def describe(self, left: int) -> str:
         with self._lock:
-            count, seconds = self._count, self._seconds
+            count, since = self._count, self._since
+        seconds = self._clock() - since if since is not None else 0.0
         if not count or seconds <= 0:
             return ""
         per_s = count / seconds
