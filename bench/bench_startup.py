@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -86,16 +87,24 @@ def sdk_import_s() -> float:
 
 
 class Server:
-    """`orchestrator serve` over stdio, spoken to line by line."""
+    """`orchestrator serve` over stdio, as an agent's MCP config starts it (the data dir in
+    ORCHESTRATOR_DATA_DIR), spoken to line by line. `entry` ("module:function"): that
+    function as the console script instead (another checkout's, for an A/B)."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, entry: str | None = None) -> None:
+        command = [str(VENV_BIN / "orchestrator"), "serve"]
+        if entry is not None:
+            module, function = entry.split(":")
+            script = f"import sys; from {module} import {function}; sys.exit({function}())"
+            command = [sys.executable, "-c", script, "serve"]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [str(VENV_BIN / "orchestrator"), "--data-dir", str(data), "serve"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            env={**os.environ, "ORCHESTRATOR_DATA_DIR": str(data)},
         )
         self.next_id = 0
 
@@ -143,9 +152,11 @@ def _line(stream: IO[str]) -> str:
     return line
 
 
-def one_round(data: Path, questions: list[str], later: int) -> dict[str, float]:
+def one_round(
+    data: Path, questions: list[str], later: int, entry: str | None = None
+) -> dict[str, float]:
     sdk = sdk_import_s()
-    server = Server(data)
+    server = Server(data, entry)
     try:
         server.request(
             "initialize",
@@ -177,6 +188,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="cold and warm rounds each")
     parser.add_argument("--later", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--entry",
+        default=None,
+        help="module:function to start instead of the console script (an A/B against"
+        " another checkout: memory_orchestrator.faces.cli:main before faces.launch existed)",
+    )
     args = parser.parse_args()
     _, questions = bench_context.locomo_turns()
     rng = random.Random(5)
@@ -194,7 +211,7 @@ def main() -> None:
                         shutil.rmtree(data / "semantic", ignore_errors=True)
                     asked = rng.sample(questions, 1 + args.later)
                     row: dict[str, Any] = {"store": size or "demo", "state": state}
-                    row.update(one_round(data, asked, args.later))
+                    row.update(one_round(data, asked, args.later, args.entry))
                     print(json.dumps(row), file=sys.stderr)
                     results.append(row)
     print(

@@ -127,6 +127,7 @@ class Orchestrator:
             on_written=self._indexes.stale,
         )
         self._calls = calls
+        self._observer = observer
         self.created_store: Path | None = None  # a store file this process created empty
 
     @classmethod
@@ -171,6 +172,8 @@ class Orchestrator:
         listing) ahead of the first query, off the event loop; a query meanwhile is served
         with the indexes that are ready. Without it, the first query loads them. With
         `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
+        if self._observer is not None:  # its logger's imports, before the first request's line
+            await anyio.to_thread.run_sync(self._observer.prepare, abandon_on_cancel=True)
         await self._indexes.warm_up(wait_s=wait_s)
 
     @asynccontextmanager
