@@ -53,7 +53,7 @@ $(STAMP): pyproject.toml uv.lock $(UV)
 demo: setup models-if-possible ## Load the built-in sample into ./demo-data and print a context package
 	$(BIN)/orchestrator demo --data-dir ./demo-data
 
-test: setup npm-servers models-if-possible ## Run the full test suite
+test: setup npm-servers models-if-possible browser ## Run the full test suite
 	$(BIN)/pytest -q
 
 test-unit: setup ## Run the unit tests only
@@ -72,6 +72,12 @@ format: setup ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests bench scripts
 	$(BIN)/ruff format src tests bench scripts
 
+.PHONY: docs
+# NO_MKDOCS_2_WARNING: Material prints a banner about its successor on every build.
+docs: setup ## Build the documentation site into ./site (MkDocs, strict; reference pages from the code)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "open site/index.html"
+
 bench: setup ## Run the context benchmark (bench/bench_context.py)
 	$(BIN)/python bench/bench_context.py
 
@@ -80,7 +86,7 @@ bench-http: setup ## Load on the HTTP server: 16 MCP clients, mixed tools, write
 	$(BIN)/python bench/bench_http_load.py --clients 16 --requests 200
 
 clean: ## Remove .venv, .tools, demo data and caches
-	rm -rf $(VENV) $(TOOLS) demo-data .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) demo-data site .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- evaluation (issue 10)
@@ -202,3 +208,29 @@ bench-replicas: setup ## Two replicas on one PostgreSQL: 16 MCP clients, mixed t
 .PHONY: bench-postgres
 bench-postgres: setup ## bench/bench_context.py on the postgres store (a throwaway local PostgreSQL)
 	$(BIN)/python scripts/local_postgres.py run -- $(BIN)/python bench/bench_context.py --backend postgres
+
+# ---------------------------------------------------------------- the inspector (issue 34)
+# The browser tests (tests/browser) drive Debian's chromium by path through Playwright (no
+# browser download works here). `make browser` installs it with apt-get where it is missing
+# (as root); elsewhere it says how, and the browser tests skip (under CI they fail instead).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: browser ui bench-ui
+browser: ## Debian's chromium for the browser tests (apt-get install chromium, as root)
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "make browser: no $(CHROMIUM); install Debian's chromium as root (apt-get install" \
+			"chromium): the browser tests skip without it (and fail under CI)" >&2; \
+		exit 0; \
+	fi; \
+	echo ">> installing Debian's chromium for the browser tests (apt-get)"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get install -y chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y chromium; } \
+		|| echo "make browser: apt-get could not install chromium (see above)" >&2
+
+ui: setup ## The memory inspector on the demo store (./demo-data; `make demo` first when missing)
+	@test -f demo-data/memories.db || $(MAKE) demo
+	$(BIN)/orchestrator ui --data-dir ./demo-data
+
+bench-ui: setup ## Server time of every inspector page at 100,000 memories (bench/bench_ui.py)
+	$(BIN)/python bench/bench_ui.py --memories 100000

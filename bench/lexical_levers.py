@@ -3,7 +3,8 @@
 One `LocalIndex` per conversation (BM25 over each turn plus its neighbours' terms), then simple
 additive levers on its scores, each given as a JSON object of options; prints recall@5/10/20/60,
 nDCG@10, MRR and recall@10 per category (1-4) for each. Not a test, asserts nothing; it is how
-the README's "lexical plateau" figures were found. Seconds per configuration.
+the "lexical plateau" figures of docs/explanation/quality.md were found. Seconds per
+configuration.
 
     .venv/bin/python bench/lexical_levers.py '{}' '{"date": true, "speaker": 0.3, "when": 0.2}'
 

@@ -53,7 +53,7 @@ def answered(dsn: str) -> int:
 
 
 def shared_env(dsn: str, store_dsn: str | None = None) -> dict[str, str]:
-    """The settings of a replica, as environment variables (README "Deployment")."""
+    """The settings of a replica, as environment variables (docs/how-to/deployment.md)."""
     return {
         "ORCHESTRATOR_BACKEND": "postgres",
         "ORCHESTRATOR_POSTGRES__DSN": store_dsn or dsn,

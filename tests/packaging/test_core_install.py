@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from tests.inspector_process import inspector
 from tests.packaging.conftest import Installer
 from tests.packaging.installs import (
     FEATURE_MODULES,
@@ -40,7 +43,7 @@ def core(installer: Installer) -> Install:
 
 @pytest.fixture(scope="module")
 def demo_dir(core: Install, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`orchestrator demo --data-dir ./demo-data`, as the README's first command."""
+    """`orchestrator demo --data-dir ./demo-data`, as docs/how-to/install.md runs it."""
     home = tmp_path_factory.mktemp("core-user")
     done = run(core, home, "demo", "--data-dir", "./demo-data")
     assert "Vendor X" in done.stdout
@@ -179,3 +182,28 @@ def test_the_semantic_stage_asked_for_degrades_health_and_names_its_extra(
     assert report["status"] == "degraded"
     semantic = next(c for c in report["checks"] if c["name"] == "semantic")
     assert "pip install 'mnemon-memory-orchestrator[semantic]'" in semantic["detail"]
+
+
+def test_the_wheel_ships_the_inspector_s_templates_and_stylesheet(built: Built) -> None:
+    with zipfile.ZipFile(built.wheel) as wheel:
+        names = set(wheel.namelist())
+    ui = "memory_orchestrator/faces/ui/"
+    for page in ("base.html", "memories.html", "memory.html", "trace.html", "graph.html"):
+        assert f"{ui}templates/{page}" in names, page
+    assert f"{ui}static/inspector.css" in names
+
+
+def test_the_inspector_serves_its_pages_and_assets_from_the_core_install(
+    core: Install, demo_dir: Path
+) -> None:
+    argv = [str(core.orchestrator), "ui", "--data-dir", str(demo_dir), "--port", "0"]
+    with inspector(argv, cwd=demo_dir.parent, env=user_env(demo_dir.parent)) as url:
+        for path, kind, text in (
+            ("", "text/html", "Priya: Vendor Y sample modules arrived"),
+            ("static/inspector.css", "text/css", "--c-relevance"),
+            ("health", "text/html", "retrieval"),
+        ):
+            with urllib.request.urlopen(url + path, timeout=60) as answer:
+                assert answer.status == 200, path
+                assert answer.headers["content-type"].startswith(kind), path
+                assert text in answer.read().decode(), path

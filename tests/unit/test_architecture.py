@@ -1,6 +1,6 @@
 """The dependency direction, checked on the source, in terms of the package's folders:
 
-    faces/ (mcp, http, cli)  ->  service/  ->  pipeline/, derived/, state/, backends/ (registry)
+    faces/ (mcp, http, cli, ui)  ->  service/  ->  pipeline/, derived/, state/, backends/ (registry)
                                                     ->  models/, settings/, errors, text
 
 The faces never import a backend; the core (everything outside `faces/`) imports no face and
@@ -98,7 +98,8 @@ FACES = ROOT / "faces"
 
 
 def _face_sources(face: str | None = None) -> list[Path]:
-    """The faces (`faces/`: mcp, http, cli, and any face added beside them), or one of them."""
+    """The faces (`faces/`: mcp, http, cli, ui, and any face added beside them), or one of
+    them."""
     return _sources(under=f"faces/{face}" if face else "faces")
 
 
@@ -149,9 +150,33 @@ def test_only_the_mcp_client_module_of_the_backends_imports_the_mcp_sdk() -> Non
 
 def test_the_faces_are_found() -> None:
     faces = {p.name for p in FACES.iterdir() if (p / "__init__.py").is_file()}
-    assert {"mcp", "http", "cli"} <= faces
+    assert {"mcp", "http", "cli", "ui"} <= faces
     assert {p.name for p in _face_sources("mcp")} >= {"server.py", "tools.py", "access.py"}
     assert {p.name for p in _face_sources("http")} >= {"server.py", "sessions.py"}
+    assert {p.name for p in _face_sources("ui")} >= {"app.py", "guard.py", "pages.py"}
+
+
+def test_the_inspector_face_imports_no_other_face_and_no_mcp_or_cli_framework() -> None:
+    """The inspector (`faces/ui`) stands beside the other faces over the service: it reuses
+    the token book of `state/`, not the HTTP face, and starts without the MCP SDK."""
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module}"
+        for path in _face_sources("ui")
+        for imp in _imports(path)
+        if any(_is(imp.module, f"{PACKAGE}.faces.{face}") for face in ("cli", "mcp", "http"))
+        or imp.module.split(".")[0] in {"mcp", "mcp_types", "typer", "click", "rich"}
+    ]
+    assert violations == []
+
+
+def test_the_cli_imports_the_inspector_only_lazily_inside_ui() -> None:
+    violations = [
+        f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"
+        for path in _face_sources("cli")
+        for imp in _imports(path)
+        if _is(imp.module, f"{PACKAGE}.faces.ui") and imp.function != "ui"
+    ]
+    assert violations == []
 
 
 def test_the_core_imports_no_face() -> None:

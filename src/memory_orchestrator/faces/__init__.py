@@ -3,6 +3,7 @@
     mcp/    the MCP server: the six tools, per-token tool access, the stdio wire
     http/   streamable HTTP around the MCP server: bearer tokens, sessions, /metrics
     cli/    the `orchestrator` command (Typer), rendering kept apart
+    ui/     the inspector: server-rendered pages in the browser (`orchestrator ui`)
 
 Each face calls the service (`memory_orchestrator.service`) and never a backend; no face
 imports another's framework at load time (the CLI starts the MCP server lazily in `serve`).

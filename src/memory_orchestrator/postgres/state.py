@@ -140,6 +140,16 @@ class PgTraceStore(TraceStore):
         bodies = self._bodies("SELECT body FROM traces ORDER BY seq DESC LIMIT %s", (limit,))
         return [Trace.model_validate_json(b) for b in bodies]
 
+    def older(self, before: str | None = None, limit: int = 100) -> list[Trace]:
+        if before is None:
+            return self.recent(limit)
+        bodies = self._bodies(
+            "SELECT body FROM traces WHERE seq < (SELECT seq FROM traces WHERE trace_id = %s)"
+            " ORDER BY seq DESC LIMIT %s",
+            (before, limit),
+        )
+        return [Trace.model_validate_json(b) for b in bodies]
+
     def since(self, start: datetime | None = None) -> list[Trace]:
         bodies = self._bodies("SELECT body FROM traces ORDER BY seq")
         traces = [Trace.model_validate_json(b) for b in bodies]

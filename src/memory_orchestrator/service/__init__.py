@@ -8,6 +8,9 @@
     recorder.py      TraceRecorder: begins, finishes, logs and keeps every trace
     store_calls.py   StoreCalls: one bounded store call, a trace note instead of a failure
     resilience.py    GuardedBackend: retries, timeouts and answer checks around the store
+    inspecting.py    Inspection: what the inspector (faces/ui) reads beyond the tools, over
+                     catalog.py (every memory, for pages with filters) and trace_index.py
+                     (one line per kept trace)
 
 Dependency direction: the faces -> the service -> the pipeline, the derived indexes, the
 state and (through the registry) the backends. The service imports no face.

@@ -61,6 +61,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.service.expanding import ExpandPath
+from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
@@ -128,6 +129,8 @@ class Orchestrator:
         )
         self._calls = calls
         self._observer = observer
+        self._lister = lister
+        self._inspection: Inspection | None = None
         self.created_store: Path | None = None  # a store file this process created empty
 
     @classmethod
@@ -367,6 +370,15 @@ class Orchestrator:
     async def flush_outbox(self) -> OutboxReport:
         """Replay queued writes, oldest first, until one fails or the queue is empty."""
         return await self._writes.flush()
+
+    def inspection(self) -> Inspection:
+        """What the inspector (faces/ui) reads beyond the tools: memory pages with filters,
+        one memory with its edges and corrections, forget, the graph, the trace index."""
+        if self._inspection is None:
+            self._inspection = Inspection(
+                self._store, self._lister, self._recorder, self._calls, self.settings
+            )
+        return self._inspection
 
     def trace(self, trace_id: str) -> Trace | None:
         """A stored trace, or None."""

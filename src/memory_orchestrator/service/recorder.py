@@ -93,6 +93,14 @@ class TraceRecorder:
     def flush(self) -> None:
         self._traces.flush()
 
+    def recent(self, limit: int) -> list[Trace]:
+        """The newest `limit` stored traces, newest first."""
+        return self._traces.recent(limit)
+
+    def older(self, before: str | None, limit: int) -> list[Trace]:
+        """Up to `limit` stored traces before the trace `before`, newest first."""
+        return self._traces.older(before, limit)
+
     def health_check(self) -> HealthCheck | None:
         """Degraded when traces could not be stored; None when all were (call `flush` first)."""
         if not self._traces.errors:

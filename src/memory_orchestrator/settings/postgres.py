@@ -1,5 +1,5 @@
 """The settings of the PostgreSQL store and of the state replicas share (`[postgres]`,
-`[shared]`); see README "Deployment"."""
+`[shared]`); see docs/how-to/deployment.md."""
 
 from __future__ import annotations
 

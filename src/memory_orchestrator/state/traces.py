@@ -167,6 +167,26 @@ class TraceStore:
                 bodies = [r[0] for r in rows]
         return [Trace.model_validate_json(b) for b in bodies]
 
+    def older(self, before: str | None = None, limit: int = 100) -> list[Trace]:
+        """Up to `limit` kept traces stored before the trace `before` (from the newest when
+        None), newest first: the whole store read page by page. An unknown `before` gives []."""
+        if before is None:
+            return self.recent(limit)
+        self.flush()
+        with self._lock:
+            if self._db is None:
+                ids = list(self._memory)
+                end = ids.index(before) if before in ids else 0
+                bodies = [self._memory[i] for i in ids[max(0, end - limit) : end]][::-1]
+            else:
+                rows = self._db.execute(
+                    "SELECT body FROM traces WHERE seq < (SELECT seq FROM traces WHERE"
+                    " trace_id = ?) ORDER BY seq DESC LIMIT ?",
+                    (before, limit),
+                ).fetchall()
+                bodies = [r[0] for r in rows]
+        return [Trace.model_validate_json(b) for b in bodies]
+
     def since(self, start: datetime | None = None) -> list[Trace]:
         """Every kept trace created at or after `start` (all when None), oldest first."""
         self.flush()

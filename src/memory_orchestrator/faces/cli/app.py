@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.faces.cli import admin, eval_cmd, render, tune_cmd
+from memory_orchestrator.faces.cli import admin, eval_cmd, render, tune_cmd, ui_cmd
 from memory_orchestrator.faces.cli.common import (
     AsOfOpt,
     EntityOpt,
@@ -283,6 +283,7 @@ app.command()(admin.demo)
 
 app.command("eval")(eval_cmd.evaluate)
 app.command("tune")(tune_cmd.tune)
+app.command("ui")(ui_cmd.ui)
 
 
 def main() -> None:

@@ -107,15 +107,8 @@ def call_service(
     --data-dir must not answer "nothing found"); one that writes creates it and says so on
     stderr."""
     chosen = settings or guarded(state_of(ctx).settings)
-    store_file = chosen.store_file()
-    ours = (store_file, chosen.trace_path(), chosen.outbox_path())
-    if not creates and store_file is not None and not any(p.exists() for p in ours if p):
-        fail(
-            f"no memory store at {store_file} (data dir {chosen.data_dir}): check --data-dir,"
-            " ORCHESTRATOR_DATA_DIR or [embedded] path; `orchestrator write` or"
-            " `orchestrator serve` create one",
-            USAGE_ERROR,
-        )
+    if not creates:
+        require_store(chosen)
 
     async def go() -> T:
         orchestrator = Orchestrator.from_settings(chosen)
@@ -127,6 +120,21 @@ def call_service(
             await orchestrator.close()
 
     return guarded(lambda: anyio.run(go))
+
+
+def require_store(chosen: Settings) -> None:
+    """End the command (exit code 2) when the store file does not exist and nothing else of
+    ours does either (no traces, no outbox): a mistyped --data-dir must not answer "nothing
+    found" or serve an empty store."""
+    store_file = chosen.store_file()
+    ours = (store_file, chosen.trace_path(), chosen.outbox_path())
+    if store_file is not None and not any(p.exists() for p in ours if p):
+        fail(
+            f"no memory store at {store_file} (data dir {chosen.data_dir}): check --data-dir,"
+            " ORCHESTRATOR_DATA_DIR or [embedded] path; `orchestrator write` or"
+            " `orchestrator serve` create one",
+            USAGE_ERROR,
+        )
 
 
 def show(ctx: typer.Context, json: bool, result: T, printer: Callable[[T], None]) -> None:

@@ -1,0 +1,265 @@
+"""The inspector's web app: routes, the guard in front, errors as pages, and serving.
+
+`build_app` makes the Starlette app over one `Orchestrator`; `serve` binds it (loopback by
+default), prints the URL and runs it with uvicorn until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import uvicorn
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from memory_orchestrator.errors import (
+    BackendError,
+    ConfigError,
+    InvalidRequest,
+    OrchestratorError,
+    TraceNotFound,
+)
+from memory_orchestrator.faces.ui import pages, trace_pages
+from memory_orchestrator.faces.ui.checks import HealthChecks
+from memory_orchestrator.faces.ui.common import Refused, UiState, access_of, form_of, page
+from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions, is_loopback
+from memory_orchestrator.models import describe_errors
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state.tokens import TokenBook
+
+__all__ = ["EXPOSED_WARNING", "build_app", "serve"]
+
+log = logging.getLogger(__name__)
+
+EXPOSED_WARNING = (
+    "WARNING: the inspector binds {host}, not loopback: other machines can reach it; it asks "
+    "for a bearer token, which crosses the network in clear text unless a TLS proxy sits in front."
+)
+
+
+def _book(settings: Settings) -> TokenBook:
+    shared = shared_state.shared_tokens(settings)
+    if not settings.http.tokens and shared is None:
+        raise ConfigError(
+            "the inspector asks for a bearer token off loopback (or with --token-required), and"
+            " no token is configured: add [[http.tokens]] (`orchestrator token new --name NAME`)"
+        )
+    try:
+        return TokenBook(settings.http.tokens, shared=shared)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _next_path(raw: str | None) -> str:
+    """Where a login goes next: a path on this server only."""
+    if not raw or not raw.startswith("/") or raw.startswith("//") or "\\" in raw:
+        return "/"
+    parts = urlsplit(raw)
+    return raw if not parts.scheme and not parts.netloc else "/"
+
+
+async def login_form(request: Request) -> Response:
+    if not state_of_auth(request):
+        return RedirectResponse("/", status_code=303)
+    return page(request, "login.html", next=_next_path(request.query_params.get("next")))
+
+
+async def login(request: Request) -> Response:
+    """Check the token against the token book; a session cookie when it is known."""
+    ui = request.app.state.ui
+    if not ui.auth:
+        return RedirectResponse("/", status_code=303)
+    fields = await form_of(request, csrf=False)  # no session yet: the origin is checked
+    secret = fields.get("token", "").strip()
+    wanted = _next_path(fields.get("next"))
+    book: TokenBook = request.app.state.book
+    token = book.authenticate(secret)
+    if token is None:
+        return page(request, "login.html", code=401, next=wanted, error="unknown token")
+    refused = TokenBook.check_store(token, ui.orchestrator.store_name)
+    if refused is not None:
+        return page(request, "login.html", code=403, next=wanted, error=refused.reason)
+    session = ui.sessions.open(secret)
+    response = RedirectResponse(wanted, status_code=303)
+    response.set_cookie(
+        COOKIE,
+        session,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    await form_of(request)
+    request.app.state.ui.sessions.close(access_of(request).session)
+    response = RedirectResponse("/login" if state_of_auth(request) else "/", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def state_of_auth(request: Request) -> bool:
+    return bool(request.app.state.ui.auth)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    status, message = _status_of(exc)
+    if status >= 500:
+        log.warning("inspector page failed: %s", message)
+    return page(request, "error.html", code=status, message=message, status=status)
+
+
+def _status_of(exc: Exception) -> tuple[int, str]:
+    if isinstance(exc, Refused):
+        return exc.status, exc.reason
+    if isinstance(exc, HTTPException):
+        return exc.status_code, "no such page" if exc.status_code == 404 else str(exc.detail)
+    if isinstance(exc, ValidationError):
+        return 400, f"invalid input: {describe_errors(exc)}"
+    if isinstance(exc, InvalidRequest):
+        return 400, f"invalid input: {exc}"
+    if isinstance(exc, TraceNotFound):
+        return 404, str(exc)
+    if isinstance(exc, BackendError):
+        return 502, f"memory store error: {exc}"
+    if isinstance(exc, TimeoutError):
+        return 504, str(exc) or "the store did not answer in time"
+    if isinstance(exc, OrchestratorError):
+        return 500, str(exc)
+    return 500, f"the inspector failed: {type(exc).__name__}"
+
+
+def _lifespan(
+    orchestrator: Orchestrator, ui: UiState, warm: bool
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            async with anyio.create_task_group() as tasks:
+                ui.health.spawn = tasks.start_soon
+                if warm:  # list the store, read the traces and check health meanwhile
+                    tasks.start_soon(orchestrator.inspection().warm)
+                    tasks.start_soon(ui.health.refresh)
+                yield
+                ui.health.spawn = None
+                tasks.cancel_scope.cancel()
+        finally:
+            await orchestrator.close()
+
+    return lifespan
+
+
+def _routes() -> list[BaseRoute]:
+    return [
+        Route("/", pages.memories, methods=["GET"]),
+        Route("/memories/{memory_id:path}/forget", pages.forget_confirm, methods=["GET"]),
+        Route("/memories/{memory_id:path}/forget", pages.forget, methods=["POST"]),
+        Route("/memories/{memory_id:path}", pages.memory, methods=["GET"]),
+        Route("/graph", pages.graph, methods=["GET"]),
+        Route("/traces", trace_pages.traces, methods=["GET"]),
+        Route("/traces/{trace_id}/replay", trace_pages.replay, methods=["GET"]),
+        Route("/traces/{trace_id}", trace_pages.trace, methods=["GET"]),
+        Route("/health", trace_pages.health, methods=["GET"]),
+        Route("/eval", trace_pages.eval_page, methods=["GET"]),
+        Route("/eval/plots/{name}", trace_pages.eval_plot, methods=["GET"]),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Mount("/static", StaticFiles(packages=[("memory_orchestrator.faces.ui", "static")])),
+    ]
+
+
+def build_app(
+    orchestrator: Orchestrator,
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    token_required: bool = False,
+    eval_dir: Path | None = None,
+    warm: bool = True,
+) -> Starlette:
+    """The inspector over `orchestrator`. Tokens are asked for off loopback (or with
+    `token_required`); raises ConfigError when they would be and none is configured."""
+    auth = token_required or not is_loopback(host)
+    book = _book(settings) if auth else None
+    ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth, HealthChecks(orchestrator))
+
+    app = Starlette(
+        routes=_routes(),
+        lifespan=_lifespan(orchestrator, ui, warm),
+        # the failures a page answers (Exception itself: a bug, answered and logged as 500)
+        exception_handlers={
+            kind: _refused
+            for kind in (
+                Refused,
+                HTTPException,
+                ValidationError,
+                OrchestratorError,
+                TimeoutError,
+                Exception,
+            )
+        },
+    )
+    app.state.ui = ui
+    app.state.book = book
+    app.add_middleware(
+        Guard,
+        book=book,
+        store=orchestrator.store_name,
+        sessions=ui.sessions,
+        local_only=is_loopback(host),
+    )
+    return app
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    token_required: bool = False,
+    eval_dir: Path | None = None,
+) -> None:
+    """Bind, print the URL (on stdout, with the port bound when 0 was asked), serve until
+    stopped. Raises ConfigError (no tokens where they are needed) and OSError (port in use)."""
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        app = build_app(
+            orchestrator, settings, host=host, token_required=token_required, eval_dir=eval_dir
+        )
+    except BaseException:
+        anyio.run(orchestrator.close)
+        raise
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # connections wait in the backlog until uvicorn takes them
+    except OSError:
+        sock.close()
+        anyio.run(orchestrator.close)
+        raise
+    bound = sock.getsockname()[1]
+    where = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    if not is_loopback(host):
+        print(EXPOSED_WARNING.format(host=host), file=sys.stderr, flush=True)
+    print(f"memory inspector: http://{where}:{bound}/  (Ctrl-C to stop)", flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,82 @@
+"""The health page's report: the latest check, kept, with the time it was made.
+
+A store's own health checks can be slow on a large store (the embedded store's `PRAGMA
+quick_check` reads the whole file: about 0.6 s at 100,000 memories), so the page shows the
+latest report with its age instead of checking on every visit: the server checks once at
+start, again in the background after a visit finds the report older than `max_age_s`, and
+at once when asked (`/health?fresh=1`, the page's "Check now").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from starlette.background import BackgroundTask
+
+from memory_orchestrator.models import HealthReport
+from memory_orchestrator.service import Orchestrator
+
+__all__ = ["Checked", "HealthChecks"]
+
+MAX_AGE_S = 30.0
+
+
+@dataclass(frozen=True)
+class Checked:
+    report: HealthReport
+    at: float  # time.monotonic() when the check finished
+    took_ms: float
+
+    def age_s(self) -> float:
+        return time.monotonic() - self.at
+
+
+class HealthChecks:
+    """The latest health report of one orchestrator; one check at a time."""
+
+    def __init__(self, orchestrator: Orchestrator, *, max_age_s: float = MAX_AGE_S) -> None:
+        self._orchestrator, self.max_age_s = orchestrator, max_age_s
+        self._latest: Checked | None = None
+        self._lock = anyio.Lock()
+        # starts a task beside the requests (the server's task group, set at start); None: a
+        # check runs after the answer that asked for it (in-process tests have no server)
+        self.spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
+
+    @property
+    def stale(self) -> bool:
+        return self._latest is None or self._latest.age_s() > self.max_age_s
+
+    async def check(self) -> Checked:
+        """Check now (or wait for the check under way and take its report)."""
+        before = self._latest
+        async with self._lock:
+            if self._latest is not None and self._latest is not before:
+                return self._latest  # checked while this one waited
+            started = time.perf_counter()
+            report = await self._orchestrator.health()
+            took = round((time.perf_counter() - started) * 1000, 1)
+            self._latest = Checked(report, time.monotonic(), took)
+            return self._latest
+
+    async def latest(self) -> Checked:
+        """The latest report; checks first only when there is none yet."""
+        return self._latest if self._latest is not None else await self.check()
+
+    async def refresh(self) -> None:
+        """A background check, skipped when one is under way."""
+        if not self._lock.locked():
+            await self.check()
+
+    def again_if_stale(self) -> BackgroundTask | None:
+        """Check again in the background when the report is old: a task beside the requests,
+        or (without a server) a task for the answer to run once it is sent."""
+        if not self.stale or self._lock.locked():
+            return None
+        if self.spawn is not None:
+            self.spawn(self.refresh)
+            return None
+        return BackgroundTask(self.refresh)

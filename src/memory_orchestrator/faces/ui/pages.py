@@ -1,0 +1,184 @@
+"""The memory pages: the list (search, filters, paging), one memory, forget, the graph."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from memory_orchestrator.faces.ui import graph_svg
+from memory_orchestrator.faces.ui.common import (
+    Refused,
+    allowed,
+    form_of,
+    number,
+    page,
+    state_of,
+)
+from memory_orchestrator.faces.ui.views import Pager, query_href
+from memory_orchestrator.models import (
+    MemoryType,
+    SearchFilters,
+    SearchRequest,
+    SearchResult,
+    TimeRange,
+    describe_errors,
+)
+from memory_orchestrator.service.inspecting import MemoryFilter
+
+__all__ = ["forget", "forget_confirm", "graph", "memories", "memory"]
+
+PAGE_SIZES = (20, 50, 100)
+_MAX_ENTITY = 200
+
+
+def _day(request: Request, name: str, *, end: bool) -> datetime | None:
+    raw = request.query_params.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        day = datetime.strptime(raw, "%Y-%m-%d").date()
+    except ValueError:
+        raise Refused(400, f"{name} must be a date like 2026-11-20, got {raw[:40]!r}") from None
+    moment = datetime.combine(day, time.min, tzinfo=UTC)
+    return moment + timedelta(days=1, microseconds=-1) if end else moment
+
+
+def _filter(request: Request) -> MemoryFilter:
+    params = request.query_params
+    types = set()
+    for raw in params.getlist("type"):
+        try:
+            types.add(MemoryType(raw))
+        except ValueError:
+            raise Refused(400, f"unknown memory type {raw[:40]!r}") from None
+    start, end = _day(request, "since", end=False), _day(request, "until", end=True)
+    if start and end and start > end:
+        raise Refused(400, "since must not be after until")
+    entity = params.get("entity", "").strip()[:_MAX_ENTITY] or None
+    return MemoryFilter(
+        types=frozenset(types),
+        entity=entity,
+        start=start,
+        end=end,
+        corrected=params.get("corrected") == "1",
+    )
+
+
+async def _search(request: Request, query: str, wanted: MemoryFilter) -> SearchResult | str:
+    """The search the box asks for, as `memory_search` runs it; a message for bad input."""
+    k = number(request, "k", 20, 1, 100)
+    timed = wanted.start is not None or wanted.end is not None
+    time_range = TimeRange(start=wanted.start, end=wanted.end) if timed else None
+    filters = None
+    if wanted.types or wanted.entity or time_range:
+        filters = SearchFilters(
+            entity_ids=[wanted.entity] if wanted.entity else [],
+            memory_types=sorted(wanted.types),
+            time_range=time_range,
+        )
+    try:
+        search = SearchRequest(query=query, top_k=k, filters=filters, history=wanted.corrected)
+    except ValidationError as exc:
+        return f"invalid input: {describe_errors(exc)}"
+    return await state_of(request).orchestrator.search(search)
+
+
+async def memories(request: Request) -> Response:
+    """`/`: the memories, newest first, with filters and paging; or the search results."""
+    allowed(request, "memory_search")
+    ui = state_of(request)
+    wanted = _filter(request)
+    query = request.query_params.get("q", "").strip()
+    inspection = ui.orchestrator.inspection()
+    context: dict[str, Any] = {
+        "query": query,
+        "wanted": wanted,
+        "types": list(MemoryType),
+        "entities": inspection.catalog.entity_names(),
+        "sizes": PAGE_SIZES,
+    }
+    if query:
+        found = await _search(request, query, wanted)
+        if isinstance(found, str):
+            return page(request, "memories.html", code=400, error=found, **context)
+        return page(request, "memories.html", result=found, **context)
+    limit = number(request, "limit", 50, 1, 100)
+    offset = number(request, "offset", 0, 0, 10**9)
+    listed = await inspection.memories(wanted, offset, limit)
+    pager = Pager(offset, limit, listed.total, len(listed.memories))
+
+    def href_of(at: int) -> str:
+        return query_href(
+            "/",
+            type=sorted(t.value for t in wanted.types),
+            entity=wanted.entity,
+            since=request.query_params.get("since"),
+            until=request.query_params.get("until"),
+            corrected="1" if wanted.corrected else None,
+            limit=limit if limit != 50 else None,
+            offset=at or None,
+        )
+
+    return page(request, "memories.html", listed=listed, pager=pager, href_of=href_of, **context)
+
+
+async def memory(request: Request) -> Response:
+    """`/memories/<id>`: one memory, its edges, its corrections and the requests that
+    returned it."""
+    access = allowed(request, "memory_search")
+    memory_id = request.path_params["memory_id"]
+    view = await state_of(request).orchestrator.inspection().memory(memory_id)
+    if view is None:
+        raise Refused(404, f"no memory with id {memory_id!r} in this store (forgotten, or never)")
+    return page(request, "memory.html", view=view, can_forget=access.can_forget)
+
+
+async def forget_confirm(request: Request) -> Response:
+    """`/memories/<id>/forget` (GET): the memory and one button, or why it cannot be."""
+    access = allowed(request, "memory_search")
+    memory_id = request.path_params["memory_id"]
+    view = await state_of(request).orchestrator.inspection().memory(memory_id)
+    if view is None:
+        raise Refused(404, f"no memory with id {memory_id!r} in this store (forgotten, or never)")
+    refused = access.denied("memory_write") or view.forget_refused
+    return page(request, "forget.html", view=view, refused=refused)
+
+
+async def forget(request: Request) -> Response:
+    """`/memories/<id>/forget` (POST): soft-delete it, after the form's checks."""
+    fields = await form_of(request)
+    access = allowed(request, "memory_search")
+    denied = access.denied("memory_write")
+    if denied is not None:
+        raise Refused(403, f"forbidden: {denied}")
+    memory_id = request.path_params["memory_id"]
+    if fields.get("confirm") != "yes":
+        raise Refused(400, "the forget form must be confirmed")
+    done = await state_of(request).orchestrator.inspection().forget(memory_id)
+    code = 200 if done.done else 409
+    return page(request, "forgotten.html", code=code, done=done, memory_id=memory_id)
+
+
+async def graph(request: Request) -> Response:
+    """`/graph?entity=NAME` or `?memory=ID`: the neighbourhood, drawn on the server."""
+    allowed(request, "memory_expand")
+    params = request.query_params
+    entity = params.get("entity", "").strip()[:_MAX_ENTITY] or None
+    memory_id = params.get("memory", "").strip()[:_MAX_ENTITY] or None
+    hops = number(request, "hops", 0, 0, 4) or None
+    inspection = state_of(request).orchestrator.inspection()
+    context: dict[str, Any] = {
+        "entity": entity or "",
+        "memory_id": memory_id or "",
+        "hops": hops,
+        "entities": inspection.catalog.entity_names(40),
+    }
+    if entity is None and memory_id is None:
+        return page(request, "graph.html", drawn=None, found=None, **context)
+    found = await inspection.graph(entity=entity, memory_id=memory_id, hops=hops)
+    drawn = graph_svg.draw(found)
+    return page(request, "graph.html", drawn=drawn, found=found, **context)
