@@ -8,7 +8,10 @@ agent does (a real process, JSON-RPC lines on its stdin and stdout) and times:
 - the first `memory_context` after it, and the median of `--later` ones after that (each a
   different LoCoMo question);
 - and, in the same round, `python -c "import mcp.server"`: the SDK's own import time, the
-  floor any Python MCP server pays.
+  floor any Python MCP server pays;
+- when the warm-up is done ("ready": `memory_health` no longer says the indexes are loading,
+  polled every 0.1 s), and the median of `--later` more calls then (the semantic index may
+  still be embedding a cold store's memories in the background).
 
 "cold": the first start over the store: no semantic vectors kept yet (the semantic folder
 under the data dir is removed before each round), so the model has every memory to embed;
@@ -22,6 +25,7 @@ it asserts nothing. Timings move with the machine's load: compare within one run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -31,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,6 +74,22 @@ def build_store(folder: Path, size: int) -> None:
         await backend.close()
 
     anyio.run(write)
+
+
+@contextlib.contextmanager
+def vectors_aside(data: Path, aside: bool) -> Iterator[None]:
+    """With `aside`, the kept vectors are moved away for the block (a first start) and put
+    back after it (what the block's server embedded is dropped)."""
+    if not aside:
+        yield
+        return
+    kept, away = data / "semantic", data / "semantic.kept"
+    kept.rename(away)
+    try:
+        yield
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+        away.rename(kept)
 
 
 async def settle(data: Path) -> None:
@@ -135,6 +156,16 @@ class Server:
             raise RuntimeError(f"memory_context failed: {str(reply)[:300]}")
         return time.perf_counter() - started
 
+    def ready(self) -> float:
+        """Seconds from the start until the warm-up is done (`memory_health` no longer says
+        the indexes are loading; every memory need not be embedded yet), polled."""
+        while True:
+            reply = self.request("tools/call", {"name": "memory_health", "arguments": {}})
+            text = json.dumps(reply)
+            if "loading" not in text and "warming up" not in text:
+                return time.perf_counter() - self.started
+            time.sleep(0.1)
+
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -170,6 +201,8 @@ def one_round(
         server.notify("notifications/initialized")
         first = server.context(questions[0])
         rest = [server.context(q) for q in questions[1 : 1 + later]]
+        ready = server.ready()
+        loaded = [server.context(q) for q in questions[1 + later :]]
     finally:
         server.close()
     return {
@@ -177,6 +210,8 @@ def one_round(
         "initialize_s": round(initialize, 3),
         "first_context_ms": round(first * 1000, 1),
         "later_context_ms": round(statistics.median(rest) * 1000, 1),
+        "ready_s": round(ready, 2),
+        "loaded_context_ms": round(statistics.median(loaded) * 1000, 1),
     }
 
 
@@ -189,6 +224,9 @@ def main() -> None:
     parser.add_argument("--later", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
+        "--keep", type=Path, default=None, help="keep the stores and their vectors in DIR"
+    )
+    parser.add_argument(
         "--entry",
         default=None,
         help="module:function to start instead of the console script (an A/B against"
@@ -199,24 +237,26 @@ def main() -> None:
     rng = random.Random(5)
     results: list[dict[str, Any]] = []
     sizes = [0, *(int(s) for s in args.sizes.split(",") if s)]
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        where = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         for size in sizes:
-            data = Path(tmp) / f"store-{size}"
-            build_store(data, size)
+            data = where / f"store-{size}"
+            if not data.exists():
+                build_store(data, size)
+            if not (data / "semantic").exists():
+                anyio.run(settle, data)  # every vector kept: what a restart finds
             for state in ("cold", "warm"):
-                if state == "warm":
-                    anyio.run(settle, data)  # every vector kept: what a restart finds
                 for _ in range(args.rounds):
-                    if state == "cold":
-                        shutil.rmtree(data / "semantic", ignore_errors=True)
-                    asked = rng.sample(questions, 1 + args.later)
+                    asked = rng.sample(questions, 1 + 2 * args.later)
                     row: dict[str, Any] = {"store": size or "demo", "state": state}
-                    row.update(one_round(data, asked, args.later, args.entry))
+                    with vectors_aside(data, state == "cold"):
+                        row.update(one_round(data, asked, args.later, args.entry))
                     print(json.dumps(row), file=sys.stderr)
                     results.append(row)
     print(
         f"{'store':>6} {'state':<5} {'sdk import s':>12} {'initialize s':>12} {'- sdk s':>8}"
-        f" {'1st context ms':>14} {'later ms':>9} {'1st/later':>9}"
+        f" {'1st context ms':>14} {'later ms':>9} {'1st/later':>9} {'ready s':>8}"
+        f" {'then ms':>8}"
     )
     for r in results:
         print(
@@ -224,6 +264,7 @@ def main() -> None:
             f" {r['initialize_s'] - r['sdk_import_s']:>8.3f} {r['first_context_ms']:>14.1f}"
             f" {r['later_context_ms']:>9.1f}"
             f" {r['first_context_ms'] / max(r['later_context_ms'], 1e-9):>9.1f}"
+            f" {r['ready_s']:>8.2f} {r['loaded_context_ms']:>8.1f}"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

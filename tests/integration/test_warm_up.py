@@ -75,6 +75,8 @@ def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
             assert any(n.startswith("local index") and "still loading" in n for n in said)
             health = await o.health()
             assert health.status is Status.OK
+            semantic = next(c for c in health.checks if c.name == "semantic").detail
+            assert "loading" in semantic  # the model, or the listing and the local index
             gate.set()
             await o.warm_up(wait_s=60)  # waits for the one running behind the server
             later = await o.context(ContextRequest(query="dog playing outside"))
@@ -82,6 +84,7 @@ def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
             assert not any("still loading" in n for n in notes(o, later.trace_id))
             check = next(c for c in (await o.health()).checks if c.name == "semantic")
             assert "4 memories indexed" in check.detail
+            assert "loading" not in check.detail
         await o.close()
 
     anyio.run(main)

@@ -204,6 +204,8 @@ class DerivedIndexes:
             detail += f", {waiting} being embedded{index.progress()}"
         if index.vectors is not None:
             detail += f"; vectors kept in {index.vectors.path} ({index.restored} loaded at start)"
+        if self._warming is not None:
+            detail += "; warming up: the store's listing and the local index still loading"
         return HealthCheck(name="semantic", status=Status.OK, detail=detail)
 
     # ------------------------------------------------------------------ internals
