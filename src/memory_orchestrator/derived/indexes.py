@@ -97,6 +97,13 @@ class DerivedIndexes:
         if semantic is not None and sem.enabled is not False and wanted:
             semantic.encode_ahead(query)
 
+    def rank_ahead(self, indexes: Indexes, query: str) -> None:
+        """Start the semantic index's ranking for `query` on its worker thread (once the
+        index is up to date for this request): `candidate_lists` takes it from there."""
+        sem = self._settings.semantic
+        if indexes.semantic is not None and sem.candidates > 0:
+            indexes.semantic.rank_ahead(query, sem.candidates)
+
     async def warm_up(self, *, wait_s: float = 0.0) -> None:
         """Load what the first query would otherwise wait for, off the event loop: the
         semantic model and its kept vectors, then the store's whole listing into both indexes

@@ -233,6 +233,9 @@ class ReadPath:
     async def _retrieve(self, run: _Pass, plan: QueryPlan) -> None:
         ret, trace = self._settings.retrieval, run.trace
         run.indexes = await self._indexes.refresh(trace)
+        # the semantic ranking (a product with every memory's vector) on its worker thread,
+        # while the store searches and the local index works on this one
+        self._indexes.rank_ahead(run.indexes, run.query)
         prefetch = partial(
             self._indexes.candidate_lists, run.indexes, run.query, run.req.filters, trace
         )
