@@ -168,18 +168,24 @@ def _local_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
 def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
     """The store's own scores, min-max scaled per subquery (best 1, worst 0), best over the
     subqueries that found each candidate: unlike a rank, they keep how far apart hits are."""
-    bounds: dict[str, tuple[float, float]] = {}  # per subquery: lowest, highest score
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
     for c in candidates:
         for s in c.sources:
-            low, high = bounds.get(s.query, (s.score, s.score))
-            bounds[s.query] = (min(low, s.score), max(high, s.score))
+            query, score = s.query, s.score
+            if query not in low:
+                low[query] = high[query] = score
+            elif score < low[query]:  # (what min() and max() keep, ties included)
+                low[query] = score
+            elif score > high[query]:
+                high[query] = score
     out: dict[str, float] = {}
     for c in candidates:
         best = 0.0
         for s in c.sources:
-            low, high = bounds[s.query]
-            span = high - low
-            best = max(best, (s.score - low) / span if span > 0 else 1.0)
+            span = high[s.query] - low[s.query]
+            scaled = (s.score - low[s.query]) / span if span > 0 else 1.0
+            best = max(best, scaled)
         out[c.memory.id] = best
     return out
 

@@ -28,7 +28,7 @@ from memory_orchestrator.models import (
     TimeRange,
     to_utc,
 )
-from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores
+from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores, words_of
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import content_word_count
 
@@ -304,7 +304,8 @@ def _score(
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for c in candidates:
-        counts.update({e.casefold() for e in c.memory.entities})
+        for entity in words_of(c.memory).entities:
+            counts[entity] += 1
     return counts
 
 
@@ -325,7 +326,7 @@ def _name_trust(
         (
             relevance.get(c.memory.id, 0.0)
             for c in candidates
-            if any(e.casefold() in query_entities for e in c.memory.entities)
+            if not query_entities.isdisjoint(words_of(c.memory).entities)
         ),
         default=0.0,
     )
