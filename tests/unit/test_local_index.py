@@ -218,6 +218,50 @@ def test_scores_and_ties_equal_a_per_posting_loop_to_the_last_bit() -> None:
                 assert found == [(i, round(s, 6)) for i, s in expected]
             # unrounded: every memory's score, bit for bit
             exact = dict(_per_posting_search(memories, query, 300, w=w, radius=radius, k1=k1, b=b))
-            assert index._postings is not None
-            positions, scores = index._bm25(index._postings, list(dict.fromkeys(terms(query))))
+            positions, scores = index._bm25(list(dict.fromkeys(terms(query))))
             assert {index._order[p]: s for p, s in zip(positions, scores, strict=True)} == exact
+
+
+def test_memories_added_after_the_others_give_what_a_whole_build_gives() -> None:
+    """New memories (later in time) are appended: the last `radius` memories and the new
+    ones are worked out apart; scores, ties and neighbours as if built at once, bit for bit."""
+    import random
+
+    rng = random.Random(8)
+    words = "paint lake sunset kids dinosaur necklace grandma choir group tuesday".split()
+    memories = [
+        turn(f"m{n}", " ".join(rng.choices(words, k=rng.randint(1, 9))), n // 3 + (n // 40) * 60)
+        for n in range(400)
+    ]  # three turns a minute, a new session every 40 turns
+    for w, radius in [(0.75, 3), (0.3, 5), (0.0, 1)]:
+        grown = LocalIndex(context_weight=w, radius=radius, k1=0.9, context_gap_s=1800)
+        grown.add(memories[:100])
+        grown.prepare()
+        for start in range(100, 400, 37):  # a few at a time, as the store's feed adds them
+            grown.add(memories[start : start + 37])
+            whole = LocalIndex(context_weight=w, radius=radius, k1=0.9, context_gap_s=1800)
+            whole.add(memories[: start + 37])
+            for query in ["paint the lake", "kids dinosaur", "choir tuesday group", "grandma"]:
+                wanted = list(dict.fromkeys(terms(query)))
+                assert grown.search(query, 50) == whole.search(query, 50)
+                got, want = grown._bm25(wanted), whole._bm25(wanted)
+                assert got[0].tolist() == want[0].tolist()
+                assert got[1].tolist() == want[1].tolist()
+            ids = [m.id for m in memories[start - 5 : start + 37]]
+            assert grown.around(ids) == whole.around(ids)
+        assert grown._tail is not None  # (appended, not built again)
+    earlier = turn("early", "paint the lake", -5)  # dated before the others: built again
+    grown.add([earlier])
+    grown.prepare()
+    assert grown._tail is None
+    assert ids_of(grown, "paint lake") == ids_of(_whole([*memories, earlier]), "paint lake")
+
+
+def ids_of(index: LocalIndex, query: str) -> list[str]:
+    return [m.id for m, _ in index.search(query, 20)]
+
+
+def _whole(memories: list[Memory]) -> LocalIndex:
+    index = LocalIndex(context_weight=0.0, radius=1, k1=0.9, context_gap_s=1800)
+    index.add(memories)
+    return index

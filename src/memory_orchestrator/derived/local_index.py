@@ -12,12 +12,14 @@ It is a cache the orchestrator owns, filled from the store's own listing (`Feed`
 the source of truth: hits are read back from the store before use. On by default
 (`[local_index] enabled`); it needs a store that can list its memories.
 
-The postings are numpy arrays (per term: the memories' positions and weighted term
-frequencies), built in one vectorised pass, and a query adds up each of its terms' BM25
-contributions over them: the same arithmetic, in the same order, as a per-posting loop in
-Python, at a fraction of the time and memory (`bench/bench_local_index.py`). A native
-full-text engine (SQLite FTS5, tantivy, bm25s) counts whole terms in a text: it cannot lend
-a memory its neighbours' terms at fractional weights.
+The postings are numpy arrays (`derived.postings`), built in one vectorised pass, and a query
+adds up each of its terms' BM25 contributions over them: the same arithmetic, in the same
+order, as a per-posting loop in Python, at a fraction of the time and memory. Memories that
+come after all the others in time (what a store's new memories are) are added without
+building everything again: only the last `radius` memories' frequencies change, and they and
+the new ones are kept apart (a tail) until the tail is large. A native full-text engine
+(SQLite FTS5, tantivy, bm25s) counts whole terms in a text: it cannot lend a memory its
+neighbours' terms at fractional weights.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from memory_orchestrator.derived.postings import Postings, Rows, build, lend_steps, top
 from memory_orchestrator.models import Memory, far_apart, to_utc
 from memory_orchestrator.text import terms
 
@@ -45,25 +47,7 @@ else:
 __all__ = ["LocalIndex", "date_words", "sessions"]
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
-
-
-class _Postings:
-    """Per term id, the positions (in time order) of the memories it occurs in or near, and
-    its weighted frequency there: a compressed sparse row matrix, term by memory."""
-
-    def __init__(self, start: Ints, position: Ints, tf: Floats, length: Floats) -> None:
-        self.start, self.position, self.tf, self.length = start, position, tf, length
-        self.norm = length  # BM25's length normalisation per position: `normalise` sets it
-
-    def normalise(self, k1: float, b: float, average: float) -> None:
-        # as a per-posting loop computes it: k1 * (1 - b + b * length / average)
-        self.norm = k1 * (1 - b + b * self.length / average)
-
-    def of(self, term_id: int) -> tuple[Ints, Floats]:
-        if term_id + 1 >= len(self.start):
-            return self.position[:0], self.tf[:0]
-        s, e = int(self.start[term_id]), int(self.start[term_id + 1])
-        return self.position[s:e], self.tf[s:e]
+_TAIL = 2048  # memories worked out apart at most; past it, the next build is a whole one
 
 
 class LocalIndex:
@@ -92,12 +76,18 @@ class LocalIndex:
         self._vocabulary: dict[str, int] = {}
         self._seq: dict[str, int] = {}
         self._dirty = False
-        self._postings: _Postings | None = None
-        self._average = 0.0
+        self._changed = False  # a memory's text or a setting changed: build everything again
+        self._fresh: list[str] = []  # memories added since the last build
+        self._main: Postings | None = None  # the positions under `_cut`
+        self._tail: Postings | None = None  # the positions from `_cut` on
+        self._cut = 0
+        self._length: Floats | None = None  # per position, and BM25's normalisation of it
+        self._norm: Floats | None = None
         self._order: list[str] = []
         self._ranks: Ints | None = None  # per position: the order the store listed it in
         self._position: dict[str, int] = {}
         self._session: list[int] = []  # per position in `_order`: the run of memories it is in
+        self._last_time: datetime | None = None  # the last known time in `_order`
 
     def __len__(self) -> int:
         return len(self._memories)
@@ -114,6 +104,10 @@ class LocalIndex:
             self._seq.setdefault(memory.id, len(self._seq))
             self._memories[memory.id] = memory
             self._terms[memory.id] = self._analyse(memory)
+            if known is None:
+                self._fresh.append(memory.id)
+            else:
+                self._changed = True
             changed += 1
         self._dirty = self._dirty or changed > 0
         return changed
@@ -140,49 +134,101 @@ class LocalIndex:
         wanted = (context_weight, k1, b, radius, context_gap_s)
         if wanted != (self.context_weight, self.k1, self.b, self.radius, self.context_gap_s):
             self.context_weight, self.k1, self.b, self.radius, self.context_gap_s = wanted
-            self._dirty = True
+            self._dirty = self._changed = True
         if date_terms is not None and date_terms != self.date_terms:
             self.date_terms = date_terms
             self._terms = {i: self._analyse(m) for i, m in self._memories.items()}
-            self._dirty = True
+            self._dirty = self._changed = True
+
+    def prepare(self) -> None:
+        """Bring the postings up to date now if anything changed (else the next query does):
+        the new memories appended when they all come after the others in time, else
+        everything built again."""
+        if not self._dirty:
+            return
+        if self._changed or self._main is None or not self._append():
+            self._build()
+        self._fresh, self._changed, self._dirty = [], False, False
+
+    def _key(self, memory: Memory) -> tuple[datetime, int]:
+        return (to_utc(memory.created_at) if memory.created_at else _NO_TIME, self._seq[memory.id])
 
     def _build(self) -> None:
         """Each memory's terms plus its neighbours' (up to `radius` away, at `context_weight`
         divided by the distance, and only within its session), as postings."""
         import numpy as np
 
-        order = sorted(
-            self._memories.values(),
-            key=lambda m: (to_utc(m.created_at) if m.created_at else _NO_TIME, self._seq[m.id]),
-        )
+        order = sorted(self._memories.values(), key=self._key)
         session = sessions(order, self.context_gap_s)
-        rows = [self._terms[m.id] for m in order]
-        width = np.fromiter((len(ids) for ids, _ in rows), dtype=np.int64, count=len(rows))
-        start = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(width, out=start[1:])
-        term_ids = np.fromiter(chain.from_iterable(i for i, _ in rows), np.int64, int(start[-1]))
-        counts = np.fromiter(chain.from_iterable(c for _, c in rows), np.float64, int(start[-1]))
-        steps = _lend_steps(np.asarray(session, dtype=np.int64), self.radius, self.context_weight)
-        self._postings = _postings(steps, start, term_ids, counts, len(self._vocabulary))
+        rows = Rows([self._terms[m.id] for m in order])
+        steps = lend_steps(np.asarray(session, dtype=np.int64), self.radius, self.context_weight)
+        self._main = build(steps, rows, len(self._vocabulary))
+        self._tail, self._cut = None, len(order)
         self._order = [m.id for m in order]
         self._ranks = np.fromiter((self._seq[m.id] for m in order), np.int64, len(order))
         self._session = session
         self._position = {memory_id: i for i, memory_id in enumerate(self._order)}
-        # the builtin sum, in time order, as the per-posting version did
-        lengths = self._postings.length.tolist()
-        self._average = sum(lengths) / len(lengths) if lengths else 0.0
-        self._postings.normalise(self.k1, self.b, self._average or 1.0)
-        self._dirty = False
+        times = (m.created_at for m in reversed(order) if m.created_at is not None)
+        self._last_time = next(times, None)
+        self._normalise(self._main.length)
 
-    def prepare(self) -> None:
-        """Build the postings now if anything changed (else the next query does)."""
-        if self._dirty:
-            self._build()
+    def _append(self) -> bool:
+        """Add the memories added since the last build when they all come after the others
+        in time: the last `radius` positions get new neighbours, so they and the new ones
+        are worked out again, apart (the tail), the same way `_build` would. False when they
+        do not (a memory dated earlier), or the tail grew past `_TAIL`: build everything."""
+        import numpy as np
+
+        assert self._main is not None
+        assert self._length is not None
+        assert self._ranks is not None
+        fresh = sorted((self._memories[i] for i in self._fresh), key=self._key)
+        last = self._memories[self._order[-1]] if self._order else None
+        if not fresh or (last is not None and self._key(fresh[0]) <= self._key(last)):
+            return False
+        before = len(self._order)
+        reach = self.radius if self.context_weight > 0 else 0
+        cut = min(self._cut, max(0, before - reach))
+        if before + len(fresh) - cut > _TAIL:
+            return False
+        self._continue_sessions(fresh)
+        self._order.extend(m.id for m in fresh)
+        for position, memory in enumerate(fresh, start=before):
+            self._position[memory.id] = position
+        ranks = np.fromiter((self._seq[m.id] for m in fresh), np.int64, len(fresh))
+        self._ranks = np.concatenate([self._ranks, ranks])
+        lo = max(0, cut - reach)  # the positions that only lend their terms
+        rows = Rows([self._terms[i] for i in self._order[lo:]])
+        session = np.asarray(self._session[lo:], dtype=np.int64)
+        steps = lend_steps(session, self.radius, self.context_weight, receivers_from=cut - lo)
+        self._tail = build(steps, rows, len(self._vocabulary), offset=lo)
+        self._cut = cut
+        self._normalise(np.concatenate([self._length[:cut], self._tail.length[cut - lo :]]))
+        return True
+
+    def _continue_sessions(self, fresh: Sequence[Memory]) -> None:
+        """`sessions`, carried on over memories that come after all the others."""
+        current = self._session[-1] if self._session else 0
+        before = self._last_time
+        for memory in fresh:
+            when = memory.created_at
+            if far_apart(before, when, self.context_gap_s):
+                current += 1
+            before = when if when is not None else before
+            self._session.append(current)
+        self._last_time = before
+
+    def _normalise(self, length: Floats) -> None:
+        # the average as the builtin sum in time order makes it, then BM25's normalisation
+        # as a per-posting loop computes it: k1 * (1 - b + b * length / average)
+        lengths = length.tolist()
+        average = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
+        self._length = length
+        self._norm = self.k1 * (1 - self.b + self.b * length / average)
 
     def around(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
         """The memories just before and after each of `ids` in time (those it knows)."""
-        if self._dirty:
-            self._build()
+        self.prepare()
         out: dict[str, list[Memory]] = {}
         for memory_id in ids:
             i = self._position.get(memory_id)
@@ -202,45 +248,47 @@ class LocalIndex:
         """The `k` best memories for `query`, best first, with their score: BM25, or with
         `meaning` (a semantic similarity per memory id) a weighted hybrid of the two, each
         min-max scaled over the memories it scores (`share` is the semantic weight)."""
-        if self._dirty:
-            self._build()
+        self.prepare()
         wanted = list(dict.fromkeys(terms(query)))
-        postings = self._postings
-        if not wanted or k < 1 or postings is None or not self._order:
+        if not wanted or k < 1 or self._ranks is None or not self._order:
             return []
-        positions, scores = self._bm25(postings, wanted)
+        positions, scores = self._bm25(wanted)
         if meaning and share > 0:
             found = (self._order[p] for p in positions.tolist())
             lexical = dict(zip(found, scores.tolist(), strict=True))
             return self._best_of(_hybrid(lexical, meaning, share), k)
-        best = _top(positions, scores, self._ranks, k)
+        best = top(positions, scores, self._ranks, k)
         return [
             (self._memories[self._order[p]], round(s, 6))
             for p, s in zip(positions[best].tolist(), scores[best].tolist(), strict=True)
         ]
 
-    def _bm25(self, postings: _Postings, wanted: list[str]) -> tuple[Ints, Floats]:
+    def _bm25(self, wanted: list[str]) -> tuple[Ints, Floats]:
         """The positions of the memories that hold a query term, and their BM25 score: each
         term's contributions added in the query's term order (the order a per-posting loop
-        adds them in, so the sums are the same to the last bit)."""
+        adds them in, so the sums are the same to the last bit). A position is in the main
+        postings or in the tail, never both."""
         import numpy as np
 
-        n = len(self._order)
-        k1 = self.k1
+        assert self._main is not None
+        assert self._norm is not None
+        n, k1, norm = len(self._order), self.k1, self._norm
         scores = np.zeros(n, dtype=np.float64)
         touched = np.zeros(n, dtype=bool)
         for term in wanted:
             term_id = self._vocabulary.get(term)
             if term_id is None:
                 continue
-            position, tf = postings.of(term_id)
-            if not len(position):
+            parts = [self._main.of(term_id, below=self._cut)]
+            if self._tail is not None:
+                parts.append(self._tail.of(term_id))
+            df = sum(len(position) for position, _ in parts)
+            if not df:
                 continue
-            df = len(position)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = postings.norm[position]
-            scores[position] += idf * tf * (k1 + 1) / (tf + norm)
-            touched[position] = True
+            for position, tf in parts:
+                scores[position] += idf * tf * (k1 + 1) / (tf + norm[position])
+                touched[position] = True
         found = np.flatnonzero(touched)
         return found, scores[found]
 
@@ -250,77 +298,6 @@ class LocalIndex:
         ranked = sorted(scores.items(), key=lambda item: (-item[1], self._seq.get(item[0], last)))
         best = [(i, score) for i, score in ranked if i in self._memories][:k]
         return [(self._memories[i], round(score, 6)) for i, score in best]
-
-
-def _lend_steps(session: Ints, radius: int, weight: float) -> list[tuple[Ints, Ints, float]]:
-    """The order a memory's term frequencies are added up in: for each distance from 1 to
-    `radius`, the neighbour before and the one after (at `weight / distance`, within the
-    same session), then its own terms (weight 1). Each step: the receiving positions, the
-    lending positions, and the weight."""
-    import numpy as np
-
-    n = len(session)
-    everyone = np.arange(n, dtype=np.int64)
-    steps: list[tuple[Ints, Ints, float]] = []
-    for distance in range(1, radius + 1) if weight > 0 else ():
-        for side in (-distance, distance):
-            lender = everyone + side
-            ok = (lender >= 0) & (lender < n)
-            ok[ok] = session[lender[ok]] == session[everyone[ok]]
-            steps.append((everyone[ok], lender[ok], weight / distance))
-    steps.append((everyone, everyone, 1.0))
-    return steps
-
-
-def _postings(
-    steps: list[tuple[Ints, Ints, float]],
-    start: Ints,
-    term_ids: Ints,
-    counts: Floats,
-    vocabulary: int,
-) -> _Postings:
-    """Weighted term frequencies per (memory, term), summed step by step (so each sum is
-    made in the same order as a loop over the steps would), as postings by term."""
-    import numpy as np
-
-    keys: list[Ints] = []
-    values: list[Floats] = []
-    for receiver, lender, weight in steps:
-        width = start[lender + 1] - start[lender]
-        offset = np.repeat(start[lender] - (np.cumsum(width) - width), width)
-        source = offset + np.arange(int(width.sum()), dtype=np.int64)
-        keys.append(np.repeat(receiver, width) * vocabulary + term_ids[source])
-        # the memory's own counts are added as they are; a neighbour's at weight
-        values.append(weight * counts[source])
-    unique, first, where = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
-    tf = np.zeros(len(unique), dtype=np.float64)
-    done = 0
-    for step_values in values:  # a step holds each (memory, term) once: no collisions
-        tf[where[done : done + len(step_values)]] += step_values
-        done += len(step_values)
-    memory, term = np.divmod(unique, vocabulary)
-    n = len(start) - 1
-    # a memory's length: its terms' frequencies added in the order the terms first came in
-    added = np.lexsort((first, memory))
-    length = np.asarray(np.bincount(memory[added], weights=tf[added], minlength=n), np.float64)
-    by_term = np.argsort(term, kind="stable")  # positions stay in time order within a term
-    term_start = np.zeros(vocabulary + 1, dtype=np.int64)
-    np.cumsum(np.bincount(term, minlength=vocabulary), out=term_start[1:])
-    return _Postings(term_start, memory[by_term].astype(np.int32), tf[by_term], length)
-
-
-def _top(positions: Ints, scores: Floats, ranks: Ints | None, k: int) -> Ints:
-    """Indexes into `positions` of the `k` best scores, best first; ties in listing order."""
-    import numpy as np
-
-    assert ranks is not None
-    candidates = np.arange(len(scores))
-    if len(scores) > k:  # everything tied with the k-th best is a candidate for the last places
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        candidates = np.flatnonzero(scores >= kth)
-    ordered = np.lexsort((ranks[positions[candidates]], -scores[candidates]))
-    best: Ints = candidates[ordered[:k]]
-    return best
 
 
 def sessions(order: Sequence[Memory], gap_s: float | None) -> list[int]:
