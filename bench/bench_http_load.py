@@ -4,8 +4,10 @@ Starts `orchestrator serve --transport http` in a subprocess (temp data dir, emb
 a freshly generated bearer token, loopback), preloads `--seed` unique memories so reads have
 something to rank, then runs `--clients` concurrent MCP sessions (the SDK's streamable-HTTP
 client), each making `--requests` calls drawn from the mix (context:search:write, default
-2:2:1). It reports throughput, latency percentiles per tool and overall, errors, and then reads
-the store's SQLite file: every acknowledged write must be there exactly once.
+2:2:1). It reports throughput, latency percentiles per tool and overall, errors, the server
+process's CPU time per call in the timed phase (Linux: a figure other jobs on a shared machine
+disturb far less than wall time), and then reads the store's SQLite file: every acknowledged
+write must be there exactly once.
 
     make bench-http
     .venv/bin/python bench/bench_http_load.py --clients 16 --requests 200
@@ -96,7 +98,17 @@ def _print(summary: dict[str, Any]) -> None:
     for sample in summary["error_samples"]:
         print(f"  error: {sample}")
     print(f"server /metrics counted {summary.get('server_counted_requests')} tool calls")
+    print(f"server CPU per call: {summary.get('server_cpu_ms_per_call')} ms")
     print(summary["machine"])
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` so far (Linux /proc); None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _counted(exposition: str) -> int:
@@ -134,6 +146,7 @@ def main() -> int:
                 mix={"memory_write": 1},
             )
         )
+        cpu_before = _cpu_s(server.process.pid)
         result = anyio.run(
             lambda: run_load(
                 server.mcp_url,
@@ -143,6 +156,7 @@ def main() -> int:
                 mix=args.mix,
             )
         )
+        cpu_after = _cpu_s(server.process.pid)
         metrics = httpx2.get(
             server.base_url + "/metrics",
             headers={"Authorization": f"Bearer {token.secret}"},
@@ -155,6 +169,9 @@ def main() -> int:
     summary = _summary(result, sum(stored.values()), lost, duplicated)
     summary["seed_writes"] = len(seeded.written)
     summary["server_counted_requests"] = _counted(metrics.text)
+    if cpu_before is not None and cpu_after is not None and result.requests:
+        per_call = (cpu_after - cpu_before) * 1000 / result.requests
+        summary["server_cpu_ms_per_call"] = round(per_call, 1)
     _print(summary)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

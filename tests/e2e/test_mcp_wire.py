@@ -1,11 +1,13 @@
-"""The stdio wire of a real server process, spoken to line by line: a line that is not a
-JSON-RPC message gets a JSON-RPC error with its id (the client is not left waiting), and a
-client that hangs up mid-call ends the server cleanly (exit 0, one line, no traceback)."""
+"""The stdio wire of a real server process, spoken to line by line: every line gets an answer
+(a line that is not a JSON-RPC message, or whose id cannot be answered, gets a JSON-RPC error),
+nothing a client sends ends the server, and a client that hangs up mid-call loses no write and
+ends the server cleanly (exit 0, one line, no traceback)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -91,16 +93,51 @@ def test_a_line_that_is_not_a_message_gets_a_json_rpc_error_with_its_id(
     assert len(listed["result"]["tools"]) == 6
 
 
-def test_a_client_that_hangs_up_mid_call_ends_the_server_cleanly(
+def initialized(p: subprocess.Popen[str]) -> None:
+    send(p, json.dumps(INIT))
+    assert answer(p)["id"] == 1
+    send(p, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+
+def test_every_request_gets_an_answer_whatever_its_id_and_the_server_goes_on(
     proc: subprocess.Popen[str],
 ) -> None:
+    """A lone surrogate in the id (not valid Unicode, so it cannot be sent back) and ids that
+    are neither strings nor integers: each is answered, with id null; nothing ends the
+    server."""
+    initialized(proc)
+    send(proc, r'{"jsonrpc":"2.0","id":"a\udc00","method":"ping"}')
+    surrogate = answer(proc)
+    assert surrogate["id"] is None
+    assert surrogate["error"]["code"] == -32700
+    assert "surrogate" in surrogate["error"]["message"]
+    for bad in ('{"x": 1}', "null", "1.5", "true", "[1]"):
+        send(proc, f'{{"jsonrpc": "2.0", "id": {bad}, "method": "ping"}}')
+        refused = answer(proc)
+        assert refused["id"] is None, bad
+        assert refused["error"]["code"] == -32600, bad
+        assert '"id" must be a string or an integer' in refused["error"]["message"]
+    call = {"name": "memory_search", "arguments": {"query": "lone \udc00 surrogate"}}
+    send(proc, json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}))
+    assert answer(proc)["id"] == 3  # a parse error for a surrogate in the arguments too
+    send(proc, json.dumps({"jsonrpc": "2.0", "id": "q\u00e9", "method": "ping"}))
+    assert answer(proc) == {"jsonrpc": "2.0", "id": "q\u00e9", "result": {}}
+    assert proc.poll() is None
+
+
+def test_a_client_that_hangs_up_mid_call_ends_the_server_cleanly(
+    proc: subprocess.Popen[str], tmp_path: Path
+) -> None:
+    """The client stops reading, sends a write and closes stdin: the write in flight is
+    finished and stored (not cancelled), its answer meets the closed pipe, and the server
+    says so once and exits 0. Deterministic: the server finishes what it read before it
+    stops."""
     assert proc.stdout is not None
     assert proc.stdin is not None
-    send(proc, json.dumps(INIT))
-    assert answer(proc)["id"] == 1
-    send(proc, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    initialized(proc)
     proc.stdout.close()  # nobody reads the answer: writing it must meet a broken pipe
-    call = {"name": "memory_health", "arguments": {}}
+    content = "The storeroom key hangs behind the blue door."
+    call = {"name": "memory_write", "arguments": {"content": content}}
     send(proc, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}))
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
@@ -108,3 +145,33 @@ def test_a_client_that_hangs_up_mid_call_ends_the_server_cleanly(
     err = proc.stderr.read()
     assert "Traceback" not in err, err
     assert err.count("closed the connection") == 1, err
+    assert stored(tmp_path / "data", content) == 1  # the answer was lost, the write was not
+
+
+def test_a_client_that_closes_stdin_gets_the_answers_of_what_it_sent(
+    proc: subprocess.Popen[str],
+) -> None:
+    """Closing stdin is how an MCP client ends a stdio session: the requests it sent first
+    are answered (not cancelled) before the server exits 0, without a word on stderr."""
+    assert proc.stdin is not None
+    initialized(proc)
+    for n in range(3):
+        arguments = {"content": f"Delivery {('north', 'south', 'east')[n]} dock opens at noon."}
+        call = {"name": "memory_write", "arguments": arguments}
+        request = {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": call}
+        send(proc, json.dumps(request))
+    proc.stdin.close()
+    answers = [answer(proc) for _ in range(3)]
+    assert sorted(a["id"] for a in answers) == [10, 11, 12]
+    assert all("result" in a and not a["result"].get("isError") for a in answers), answers
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None
+    assert "closed the connection" not in proc.stderr.read()
+
+
+def stored(data: Path, content: str) -> int:
+    """Live memories holding `content` in the store file of the server run in `data`."""
+    with sqlite3.connect(data / "memories.db") as conn:
+        row = conn.execute("SELECT count(*) FROM memories WHERE content = ?", (content,)).fetchone()
+    conn.close()
+    return int(row[0])

@@ -1,6 +1,7 @@
 """No write is lost: a process queues a write while the store is down and is killed (SIGKILL)
 before it replays it; afterwards `orchestrator outbox list|flush` shows it and delivers it,
-exactly once."""
+exactly once. A server replays its queue in the background, on the outbox's own schedule:
+nobody has to call health or write again for a queued write to reach the store."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from typer.testing import CliRunner
 
 from memory_orchestrator.faces.cli.app import app
+from tests.http_load import http_server, make_token, mcp_session
+from tests.integration.test_store_files import write_locked
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +132,36 @@ def test_the_cli_says_queued_and_health_shows_the_depth(tmp_path: Path) -> None:
     assert (
         live_copies(data / "memories.db", "A memory written while the store file was broken.") == 1
     )
+
+
+def test_a_server_replays_queued_writes_in_the_background_without_a_health_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real HTTP server; another process holds the store's write lock, so a write is
+    queued. Once the lock is gone, only searches are made: the queued write shows up in
+    them, and in the file, once."""
+    monkeypatch.setenv("ORCHESTRATOR_OUTBOX__RETRY_EVERY_S", "0.2")
+    monkeypatch.setenv("ORCHESTRATOR_EMBEDDED__WRITE_WAIT_MS", "100")
+    token = make_token("writer")
+    data = tmp_path / "data"
+    queued = "The Porto generator fuel was topped up by Amara."
+
+    async def main() -> None:
+        async with mcp_session(server.mcp_url, token.secret) as session:
+            seed = await session.call_tool("memory_write", {"content": CONTENT})
+            assert (seed.structured_content or {})["action"] == "added"
+            with write_locked(data / "memories.db"):
+                answer = await session.call_tool("memory_write", {"content": queued})
+                assert (answer.structured_content or {})["action"] == "queued", answer
+            with anyio.fail_after(30):  # the event: a search finds it; no health, no write
+                while True:
+                    found = await session.call_tool("memory_search", {"query": "generator fuel"})
+                    items = (found.structured_content or {})["items"]
+                    if any(queued in item["summary"] for item in items):
+                        break
+                    await anyio.sleep(0.1)  # a poll interval, not a synchronisation
+
+    with http_server(data, [token.spec]) as server:
+        anyio.run(main)
+    assert live_copies(data / "memories.db", queued) == 1
+    assert "memory_health" not in (data / "server.log").read_text()

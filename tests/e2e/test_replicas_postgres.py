@@ -1,6 +1,8 @@
 """Two replicas, one database: two real `orchestrator serve --transport http` processes on
 loopback ports, each with its own data dir, both on one real PostgreSQL (store and shared
-state: `backend = "postgres"`, `[shared] state = "postgres"`)."""
+state: `backend = "postgres"`, `[shared] state = "postgres"`). Clients reach them directly,
+or through a plain round-robin load balancer in a process of its own (`tests/balancer.py`:
+each request to the next replica, no session affinity)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import psycopg
 import pytest
 
+from tests.balancer import answered as balanced
+from tests.balancer import balancer
 from tests.http_load import (
     LoadResult,
     ServerProcess,
@@ -136,8 +141,29 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             for server in (a, b):
                 async with mcp_session(server.mcp_url, secret) as session:
                     assert not (await session.call_tool("memory_health", {})).is_error
+            async with mcp_session(a.mcp_url, secret, terminate_on_close=False):
+                pass  # a session left open
 
         anyio.run(with_minted)
+        # revoked once: refused by both replicas, its open session ended
+        revoked = subprocess.run(
+            [*orchestrator_command(), "token", "revoke", "--name", "bot", "--json"],
+            env={**os.environ, **shared_env(pg_dsn)},
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+        assert json.loads(revoked.stdout) == {
+            "name": "bot",
+            "revoked": True,
+            "sessions_ended": 1,
+            "in_config": False,
+        }
+        for server in (a, b):
+            refused = httpx2.post(
+                server.mcp_url, headers={"Authorization": f"Bearer {secret}"}, json={}, timeout=30
+            )
+            assert refused.status_code == 401
 
 
 def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult, LoadResult]:
@@ -211,7 +237,8 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
     tmp_path: Path, pg_dsn: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Replica a cannot reach the store (its store address is wrong) but shares the outbox:
-    its writes are queued there. It dies; replica b replays them, each once."""
+    its writes are queued there. It dies; replica b replays them, each once, its background
+    replay and two health calls racing for them."""
     nowhere = "postgresql://postgres@127.0.0.1:9/nowhere"
     with ExitStack() as stack:
         a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch, store_dsn=nowhere))
@@ -230,10 +257,10 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
         anyio.run(queue_on_a)
         a.process.send_signal(signal.SIGKILL)
         a.process.wait(timeout=15)
-        assert stored(pg_dsn) == Counter()
+        # b replays them in the background too (`[outbox] retry_every_s`): racing that
 
         async def drain_on_b() -> dict[str, Any]:
-            async with anyio.create_task_group() as tg:  # two replays racing on b
+            async with anyio.create_task_group() as tg:  # two more replays racing on b
                 for _ in range(2):
                     tg.start_soon(call, b, "memory_health", {})
             return await call(b, "memory_health", {})
@@ -245,3 +272,82 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
         states = conn.execute("SELECT state, attempts > 0 FROM outbox").fetchall()
     assert stored(pg_dsn) == Counter(dict.fromkeys(contents, 1))
     assert states == [("delivered", True)] * len(contents)
+
+
+# ---------------------------------------------------------------- behind round-robin
+
+
+def found_on(server: ServerProcess, contents: list[str]) -> list[str]:
+    """The contents a search through `server` does not find (each by its unique tag)."""
+
+    async def main() -> list[str]:
+        missing = []
+        async with mcp_session(server.mcp_url, TOKEN.secret) as session:
+            for content in contents:
+                tag = content.split(" item ")[1].split()[0]  # the uuid in `unique_memory`
+                answer = await session.call_tool("memory_search", {"query": tag, "top_k": 3})
+                items = (answer.structured_content or {}).get("items", [])
+                if not any(tag in item["summary"] for item in items):
+                    missing.append(content)
+        return missing
+
+    return anyio.run(main)
+
+
+def test_two_replicas_behind_round_robin_need_no_session_affinity(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request of every session goes to the other replica than the one before:
+    every call succeeds, and every write is found through both replicas."""
+    with ExitStack() as stack:
+        a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch))
+        b = stack.enter_context(replica(tmp_path, "b", pg_dsn, monkeypatch))
+        url = stack.enter_context(balancer([a.base_url, b.base_url], tmp_path / "balancer.log"))
+        result = anyio.run(
+            lambda: run_load(url + "/mcp", TOKEN.secret, clients=8, requests_per_client=25, mix=MIX)
+        )
+        assert result.errors == 0, result.error_samples
+        assert result.requests == 8 * 25
+        counts = balanced(url)
+        assert min(counts.get(a.base_url, 0), counts.get(b.base_url, 0)) > 100, counts
+        assert result.written
+        assert found_on(a, result.written) == []
+        assert found_on(b, result.written) == []
+    assert lost_and_duplicated(result.written, stored(pg_dsn)) == (0, 0)
+
+
+def test_a_replica_killed_mid_load_behind_round_robin_loses_no_acknowledged_write(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replica a dies (SIGKILL) while 8 sessions run through the balancer: their sessions go
+    on through b; only a call a was answering when it died can fail (the client never got
+    an answer), and every acknowledged write is stored exactly once."""
+    with ExitStack() as stack:
+        a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch))
+        b = stack.enter_context(replica(tmp_path, "b", pg_dsn, monkeypatch))
+        url = stack.enter_context(balancer([a.base_url, b.base_url], tmp_path / "balancer.log"))
+        results: list[LoadResult] = []
+
+        async def main() -> None:
+            async def load() -> None:
+                results.append(
+                    await run_load(
+                        url + "/mcp", TOKEN.secret, clients=8, requests_per_client=25, mix=MIX
+                    )
+                )
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(load)
+                with anyio.fail_after(60):  # under load: some calls answered already
+                    while await anyio.to_thread.run_sync(answered, pg_dsn) < 30:
+                        await anyio.sleep(0.02)
+                a.process.send_signal(signal.SIGKILL)
+
+        anyio.run(main)
+        a.process.wait(timeout=15)
+    (result,) = results
+    assert result.requests == 8 * 25
+    log = (tmp_path / "balancer.log").read_text()
+    failures = [line for line in log.splitlines() if not line.startswith("405 GET")]
+    assert result.errors <= 8, failures  # at most the calls a was answering
+    assert lost_and_duplicated(result.written, stored(pg_dsn)) == (0, 0)

@@ -130,3 +130,63 @@ def test_the_shipped_set_has_150_sequences_and_more() -> None:
     kinds = {q.category for c in data.cases for q in c.questions}
     assert {"number", "date", "person", "place", "negation", "reversal"} <= kinds
     assert {"restatement", "lookalike"} <= kinds
+
+
+BY_KIND: list[dict[str, Any]] = [
+    {"case": "kinds", "ingest": "write", "as_of": "2026-10-01T00:00:00Z"},
+    *(
+        {
+            "memory": {
+                "id": key,
+                "content": text,
+                "created_at": f"2026-09-0{n + 1}T09:00:00Z",
+                **more,
+            }
+        }
+        for n, (key, text, more) in enumerate(
+            [
+                ("swap-branch-00-0", "We publish the docs site from the gh-pages branch.", {}),
+                (
+                    "swap-branch-00-1",
+                    "We publish the docs site from the main branch.",
+                    {"expect": "updated", "supersedes": "swap-branch-00-0"},
+                ),
+                ("restated-passive-01-0", "Kim maintains the payments SDK.", {}),
+                (
+                    "restated-passive-01-1",
+                    "The payments SDK is maintained by Kim.",
+                    {"expect": "skipped"},
+                ),
+                ("lookalike-same-02-0", "The staging cluster runs Postgres 15.", {}),
+                (
+                    "lookalike-same-02-1",
+                    "The production cluster runs Postgres 15.",
+                    {"expect": "added", "lookalike_of": "lookalike-same-02-0"},
+                ),
+            ]
+        )
+    ),
+    {"query": "Which branch is the docs site published from?", "relevant": ["swap-branch-00-1"]},
+]
+
+
+def test_the_figures_are_reported_per_kind_of_write_sequence(settings: Settings) -> None:
+    data = parse_jsonl(text(BY_KIND), name="kinds")
+    run = anyio.run(run_eval, data, settings, RunOptions(backend="embedded", k=(1,)))
+    block = build_report(run)["knowledge_updates"]
+    assert block["corrections_skipped"] == 0
+    kinds = block["by_kind"]
+    assert kinds["swap-branch"] == {
+        "corrections": 1,
+        "detected": 1,
+        "skipped": 0,
+        "added": 0,
+        "new_facts": 1,
+        "superseding": 0,
+        "new_skipped": 0,
+    }
+    assert (kinds["restated-passive"]["restatements"], kinds["restated-passive"]["written"]) == (
+        1,
+        0,
+    )
+    assert (kinds["lookalike-same"]["lookalikes"], kinds["lookalike-same"]["superseded"]) == (1, 0)

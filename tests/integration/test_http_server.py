@@ -304,6 +304,50 @@ def test_a_failed_tool_call_is_counted_logged_and_traced(server: ServerProcess) 
     assert failed[-1]["level"] == "error"
 
 
+def _raw_session(server: ServerProcess, token: Token) -> dict[str, str]:
+    """The headers of an MCP session opened by hand (for bodies no client would send)."""
+    headers = {
+        **MCP_HEADERS,
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+        "Authorization": f"Bearer {token.secret}",
+    }
+    opened = httpx2.post(server.mcp_url, json=INITIALIZE, headers=headers, timeout=30)
+    assert opened.status_code == 200, opened.text
+    return {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refusal"),
+    [
+        ('"content": "Budget note NaN", "metadata": {"ratio": NaN}', "finite"),
+        ('"content": "Budget note Inf", "metadata": {"cap": Infinity}', "finite"),
+        ('"content": "Budget note -Inf", "metadata": {"floor": -Infinity}', "finite"),
+        ('"content": "\\u001b[2J\\u001b[H"', "visible"),
+        ('"content": "\\u3164\\u3164"', "visible"),
+        ('"content": "\\u2800\\u2800"', "visible"),
+        ('"content": "A tag that is only a colour", "tags": ["\\u001b[31m"]', "labels"),
+    ],
+)
+def test_metadata_that_is_not_json_and_invisible_content_are_refused_and_not_stored(
+    server: ServerProcess, arguments: str, refusal: str
+) -> None:
+    """Sent as raw JSON over HTTP (NaN and Infinity are not JSON; no client library would
+    send them): refused with a clear error, and the store file holds nothing of it."""
+    headers = _raw_session(server, TOKENS["full"])
+    body = (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "memory_write",'
+        f' "arguments": {{{arguments}}}}}}}'
+    )
+    answer = httpx2.post(server.mcp_url, content=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert result["isError"], result
+    assert refusal in result["content"][0]["text"], result
+    content = json.loads(f"{{{arguments}}}")["content"]
+    assert stored_contents(server.data_dir)[content] == 0
+
+
 def test_unknown_tool_names_share_one_metrics_label(server: ServerProcess) -> None:
     outcome = _call(server, TOKENS["full"], "memory_delete_everything", {})
     assert isinstance(outcome, CallToolResult)

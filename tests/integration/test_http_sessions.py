@@ -153,6 +153,58 @@ def test_a_token_holds_at_most_its_cap_and_gets_a_clear_error_past_it(
     anyio.run(go)
 
 
+def test_failed_initialize_calls_open_no_session_and_use_up_nothing(server: ServerProcess) -> None:
+    """Answered -32602 (bad parameters), each with no session id; the token's cap (2) is
+    untouched, so its next good initialize opens one."""
+    bad_params: list[dict[str, Any]] = [
+        {"protocolVersion": "1999-01-01"},
+        {"protocolVersion": 1999, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}},
+        {},
+    ]
+
+    async def go() -> None:
+        for n in range(3 * len(bad_params)):
+            body = {**INITIALIZE, "params": bad_params[n % len(bad_params)]}
+            failed = await _send(server, OTHER, "POST", body)
+            assert failed.status_code == 200, failed.text
+            assert failed.json()["error"]["code"] == -32602
+            assert "mcp-session-id" not in failed.headers
+        opened = await _send(server, OTHER, "POST", INITIALIZE)
+        assert opened.status_code == 200, opened.text
+        assert "result" in opened.json()
+        session_id = opened.headers["mcp-session-id"]
+        assert (await _send(server, OTHER, "POST", SEARCH, session_id)).status_code == 200
+        assert (await _send(server, OTHER, "DELETE", session_id=session_id)).status_code == 200
+
+    anyio.run(go)
+
+
+@pytest.mark.parametrize("bad", ['{"x": 1}', "null", "1.5", "true", "[1]"])
+def test_a_request_whose_id_is_not_a_string_or_integer_gets_a_json_rpc_error(
+    server: ServerProcess, bad: str
+) -> None:
+    """The SDK would read it as a notification and answer 202 with nothing: the client
+    would wait for an answer that never comes. The session goes on."""
+
+    async def go() -> None:
+        opened = await _send(server, OWNER, "POST", INITIALIZE)
+        session_id = opened.headers["mcp-session-id"]
+        headers = {**MCP_HEADERS, "Authorization": f"Bearer {OWNER.secret}"}
+        headers["mcp-session-id"] = session_id
+        body = f'{{"jsonrpc": "2.0", "id": {bad}, "method": "ping"}}'
+        async with httpx2.AsyncClient(timeout=WAIT_S) as http:
+            refused = await http.post(server.mcp_url, headers=headers, content=body)
+        assert refused.status_code == 400, refused.text
+        error = refused.json()
+        assert error["id"] is None
+        assert error["error"]["code"] == -32600
+        assert '"id" must be a string or an integer' in error["error"]["message"]
+        assert (await _send(server, OWNER, "POST", SEARCH, session_id)).status_code == 200
+        assert (await _send(server, OWNER, "DELETE", session_id=session_id)).status_code == 200
+
+    anyio.run(go)
+
+
 # ---------------------------------------------------------------- idle expiry
 
 

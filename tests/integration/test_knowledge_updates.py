@@ -103,6 +103,76 @@ def test_a_correction_is_written_as_an_update_and_read_first(
     assert old.id not in [i.memory_id for i in package.items]
 
 
+# ---------------------------------------------------------------- issue 32: by meaning
+
+ISSUE_CORRECTIONS = [  # each on a fresh store: A, then B
+    (
+        "We publish the docs site from the gh-pages branch.",
+        "We publish the docs site from the main branch.",
+        "gh-pages -> main",
+    ),
+    (
+        "The API is hosted on the staging cluster.",
+        "The API is hosted on the production cluster.",
+        "staging -> production",
+    ),
+    (
+        "Nightly tests run against the old schema.",
+        "Nightly tests run against the new schema.",
+        "old -> new",
+    ),
+    (
+        "Maria prefers meetings in the morning.",
+        "Maria no longer wants meetings in the morning.",
+        "negated; prefers -> wants",
+    ),
+]
+ISSUE_RESTATEMENTS = [
+    (
+        "The design review starts at 10:00 on Mondays.",
+        "On Mondays the design review begins at 10:00.",
+    ),
+    ("Kim maintains the payments SDK.", "The payments SDK is maintained by Kim."),
+]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "changed"), ISSUE_CORRECTIONS, ids=["branch", "cluster", "schema", "negation"]
+)
+def test_a_one_word_correction_is_never_skipped_and_supersedes_the_old_value(
+    orch: Orchestrator, first: str, then: str, changed: str
+) -> None:
+    old = write(orch, first, days_ago=1)
+    new = write(orch, then)
+    assert (new.action, new.supersedes, new.changed) == (WriteAction.UPDATED, old.id, changed)
+    (kept,) = run(lambda: orch.memories([old.id or ""]))
+    assert kept.superseded_by == new.id
+
+
+@pytest.mark.parametrize(
+    ("first", "then"), ISSUE_RESTATEMENTS, ids=["reordered-synonym", "passive"]
+)
+def test_a_restatement_in_other_words_is_skipped_whatever_its_word_overlap(
+    orch: Orchestrator, first: str, then: str
+) -> None:
+    old = write(orch, first, days_ago=1)
+    again = write(orch, then)
+    assert (again.action, again.duplicate_of) == (WriteAction.SKIPPED, old.id)
+    assert "restates it" in again.reason
+
+
+def test_a_look_alike_of_another_subject_is_added_linked_and_supersedes_nothing(
+    orch: Orchestrator,
+) -> None:
+    staging = write(orch, "The staging cluster runs Postgres 15.", days_ago=1)
+    prod = write(orch, "The production cluster runs Postgres 15.")
+    assert (prod.action, prod.supersedes) == (WriteAction.ADDED, None)
+    assert "not the same fact (about something else: staging, production;" in prod.reason
+    assert [(e.type, e.target_id) for e in prod.links][:1] == [("related", staging.id)]
+    (kept,) = run(lambda: orch.memories([staging.id or ""]))
+    assert kept.superseded_by is None
+
+
 def test_a_restatement_is_still_skipped(orch: Orchestrator) -> None:
     old = write(orch, REVIEW.format("Friday"), days_ago=1)
     again = write(orch, "The Atlas review was moved to Friday by Dana.")

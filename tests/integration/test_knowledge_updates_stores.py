@@ -126,6 +126,66 @@ def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
     assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
 
 
+# issue 32: the write path's reading by meaning, over every store
+SWAPS = [
+    (
+        "We publish the docs site from the gh-pages branch.",
+        "We publish the docs site from the main branch.",
+        "gh-pages -> main",
+    ),
+    (
+        "The API is hosted on the staging cluster.",
+        "The API is hosted on the production cluster.",
+        "staging -> production",
+    ),
+    (
+        "Maria prefers meetings in the morning.",
+        "Maria no longer wants meetings in the morning.",
+        "negated; prefers -> wants",
+    ),
+]
+
+
+@pytest.mark.parametrize(("first", "then", "changed"), SWAPS, ids=["branch", "cluster", "negation"])
+def test_a_one_word_correction_supersedes_in_every_store(
+    orch: Orchestrator, first: str, then: str, changed: str
+) -> None:
+    old, _, _, _ = write(orch, first, days_ago=3)
+    new, action, supersedes, detail = write(orch, then, days_ago=1)
+    assert (action, supersedes, detail) == (WriteAction.UPDATED, old, changed)
+    found = run(lambda: orch.search(SearchRequest(query=then)))
+    ids = [i.memory_id for i in found.items]
+    assert ids[:1] == [new]
+    assert old not in ids
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        (
+            "The design review starts at 10:00 on Mondays.",
+            "On Mondays the design review begins at 10:00.",
+        ),
+        ("Kim maintains the payments SDK.", "The payments SDK is maintained by Kim."),
+    ],
+    ids=["reordered-synonym", "passive"],
+)
+def test_a_restatement_in_other_words_is_skipped_in_every_store(
+    orch: Orchestrator, first: str, then: str
+) -> None:
+    old, _, _, _ = write(orch, first, days_ago=3)
+    again, action, supersedes, _ = write(orch, then, days_ago=1)
+    assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
+
+
+def test_a_look_alike_is_added_in_every_store_and_both_stay_current(orch: Orchestrator) -> None:
+    staging, _, _, _ = write(orch, "The staging cluster runs Postgres 15.", days_ago=3)
+    prod, action, supersedes, _ = write(orch, "The production cluster runs Postgres 15.", 1)
+    assert (action, supersedes) == (WriteAction.ADDED, None)
+    found = run(lambda: orch.search(SearchRequest(query="cluster runs Postgres 15")))
+    assert {staging, prod} <= {i.memory_id for i in found.items}
+
+
 @pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "fused"])
 def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
     kind: str, settings: Settings, tmp_path: Path

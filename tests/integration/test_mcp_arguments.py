@@ -94,7 +94,20 @@ def test_a_wrong_json_type_names_the_type_expected_and_the_type_sent(
     assert "valid tuple" not in message
 
 
-@pytest.mark.parametrize("content", ["\x00\x00\x00", "\x1b\x07\x00 \t", "\u200b\u200e"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "\x00\x00\x00",
+        "\x1b\x07\x00 \t",
+        "\u200b\u200e",
+        "\x1b[2J\x1b[H",  # clear the screen, cursor home: escape sequences only
+        "\x1b]0;title\x07\x1b[31m",  # a window title (OSC) and a colour
+        "\u3164\u3164\u3164",  # Hangul filler
+        "\u115f\u1160\uffa0",  # Hangul choseong, jungseong and halfwidth fillers
+        "\u2800\u2800",  # the blank Braille pattern
+        "\u034f\ufe0f\u0301",  # marks with nothing to sit on
+    ],
+)
 def test_content_with_nothing_visible_is_refused(
     client: tuple[BlockingPortal, Client], content: str
 ) -> None:

@@ -1,10 +1,13 @@
 """Shared state on a real PostgreSQL (`postgres/state.py`): an outbox row claimed by one replica is
 skipped by the others until it is settled, and released when its replica dies; traces saved
-by one replica are read by another; tokens added once are seen by every replica. With the
-default settings everything stays in local SQLite files."""
+by one replica are read by another; tokens added once are seen by every replica and revoked
+once for all of them; MCP sessions opened through one replica are used through another,
+within each token's cap; a process holds one pool for all of it. With the default settings
+everything stays in local SQLite files."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 
 from memory_orchestrator.models import NewMemory, Trace, WriteAction, WriteRequest
 from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.postgres.sessions import PgSessions
 from memory_orchestrator.postgres.state import PgOutbox, PgTraceStore, SharedTokens
 from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state import shared as shared_state
@@ -127,6 +131,110 @@ def test_a_token_added_once_is_seen_by_every_replica(pg_dsn: str) -> None:
     assert one.tokens() == []
     one.close()
     two.close()
+
+
+def test_a_session_opened_through_one_replica_is_used_and_ended_through_another(
+    pg_dsn: str,
+) -> None:
+    one, two = PgSessions(Database(pg_dsn), 2, 600), PgSessions(Database(pg_dsn), 2, 600)
+    session_id = one.open("alice")
+    assert session_id is not None
+    assert not two.use("alice", session_id)  # its initialize has not succeeded yet
+    one.confirm(session_id)
+    assert two.use("alice", session_id)
+    two.done(session_id)
+    assert not two.use("bob", session_id)  # another token: as if it did not exist
+    assert not one.end("bob", session_id)
+    assert one.counts() == {"alice": 1}
+    assert two.end("alice", session_id)
+    assert not one.use("alice", session_id)
+    failed = two.open("alice")
+    assert failed is not None
+    two.discard(failed)  # its initialize failed: nothing held
+    assert one.counts() == {}
+    one.close()
+    two.close()
+
+
+def test_a_token_cap_holds_across_replicas_opening_at_the_same_moment(pg_dsn: str) -> None:
+    """Eight threads on two replicas race to open sessions for one token whose cap is 3."""
+    replicas = [PgSessions(Database(pg_dsn, max_size=4), 3, 600) for _ in range(2)]
+    opened: list[str | None] = []
+    start = threading.Barrier(8)
+
+    def race(store: PgSessions) -> None:
+        start.wait(timeout=30)
+        for _ in range(2):
+            opened.append(store.open("carol"))
+
+    threads = [threading.Thread(target=race, args=(replicas[n % 2],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len([s for s in opened if s is not None]) == 3
+    assert len(opened) == 16
+    for store in replicas:
+        store.close()
+
+
+def test_sessions_idle_for_the_timeout_end_by_the_database_clock(pg_dsn: str) -> None:
+    sessions = PgSessions(Database(pg_dsn), 1, 600)
+    session_id = sessions.open("dave")
+    assert session_id is not None
+    sessions.confirm(session_id)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # as if last used 11 minutes ago
+        conn.execute(
+            "UPDATE mcp_sessions SET used_at = now() - interval '11 minutes' WHERE id = %s",
+            (session_id,),
+        )
+    assert not sessions.use("dave", session_id)
+    assert sessions.counts() == {}
+    assert sessions.open("dave") is not None  # its slot is free: the idle one was dropped
+    sessions.close()
+
+
+def test_one_pool_serves_all_shared_state_of_a_process(tmp_path: Path, pg_dsn: str) -> None:
+    settings = load_settings(data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn})
+    box, traces = shared_state.outbox(settings), shared_state.trace_store(settings)
+    sessions = shared_state.shared_sessions(settings)
+    assert isinstance(box, PgOutbox)
+    assert isinstance(traces, PgTraceStore)
+    assert sessions is not None
+    assert box._pg is traces._pg is sessions._pg
+    assert box.depth() == 0
+    box.close()
+    traces.close()
+    assert sessions.counts() == {}  # the pool lives on for its last user
+    sessions.close()
+    again = shared_state.outbox(settings)  # all closed: a new pool
+    assert isinstance(again, PgOutbox)
+    assert again._pg is not box._pg
+    assert again.depth() == 0
+    again.close()
+
+
+def test_a_revoked_shared_token_is_refused_and_its_sessions_end(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    settings = load_settings(
+        data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn, "tokens_refresh_s": 0}
+    )
+    spec = TokenSpec(name="leaked", hash=hash_token("mo_leaked"))
+    shared_state.add_shared_token(settings, spec)
+    sessions = shared_state.shared_sessions(settings)
+    assert sessions is not None
+    held = sessions.open("leaked")
+    assert held is not None
+    sessions.confirm(held)
+    tokens = shared_state.shared_tokens(settings)
+    assert tokens is not None
+    assert [t.name for t in tokens()] == ["leaked"]
+    assert shared_state.revoke_shared_token(settings, "leaked") == (True, 1)
+    assert tokens() == []
+    assert not sessions.use("leaked", held)
+    assert shared_state.revoke_shared_token(settings, "leaked") == (False, 0)
+    sessions.close()
 
 
 def test_request_stats_read_the_shared_traces(tmp_path: Path, pg_dsn: str) -> None:

@@ -134,6 +134,66 @@ def test_a_store_file_replaced_while_serving_is_reopened(o: Orchestrator, tmp_pa
     assert "replaced" in checks(run(o.health))["file"]
 
 
+def test_the_same_store_file_moved_away_and_back_keeps_every_acknowledged_write(
+    o: Orchestrator, tmp_path: Path
+) -> None:
+    """`mv memories.db moved.db; mv moved.db memories.db` while serving: the file put back
+    is the one that was open (same device and inode), so its WAL is its own and is kept."""
+    db = o.settings.embedded_path()
+    before = [
+        "Anya waters the ferns on the balcony.",
+        "The blue van needs new tyres before winter.",
+        "Marco's team ships the billing fix in March.",
+    ]
+    for content in before:
+        assert write(o, content).action is WriteAction.ADDED
+    moved = db.with_name("moved.db")
+    db.rename(moved)
+    queued = "The third floor kitchen closes at six."
+    assert write(o, queued).action is WriteAction.QUEUED
+    moved.rename(db)
+    after = "The fire drill is on Thursday at ten."
+    assert write(o, after).action is WriteAction.ADDED
+    health = run(o.health)
+    assert health.status is Status.OK, checks(health)
+    assert "the same file" in checks(health)["file"]
+    lost = [c for c in [*before, queued, after] if copies(db, c) != 1]
+    assert lost == []
+    assert not list(db.parent.glob("*.of-inode-*")), "the file's own WAL was set aside"
+
+
+WORDS = (
+    "heron osprey falcon magpie wren swift robin finch lark owl kite crane stork ibis egret"
+    " plover tern gull dove jay puffin raven cedar maple birch alder rowan hazel aspen larch"
+    " willow poplar spruce juniper laurel holly myrtle elder yew linden sorrel thyme basil"
+).split()
+
+
+def test_the_same_store_file_deleted_and_linked_back_keeps_every_acknowledged_write(
+    o: Orchestrator, tmp_path: Path
+) -> None:
+    """`ln memories.db keep.db; rm memories.db; ln keep.db memories.db`: the same inode."""
+    db = o.settings.embedded_path()
+    keep = tmp_path / "keep.db"
+    acknowledged = ["The Lisbon office opens at eight."]
+    for n in range(20):
+        if n % 5 == 2:
+            keep.unlink(missing_ok=True)
+            keep.hardlink_to(db)
+            db.unlink()
+        if n % 5 == 3:
+            db.hardlink_to(keep)
+        content = f"{WORDS[2 * n]} {WORDS[2 * n + 1]}".capitalize() + " nest here."
+        report = write(o, content)
+        assert report.action in (WriteAction.ADDED, WriteAction.QUEUED), report.reason
+        acknowledged.append(content)
+    run(o.flush_outbox)
+    assert run(o.health).status is Status.OK
+    lost = [c for c in acknowledged if copies(db, c) != 1]
+    assert lost == []
+    assert not list(db.parent.glob("*.of-inode-*")), "the file's own WAL was set aside"
+
+
 # ---------------------------------------------------------------- corrupted, then repaired
 
 

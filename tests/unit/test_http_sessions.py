@@ -1,11 +1,12 @@
-"""The session book: how many sessions each token holds, and when one stops counting.
+"""The sessions of one server (`LocalSessions`): how many each token holds, whose they are,
+and when one stops counting.
 
-Driven by a clock the test sets (the book reads time only through it), so no test waits.
+Driven by a clock the test sets (the store reads time only through it), so no test waits.
 """
 
 from __future__ import annotations
 
-from memory_orchestrator.faces.http.sessions import SessionBook
+from memory_orchestrator.faces.http.sessions import LocalSessions
 
 
 class Clock:
@@ -16,82 +17,83 @@ class Clock:
         return self.now
 
 
-def _book(per_token: int = 2, idle_timeout_s: float = 10.0) -> tuple[SessionBook, Clock]:
+def _store(per_token: int = 2, idle_timeout_s: float = 10.0) -> tuple[LocalSessions, Clock]:
     clock = Clock()
-    return SessionBook(per_token, idle_timeout_s, clock), clock
+    return LocalSessions(per_token, idle_timeout_s, clock), clock
 
 
-def _opened(book: SessionBook, owner: str, session_id: str) -> None:
-    """`owner` opens `session_id`, and the opening request is answered."""
-    assert book.reserve(owner)
-    book.settle(owner, session_id)
-    book.end(session_id)
+def _opened(store: LocalSessions, owner: str) -> str:
+    """`owner` opens a session, and its initialize succeeds."""
+    session_id = store.open(owner)
+    assert session_id is not None
+    store.confirm(session_id)
+    return session_id
 
 
-def test_a_token_gets_no_slot_past_its_cap_and_other_tokens_are_not_affected() -> None:
-    book, _ = _book(per_token=2)
-    _opened(book, "alice", "s1")
-    assert book.reserve("alice")  # being opened: counts already
-    assert book.open_count("alice") == 2
-    assert not book.reserve("alice")
-    assert book.reserve("bob")
-    assert book.counts() == {"alice": 1}
+def test_a_token_gets_no_session_past_its_cap_and_other_tokens_are_not_affected() -> None:
+    store, _ = _store(per_token=2)
+    _opened(store, "alice")
+    assert store.open("alice") is not None  # being opened: counts already
+    assert store.open("alice") is None
+    assert store.open("bob") is not None
+    assert store.counts() == {"alice": 1}
 
 
-def test_a_request_that_opened_nothing_gives_its_slot_back() -> None:
-    book, _ = _book(per_token=1)
-    assert book.reserve("alice")
-    book.settle("alice", None)
-    assert book.open_count("alice") == 0
-    assert book.reserve("alice")
+def test_an_initialize_that_failed_gives_its_slot_back_and_opens_nothing() -> None:
+    store, _ = _store(per_token=1)
+    session_id = store.open("alice")
+    assert session_id is not None
+    assert not store.use("alice", session_id)  # not confirmed: not a session yet
+    store.discard(session_id)
+    assert store.counts() == {}
+    assert store.open("alice") is not None
 
 
 def test_a_session_belongs_to_the_token_that_opened_it() -> None:
-    book, _ = _book()
-    _opened(book, "alice", "s1")
-    assert book.owns("alice", "s1")
-    assert not book.owns("bob", "s1")
-    assert not book.owns("alice", "s2")
+    store, _ = _store()
+    session_id = _opened(store, "alice")
+    assert store.use("alice", session_id)
+    assert not store.use("bob", session_id)
+    assert not store.end("bob", session_id)
+    assert not store.use("alice", "0" * 32)
 
 
-def test_a_closed_session_no_longer_counts() -> None:
-    book, _ = _book(per_token=1)
-    _opened(book, "alice", "s1")
-    book.close("s1")
-    assert book.open_count("alice") == 0
-    assert not book.owns("alice", "s1")
+def test_an_ended_session_no_longer_counts() -> None:
+    store, _ = _store(per_token=1)
+    session_id = _opened(store, "alice")
+    assert store.end("alice", session_id)
+    assert store.counts() == {}
+    assert not store.use("alice", session_id)
+    assert store.open("alice") is not None
 
 
 def test_a_session_idle_for_the_timeout_is_forgotten() -> None:
-    book, clock = _book(idle_timeout_s=10.0)
-    _opened(book, "alice", "s1")
+    store, clock = _store(idle_timeout_s=10.0)
+    session_id = _opened(store, "alice")
     clock.now += 9.9
-    assert book.owns("alice", "s1")
-    clock.now += 0.1
-    assert not book.owns("alice", "s1")
-    assert book.open_count("alice") == 0
+    assert store.use("alice", session_id)
+    store.done(session_id)
+    clock.now += 10.0
+    assert not store.use("alice", session_id)
+    assert store.counts() == {}
 
 
 def test_a_request_in_flight_holds_the_session_and_its_end_restarts_the_idle_time() -> None:
-    book, clock = _book(idle_timeout_s=10.0)
-    _opened(book, "alice", "s1")
-    book.begin("s1")  # e.g. an open GET stream
-    clock.now += 60
-    assert book.owns("alice", "s1")
-    book.end("s1")
+    store, clock = _store(idle_timeout_s=10.0)
+    session_id = _opened(store, "alice")
+    assert store.use("alice", session_id)
+    clock.now += 60  # a long call
+    assert store.counts() == {"alice": 1}
+    store.done(session_id)
     clock.now += 9.9
-    assert book.owns("alice", "s1")
-    clock.now += 0.1
-    assert not book.owns("alice", "s1")
+    assert store.use("alice", session_id)
 
 
-def test_a_session_counts_from_its_answer_and_cannot_go_idle_before_that_answer_ends() -> None:
-    book, clock = _book(idle_timeout_s=10.0)
-    assert book.reserve("alice")
-    book.settle("alice", "s1")  # the answer that gives the id has started
-    assert book.owns("alice", "s1")
-    clock.now += 60  # a slow answer
-    assert book.owns("alice", "s1")
-    book.end("s1")
-    clock.now += 10
-    assert not book.owns("alice", "s1")
+def test_revoking_a_token_ends_all_its_sessions() -> None:
+    store, _ = _store(per_token=3)
+    for _ in range(2):
+        _opened(store, "alice")
+    kept = _opened(store, "bob")
+    assert store.end_all("alice") == 2
+    assert store.counts() == {"bob": 1}
+    assert store.use("bob", kept)

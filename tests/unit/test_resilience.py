@@ -9,7 +9,7 @@ import pytest
 
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import NewMemory, OutboxState, WriteAction, WriteRequest
-from memory_orchestrator.service.resilience import RetryPolicy, retry
+from memory_orchestrator.service.resilience import RetryPolicy, replay_on_schedule, retry
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.text import content_hash
 
@@ -110,3 +110,30 @@ def test_the_outbox_keeps_order_across_reopening_and_delivers_once(tmp_path: Pat
     assert again.depth() == 2
     assert [e.seq for e in again.entries(delivered=True)] == seqs
     again.close()
+
+
+def test_the_background_replay_backs_off_while_nothing_gets_through_and_never_stops() -> None:
+    """(delivered, waiting) per replay: down twice, an outbox error, down, then a delivery,
+    then empty; the pause doubles while writes wait undelivered, up to its cap."""
+    answers: list[tuple[int, int] | Exception] = [
+        (0, 2), (0, 2), OSError("outbox unreadable"), (0, 2), (1, 1), (1, 0), (0, 0),
+    ]  # fmt: skip
+    slept: list[float] = []
+
+    async def replay() -> tuple[int, int]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def sleep(seconds: float) -> None:
+        if not answers:
+            raise anyio.get_cancelled_exc_class()
+        slept.append(seconds)
+
+    async def main() -> None:
+        with pytest.raises(anyio.get_cancelled_exc_class()):
+            await replay_on_schedule(replay, 1.0, most_s=5.0, sleep=sleep)
+
+    anyio.run(main)
+    assert slept == [1.0, 2.0, 4.0, 5.0, 5.0, 1.0, 1.0]

@@ -6,7 +6,10 @@
 - Before each use the file on disk is checked: it must be the file that was opened (device
   and inode) and writable (the file, its -wal and its -shm). A file deleted while open is
   refused until a file is put back at its path: a write is never acknowledged into a file
-  nobody will read again. A replaced file is reopened. A file that turned read-only or
+  nobody will read again. A replaced file is reopened. Until then the old file's writer is
+  kept open (the anchor), so its inode cannot be reused: a file at the path with the same
+  device and inode is then really the same file put back (moved away and back, linked back),
+  and its WAL is its own. A file that turned read-only or
   immutable is refused before SQLite touches it: SQLite maps the -shm file into memory, and
   writing to a mapped page of a file made immutable kills the process with SIGBUS (ext4),
   even for a read (a reader writes its read mark there) or a close (the last one
@@ -115,7 +118,8 @@ class Connections:
         self._gen = 0  # bumped when the connections are dropped; stale readers are closed
         self._ident: tuple[int, int] | None = None  # device, inode of the open file
         self._lost: str | None = None  # the file was deleted while open: why calls are refused
-        self._gone: int | None = None  # inode of a file deleted or replaced while open
+        self._gone: tuple[int, int] | None = None  # a file deleted or replaced while open
+        self._anchor: sqlite3.Connection | None = None  # that file's writer, held open
         self._reading = 0  # readers in use
         self._failed: tuple[float, Sig | None, str, int] | None = None  # when, sig, why, count
         self._broken = False  # a call met a broken file: drop the connections, open anew
@@ -262,11 +266,11 @@ class Connections:
         if self._broken:
             self._drop()
         if self._ident is not None:
-            self._gone = self._ident[1]
-            self._drop()
+            self._gone = self._ident
+            self._drop(anchor=True)
             if sig is None:
                 self._lost = (
-                    f"embedded store {self.path}: the file (inode {self._gone}) was deleted"
+                    f"embedded store {self.path}: the file (inode {self._gone[1]}) was deleted"
                     " while open; no write is taken until a store file is put back at this"
                     " path (or the server restarts)"
                 )
@@ -275,18 +279,32 @@ class Connections:
         if self._failed is not None and not self._due(sig):
             raise BackendError(self._failed[2])
         if self._gone is not None and sig is not None:
-            if self._reading:  # their -shm locks would go with the set-aside check's (POSIX)
-                raise BackendError(
-                    f"embedded store {self.path}: the file was replaced; it is opened once the"
-                    " reads of the old one end",
-                    transient=True,
-                )
-            how = "put back after a deletion" if self._lost else "replaced"
-            moved = set_aside(self.path, self._gone)
-            aside = f"; the old file's {' and '.join(moved)} set aside" if moved else ""
-            self.event = f"reopened: the file was {how} (inode {self._gone} -> {sig[1]}){aside}"
+            same = f"reopened: the same file (inode {sig[1]}) was put back; its WAL was kept"
+            self.event = same if sig[:2] == self._gone else self._other_file(sig)
         self._open()
         self._gone = None
+        self._release_anchor()
+
+    def _other_file(self, sig: Sig) -> str:
+        """Another file is at the path: set the old one's -wal and -shm aside (`set_aside`)
+        once nothing of this process uses them; what happened, for health."""
+        assert self._gone is not None
+        if self._reading:  # their -shm locks would go with the set-aside check's (POSIX)
+            raise BackendError(
+                f"embedded store {self.path}: the file was replaced; it is opened once the"
+                " reads of the old one end",
+                transient=True,
+            )
+        self._release_anchor()  # it moved, so SQLite neither checkpoints nor deletes its WAL
+        how = "put back after a deletion" if self._lost else "replaced"
+        moved = set_aside(self.path, self._gone[1])
+        aside = f"; the old file's {' and '.join(moved)} set aside" if moved else ""
+        return f"reopened: the file was {how} (inode {self._gone[1]} -> {sig[1]}){aside}"
+
+    def _release_anchor(self) -> None:
+        anchor, self._anchor = self._anchor, None
+        if anchor is not None:
+            self._dispose(anchor)
 
     def _due(self, sig: Sig | None) -> bool:
         """Try to open again: the file changed on disk, or the backoff has passed."""
@@ -365,9 +383,15 @@ class Connections:
                     self._writing.release()
         return error
 
-    def _drop(self) -> None:
-        """Forget every connection (the caller holds `_state`); readers in use follow."""
+    def _drop(self, *, anchor: bool = False) -> None:
+        """Forget every connection (the caller holds `_state`); readers in use follow.
+        `anchor`: keep the writer open as the anchor of a file that left the path."""
         self._gen += 1
+        if anchor and self._writer is not None:
+            self._release_anchor()
+            self._anchor, self._writer = self._writer, None
+        else:
+            self._release_anchor()
         for conn in [*self._idle, *([self._writer] if self._writer is not None else [])]:
             self._dispose(conn)
         self._idle, self._writer, self._ident, self._broken = [], None, None, False

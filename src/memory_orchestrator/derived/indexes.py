@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
-from memory_orchestrator.derived.embedders import load_embedder
+from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.derived.feed import Feed
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
@@ -186,6 +186,13 @@ class DerivedIndexes:
             hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
+
+    def embedder(self) -> Embedder | None:
+        """The semantic model when `[semantic]` is on (or "auto") and it loads, else None."""
+        if self._settings.semantic.enabled is False:
+            return None
+        index = self._load_semantic()
+        return index.embedder if index is not None else None
 
     def health_check(self) -> HealthCheck | None:
         """The semantic index's check when `[semantic]` is on (or "auto"); None when off. "auto"

@@ -72,6 +72,8 @@ SHIPPED = {
     GOLDEN: "golden.jsonl",
     AGENT_FACTS: "agent_facts.jsonl",
     KNOWLEDGE_UPDATES: "knowledge_updates.jsonl",
+    "knowledge-updates-heldout": "knowledge_updates_heldout.jsonl",  # never tuned on
+    "knowledge-updates-heldout-b": "knowledge_updates_heldout_b.jsonl",  # written last
 }
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",

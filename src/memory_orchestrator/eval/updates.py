@@ -8,6 +8,11 @@ From the writes of "write" cases (`jsonl`: `ingest: "write"`) and their question
 - `lookalikes_superseded`: writes of a look-alike (`lookalike_of`) that superseded something.
 - `new_facts_superseding`: other writes expected `added` that superseded something;
   `added_skipped`: writes expected `added` (look-alikes included) skipped as near-duplicates.
+- `corrections_skipped`: writes expected `updated` that were skipped (the correction lost).
+- `by_kind`: the same per kind of write sequence, the prefix of each write's key as
+  `scripts/make_knowledge_updates.py` names them ("swap-branch-03-1" -> "swap-branch"):
+  corrections (detected, skipped, added), restatements (written), look-alikes (superseded),
+  other new facts (superseding, skipped).
 - per system, over the questions: `current_recall@1` (the first item holds the current
   fact) and `stale_leakage` (a corrected memory ranks above the current one, or is returned
   while the current one is not).
@@ -15,6 +20,7 @@ From the writes of "write" cases (`jsonl`: `ingest: "write"`) and their question
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,6 +55,7 @@ def knowledge_updates(run: EvalRun) -> dict[str, Any] | None:
         "updates": len(updates),
         "updates_detected": len(detected),
         "update_recall": _share(len(detected), len(updates)),
+        "corrections_skipped": sum(u.got == "skipped" for u in updates),
         "restatements": len(restated),
         "restatements_written": len(restated_written),
         "lookalikes": len(lookalikes),
@@ -58,8 +65,40 @@ def knowledge_updates(run: EvalRun) -> dict[str, Any] | None:
         "added_skipped": len(lost),
         "questions": len(asked),
         "systems": {s: _reads(asked, s) for s in run.options.systems},
+        "by_kind": _by_kind(writes),
         "wrong_writes": [_entry(u) for u in wrong[:_LISTED]],
     }
+
+
+def kind_of(key: str) -> str:
+    """ "swap-branch-03-1" -> "swap-branch" (a key without the two numbers is its own kind)."""
+    parts = key.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() else key
+
+
+def _by_kind(writes: Sequence[UpdateResult]) -> dict[str, dict[str, int]]:
+    """Per kind, the writes that answer something (a sequence's first write, expected
+    `added` with nothing to resemble, counts as a new fact)."""
+    out: dict[str, Counter[str]] = {}
+    for u in writes:
+        row = out.setdefault(kind_of(u.key), Counter())
+        if u.expect == "updated":
+            row["corrections"] += 1
+            row["detected"] += u.got == "updated" and u.superseded == u.supersedes
+            row["skipped"] += u.got == "skipped"
+            row["added"] += u.got == "added"
+        elif u.expect == "skipped":
+            row["restatements"] += 1
+            row["written"] += u.got != "skipped"
+        elif u.lookalike_of is not None:
+            row["lookalikes"] += 1
+            row["superseded"] += u.superseded is not None
+            row["lookalikes_skipped"] += u.got == "skipped"
+        else:
+            row["new_facts"] += 1
+            row["superseding"] += u.superseded is not None
+            row["new_skipped"] += u.got == "skipped"
+    return {kind: dict(row) for kind, row in sorted(out.items())}
 
 
 def _as_expected(u: UpdateResult) -> bool:

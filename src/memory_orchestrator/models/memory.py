@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -67,12 +69,42 @@ SUPERSEDES_KEY = "supersedes"
 
 
 def has_visible(text: str) -> bool:
-    """True when `text` holds something besides control (Cc), format (Cf), unassigned,
-    surrogate and separator/blank characters: NUL bytes alone are no memory."""
-    return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
+    """True when `text` shows something once terminal escape sequences (`\x1b[2J`, an OSC
+    title, ...) are left out: a character that is not control (Cc), format (Cf), unassigned,
+    surrogate, a separator or blank, not a combining mark alone (it needs a base to show on),
+    and not one of the letters and symbols drawn as nothing (Hangul fillers, the blank
+    Braille pattern). NUL bytes, escape codes and filler alone are no memory."""
+    return any(_shows(ch) for ch in _ESCAPES.sub("", text))
 
 
-_INVISIBLE = frozenset({"Cc", "Cf", "Cn", "Cs", "Zs", "Zl", "Zp"})
+def _shows(ch: str) -> bool:
+    return not ch.isspace() and ch not in _BLANK and unicodedata.category(ch) not in _INVISIBLE
+
+
+_INVISIBLE = frozenset({"Cc", "Cf", "Cn", "Cs", "Zs", "Zl", "Zp", "Mn", "Mc", "Me"})
+# Letters and symbols with no ink: Hangul Choseong/Jungseong fillers, the Hangul filler and
+# its halfwidth form, the blank Braille pattern.
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# ECMA-48 escape sequences, as a terminal reads them: CSI (ESC [ or C1 0x9B, parameters,
+# intermediates, a final byte); OSC, DCS, SOS, PM and APC strings to their terminator (BEL or
+# ST) or the end; any other ESC with its intermediates and final byte.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+
+
+def finite_metadata(values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+    """`values`, when every number in it is finite: NaN and Infinity are not JSON, so a
+    store that keeps metadata as JSON could not read them back."""
+    bad = [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise ValueError(
+            f"metadata values must be finite numbers; {', '.join(map(repr, bad))}"
+            " is NaN or Infinity, which JSON cannot hold"
+        )
+    return values
 
 
 class NewMemory(Frozen):
@@ -95,7 +127,8 @@ class NewMemory(Frozen):
             raise ValueError("content must not be blank")
         if not has_visible(value):
             raise ValueError(
-                "content must hold visible text; it has only control, format or blank characters"
+                "content must hold visible text; it has only control, format or blank"
+                " characters, escape sequences or filler"
             )
         return value
 
@@ -107,7 +140,7 @@ class NewMemory(Frozen):
                 raise ValueError(f"metadata keys are at most {MAX_LABEL_CHARS} characters")
             if isinstance(value, str) and len(value) > MAX_CONTENT_CHARS:
                 raise ValueError(f"metadata values are at most {MAX_CONTENT_CHARS} characters")
-        return values
+        return finite_metadata(values)
 
     @field_validator("entities", "tags")
     @classmethod

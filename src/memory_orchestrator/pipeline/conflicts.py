@@ -1,97 +1,52 @@
-"""Tell a restatement from an update: does a new memory assert something else than a close one?
+"""Tell a restatement from a correction: does a new memory assert something else than a close one?
 
-Two memories that say nearly the same words may still disagree. What a memory asserts is read
-from five kinds of value it carries: numbers and quantities, dates and times, named entities,
-negation, and the key verb or adjective (against its antonym). `compare(old, new)` finds the
-values that differ and whether the two are about the same thing at all:
+Two memories that say nearly the same words may still disagree. `compare(old, new)` reads what
+each asserts (`pipeline.sentences`): its values (numbers and quantities, dates and times,
+named entities), its negation (and the verbs of stopping), and its content words, each with
+the part it plays, what the memory is about (topic) or what it says of it (value). Function
+words, word order and voice ("is maintained by Kim") do not count.
 
-- same values (whatever the wording): a restatement (`Change.kind == "same"`);
-- only values differ: an update, described as "100 -> 500 requests per minute";
-- other content words differ too (staging vs production, the search API vs the billing API),
-  or a name changes together with another value (Dana's flight vs Marco's flight): a
-  look-alike, another fact (`"other"`).
+- nothing differs: a restatement (`Change.kind == "same"`), the only case a write is skipped;
+  a content word that differs counts as the same only when `same_meaning`
+  (`pipeline.paraphrase`: WordNet's common senses, the semantic model where it runs) reads
+  both wordings as one meaning ("starts"/"begins");
+- one value it says changed (a number, a date, a name, a negation, an antonym, or a word of
+  its value phrase: "from the *main* branch"), or details added to it: a correction
+  (`"update"`), described as "100 -> 500 requests per minute";
+- a change to what it is about (a word, name or value of its topic, "the *staging*
+  cluster runs ..."), a name changed together with another value, several things at once,
+  words dropped, names that change places, or a change this reading cannot place (a direct
+  object: "Clara takes *aspirin*"): another fact, or one it cannot be sure is the same
+  (`"other"`); the write adds it, links it, and supersedes nothing.
 
-The check is lexical and cheap; it runs only on the closest memory the store returned.
+The check is lexical and cheap; it runs only on the closest memories the store returned.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from memory_orchestrator.text import STOP_WORDS, normalize, stem
+from memory_orchestrator.pipeline.sentences import (
+    Sentence,
+    Token,
+    analyse,
+    qualifies,
+    role,
+)
+from memory_orchestrator.pipeline.wording import opposed
+from memory_orchestrator.text import stem
+
+__all__ = ["Change", "SameMeaning", "Token", "compare", "tokens"]
 
 Kind = Literal["same", "update", "other"]
+# (the old sentence, a phrase of it, the phrase the new one has in its place) -> whether the
+# new wording keeps the meaning
+SameMeaning = Callable[[str, str, str], bool]
 
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?|[^\W\d_]+(?:'[^\W\d_]+)*")
-_NUMBER_WORDS = frozenset(
-    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
-    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
-    ninety hundred thousand million billion half twice double triple dozen""".split()
-)
-_TIME_WORDS = frozenset(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april
-    may june july august september october november december jan feb mar apr jun jul aug sep
-    sept oct nov dec today tomorrow yesterday tonight noon midnight morning afternoon evening
-    weekend weekday weekly daily monthly yearly quarterly hourly q1 q2 q3 q4 spring summer
-    autumn fall winter eod eow""".split()
-)
-_NEGATIONS = frozenset("not no never none nobody nothing neither nor without cannot can't".split())
-# The key verb or adjective against its opposite, by stem (both directions are added).
-_OPPOSITES = (
-    "enable disable, enabled disabled, allow deny, allow block, allow forbid, start stop, "
-    "accept reject, approve reject, approved rejected, increase decrease, raise lower, "
-    "include exclude, open close, opened closed, on off, add remove, added removed, "
-    "lock unlock, pass fail, passed failed, win lose, hire fire, join leave, joined left, "
-    "like dislike, love hate, prefer avoid, keep drop, up down, true false, yes no, "
-    "public private, active inactive, available unavailable, online offline, "
-    "required optional, mandatory optional, before after, above below, more less, "
-    "grant revoke, granted revoked, confirm cancel, confirmed cancelled, confirmed canceled, "
-    "supported unsupported, visible hidden, blocked unblocked, resolved unresolved, "
-    "healthy unhealthy, safe unsafe, valid invalid, stable unstable, paid unpaid, "
-    "succeeded failed, success failure, works broken, allowed forbidden, allowed blocked, "
-    "increased decreased, raised lowered, started stopped, upgraded downgraded, "
-    "upgrade downgrade, sync async, synchronous asynchronous, internal external, "
-    "inside outside, remote onsite, remote office, in out, present absent, full empty, "
-    "cheaper pricier, faster slower, higher lower, larger smaller, bigger smaller, "
-    "first last, earlier later, ahead behind, signed unsigned, encrypted unencrypted, "
-    "deprecated supported, merged reverted, shipped delayed, ready blocked"
-)
-_SMALL_WORDS = STOP_WORDS - _NEGATIONS - {"before", "after", "above", "below", "more", "on"}
-_SMALL_WORDS = _SMALL_WORDS - {"off", "up", "down", "in", "out", "no", "not"}
-_SMALL_WORDS = _SMALL_WORDS | {
-    "now",
-    "currently",
-    "actually",
-    "also",
-    "still",
-    "per",
-    "a",
-    "an",
-    "longer",
-    "anymore",
-}
-
-
-def _opposites() -> dict[str, frozenset[str]]:
-    pairs: dict[str, set[str]] = {}
-    for pair in _OPPOSITES.split(","):
-        a, b = (stem(w) for w in pair.split())
-        pairs.setdefault(a, set()).add(b)
-        pairs.setdefault(b, set()).add(a)
-    return {k: frozenset(v) for k, v in pairs.items()}
-
-
-OPPOSITE = _opposites()
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str  # as written
-    key: str  # how it is compared: a stem, or the number as written
-    kind: Literal["number", "time", "name", "negation", "word", "small"]
+_VALUES = ("number", "time", "name")
 
 
 @dataclass(frozen=True)
@@ -99,92 +54,220 @@ class Change:
     """How a new memory relates to a close old one (see the module docstring)."""
 
     kind: Kind
-    what: tuple[str, ...] = ()  # the kinds of value that changed: number, time, name, ...
+    what: tuple[str, ...] = ()  # the kinds of change: number, time, name, negation, word, ...
     detail: str = ""  # "100 -> 500 requests per minute; Friday -> Monday"
+    shared: float = 1.0  # share of the content (values and words) both hold
+    same_meaning: tuple[str, ...] = ()  # wordings read as one meaning: "starts ~ begins"
+    why: str = ""  # for "other": why this is not the same fact changed
 
 
-@lru_cache(maxsize=8192)
 def tokens(text: str) -> tuple[Token, ...]:
     """The tokens of `text`, each with the kind of value it carries."""
-    out: list[Token] = []
-    clean = normalize(text)  # curly quotes already straight
-    last = 0
-    for match in _TOKEN.finditer(clean):
-        raw = match.group(0)
-        gap = clean[last : match.start()]
-        out.append(_token(raw, raw.casefold(), not out or any(c in gap for c in ".!?:;")))
-        last = match.end()
-    return tuple(out)
+    return analyse(text).tokens
 
 
-def _token(raw: str, low: str, sentence_start: bool) -> Token:
-    if raw[0].isdigit() or low in _NUMBER_WORDS:
-        kind: Literal["number", "time"] = "time" if low.endswith(("am", "pm")) else "number"
-        if ":" in low:
-            kind = "time"
-        return Token(raw, low.replace(",", ""), kind)
-    if low in _TIME_WORDS:
-        return Token(raw, low[:3] if len(low) > 3 else low, "time")
-    if low in _NEGATIONS or low.endswith("n't"):
-        return Token(raw, "not", "negation")
-    if raw[0].isupper() and low not in STOP_WORDS and not (sentence_start and low in _COMMON):
-        return Token(raw, low.removesuffix("'s"), "name")
-    if low in _SMALL_WORDS:
-        return Token(raw, low, "small")
-    return Token(raw, stem(low), "word")
+# ---------------------------------------------------------------- comparing two memories
 
 
-# Capitalised at the start of a sentence yet not a name.
-_COMMON = frozenset(
-    """we our the a an it this that they i you he she there here please note after before
-    every all each no yes from since until today tomorrow yesterday""".split()
-)
+@dataclass
+class _Diff:
+    a: Sentence
+    b: Sentence
+    gone: list[Token]  # in the old memory, not in the new (values and content words)
+    came: list[Token]
+    flipped: list[tuple[Token, Token]]
+    alike: list[str]  # "starts ~ begins"
 
 
-@lru_cache(maxsize=8192)  # a pure function of two texts: dedup, ordering and the note ask again
-def compare(old: str, new: str) -> Change:
+@lru_cache(maxsize=8192)  # a pure function: dedup, ordering and the note ask again
+def compare(old: str, new: str, same_meaning: SameMeaning | None = None) -> Change:
     """What `new` asserts against `old` (see the module docstring)."""
-    a, b = tokens(old), tokens(new)
-    gone = _missing(a, b)
-    came = _missing(b, a)
+    d = _diff(analyse(old), analyse(new), old, same_meaning)
+    what, details = _changes(d)
+    shared = _shared(d)
+    if not what:
+        if _swapped_names(d.a, d.b):
+            return Change("other", ("order",), "the names change places", shared, why="roles")
+        return Change("same", (), "", shared, tuple(d.alike))
+    detail = "; ".join(details)
+    why = _another_fact(d, what)
+    kind: Kind = "other" if why else "update"
+    return Change(kind, tuple(what), detail, shared, tuple(d.alike), why)
+
+
+def _diff(a: Sentence, b: Sentence, old: str, same_meaning: SameMeaning | None) -> _Diff:
+    gone, came = _missing(a, b), _missing(b, a)
+    flipped = [
+        (x, y)
+        for x in gone
+        for y in came
+        if x.kind == y.kind == "word" and opposed(x.text.casefold(), y.text.casefold())
+    ]
+    gone = [t for t in gone if all(t is not x for x, _ in flipped)]
+    came = [t for t in came if all(t is not y for _, y in flipped)]
+    d = _Diff(a, b, gone, came, flipped, [])
+    if same_meaning is not None:
+        _read_by_meaning(d, old, same_meaning)
+    return d
+
+
+def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
+    """One phrase of content words swapped for another: the same when the model reads the
+    new wording as the old meaning. Names, numbers and the words that pick a thing ("the
+    *staging* cluster") are values, never asked."""
+    was, now = _spans(d.gone), _spans(d.came)
+    if len(was) != 1 or len(now) != 1:
+        return
+    (x,), (y,) = was, now
+    if any(t.kind != "word" for t in (*x, *y)) or qualifies(d.a, x) or qualifies(d.b, y):
+        return
+    old_words = " ".join(t.text for t in x)
+    new_words = _written(d.b, y)
+    if same_meaning(old, _written(d.a, x), new_words):
+        d.alike.append(f"{old_words} ~ {new_words}")
+        d.gone = [t for t in d.gone if t not in x]
+        d.came = [t for t in d.came if t not in y]
+
+
+def _written(s: Sentence, span: Sequence[Token]) -> str:
+    return " ".join(t.text for t in s.tokens[span[0].at : span[-1].at + 1])
+
+
+def _spans(toks: Sequence[Token]) -> list[list[Token]]:
+    out: list[list[Token]] = []
+    for t in sorted(toks, key=lambda t: t.at):
+        if out and out[-1][-1].at == t.at - 1:
+            out[-1].append(t)
+        else:
+            out.append([t])
+    return out
+
+
+def _changes(d: _Diff) -> tuple[list[str], list[str]]:
     what: list[str] = []
     details: list[str] = []
-    words_gone = {t.key for t in gone if t.kind == "word"}
-    words_came = {t.key for t in came if t.kind == "word"}
-    flipped = {(x, y) for x in words_gone for y in words_came if y in OPPOSITE.get(x, frozenset())}
-    for x, y in flipped:
-        words_gone.discard(x)
-        words_came.discard(y)
-    for kind in ("number", "time", "name"):
-        was = [t for t in gone if t.kind == kind]
-        now = [t for t in came if t.kind == kind]
+    for kind in _VALUES:
+        was = [t for t in d.gone if t.kind == kind]
+        now = [t for t in d.came if t.kind == kind]
         if was or now:
             what.append(kind)
-            details.append(_describe(was, now, b))
-    if _negated(a) != _negated(b):
+            details.append(_describe(was, now, d.b.tokens))
+    if _negated(d.a) != _negated(d.b):
         what.append("negation")
-        details.append("negated" if _negated(b) else "no longer negated")
-    if flipped:
+        details.append("negated" if _negated(d.b) else "no longer negated")
+    if d.flipped:
         what.append("opposite")
-        details.extend(f"{_written(a, x)} -> {_written(b, y)}" for x, y in sorted(flipped))
-    if not what:
-        return Change("same")
-    if words_gone and words_came:  # another subject: a look-alike, not this fact changed
-        return Change("other", tuple(what), "; ".join(details))
-    names = sum(t.kind == "name" for t in gone), sum(t.kind == "name" for t in came)
-    if "name" in what and (len(what) > 1 or max(names) > 1):
-        # someone else's fact, with its own values (or several names swapped at once)
-        return Change("other", tuple(what), "; ".join(details))
-    return Change("update", tuple(what), "; ".join(details))
+        details.extend(f"{x.text} -> {y.text}" for x, y in d.flipped)
+    was = [t for t in d.gone if t.kind == "word"]
+    now = [t for t in d.came if t.kind == "word"]
+    if was or now:
+        what.append("word")
+        details.append(_describe(was, now, d.b.tokens))
+    return what, details
 
 
-def _missing(a: tuple[Token, ...], b: tuple[Token, ...]) -> list[Token]:
+def _another_fact(d: _Diff, what: list[str]) -> str:
+    """Why the change is not one fact corrected ("" when it is)."""
+    # with the negation the verb may change too ("prefers" -> "no longer wants")
+    verb = "negation" in what and _verb_swapped(d)
+    roles = [] if verb else [(role(d.a, t), t) for t in d.gone]
+    roles += [] if verb else [(role(d.b, t), t) for t in d.came]
+    for x, y in d.flipped:  # an antonym is a value, unless it picks the thing: "inbound queue"
+        if any(_picks(s, t) for s, t in ((d.a, x), (d.b, y))):
+            roles.append(("topic", y))
+    topic = [t for r, t in roles if r == "topic"]
+    if topic:
+        return "about something else: " + ", ".join(dict.fromkeys(t.text for t in topic))
+    names = [_spans([t for t in side if t.kind == "name"]) for side in (d.gone, d.came)]
+    if max(len(n) for n in names) > 1:
+        return "several names changed"
+    if "name" in what and len(what) > 1:
+        return "someone else's fact, with its own values"
+    words = [_spans([t for t in side if t.kind == "word"]) for side in (d.gone, d.came)]
+    if words[0] and words[1] and any(k in what for k in ("number", "time", "opposite")):
+        return "other words and other values"
+    if max(len(w) for w in words) > 1:
+        return "several words changed"
+    if words[0] and not words[1] and len(what) == 1:
+        return "says less: " + " ".join(t.text for t in words[0][0])
+    unsure = [t for r, t in roles if r == "open"]
+    if unsure:
+        return "not sure it is the same fact: " + ", ".join(dict.fromkeys(t.text for t in unsure))
+    return ""
+
+
+def _picks(s: Sentence, t: Token) -> bool:
+    """An antonym that qualifies a noun of what the memory is about ("the *inbound* queue
+    holds", "signs off on *software* purchases above"); not a verb before its object, which
+    is where "Maria *prefers* morning meetings" puts it when no verb was recognised."""
+    if not qualifies(s, [t]) or role(s, t) != "topic":
+        return False
+    first = next((u.at for u in s.tokens if u.kind not in ("small", "negation")), None)
+    return not (s.verb is None and s.chunks[t.at] == 0 and t.at != first)
+
+
+def _verb_swapped(d: _Diff) -> bool:
+    """One word of the old memory swapped for the word right after the negation in the new
+    one, both after the same word ("Maria *prefers*" -> "Maria no longer *wants*"): the
+    verb, which changes with the negation."""
+    if len(d.gone) != 1 or len(d.came) != 1:
+        return False
+    x, y = d.gone[0], d.came[0]
+    if x.kind != "word" or y.kind != "word" or not x.at or not y.at:
+        return False
+    back = y.at - 1
+    while back > 0 and d.b.tokens[back].kind in ("negation", "small"):
+        back -= 1
+    negated = any(t.kind == "negation" for t in d.b.tokens[back + 1 : y.at])
+    return negated and d.a.tokens[x.at - 1].key == d.b.tokens[back].key
+
+
+def _shared(d: _Diff) -> float:
+    def content(s: Sentence) -> int:
+        return sum(t.kind not in ("small", "negation") for t in s.tokens)
+
+    total = max(content(d.a), content(d.b), 1)
+    return round(max(0, total - max(len(d.gone), len(d.came))) / total, 4)
+
+
+def _swapped_names(a: Sentence, b: Sentence) -> bool:
+    """Two names that exchange places in the same frame of words ("Kim reports to Lee",
+    "Lee reports to Kim"); not a phrase moved ("at Southampton, our luggage ..."), nor voice
+    ("the SDK is maintained by Kim": another frame), nor "the lead is Kim"."""
+    frame = _frame(a)
+    if frame != _frame(b):
+        return False
+    was, now = _slots(a), _slots(b)
+    moved = {name for name in was if name in now and was[name] != now[name]}
+    return any(was[x] == now[y] and was[y] == now[x] for x in moved for y in moved if x < y)
+
+
+def _frame(s: Sentence) -> list[str]:
+    """The content words in order, names (capitalised) left out."""
+    return [t.key for t in s.tokens if t.kind in ("word", "number", "time") and not _cap(t)]
+
+
+def _slots(s: Sentence) -> dict[str, int]:
+    """Each name (a run of capitalised words) and how many frame words come before it."""
+    slots: dict[str, int] = {}
+    for span in _spans([t for t in s.tokens if _cap(t)]):
+        name = " ".join(t.text.casefold().removesuffix("'s") for t in span)
+        before = s.tokens[: span[0].at]
+        slots[name] = sum(t.kind in ("word", "number", "time") and not _cap(t) for t in before)
+    return slots
+
+
+def _cap(t: Token) -> bool:
+    return t.text[0].isupper() and t.kind in ("name", "word")
+
+
+def _missing(a: Sentence, b: Sentence) -> list[Token]:
     """Tokens of `a` (values and content words) that `b` does not carry (a capitalised
     word at the start of one sentence is the same word lower-case in the other)."""
-    keys = {t.key for t in b} | {_loose(t) for t in b}
+    keys = {t.key for t in b.tokens} | {_loose(t) for t in b.tokens}
     return [
         t
-        for t in a
+        for t in a.tokens
         if t.kind not in ("small", "negation") and t.key not in keys and _loose(t) not in keys
     ]
 
@@ -193,12 +276,8 @@ def _loose(t: Token) -> str:
     return stem(t.key) if t.kind == "name" else t.key
 
 
-def _negated(toks: tuple[Token, ...]) -> bool:
-    return sum(t.kind == "negation" for t in toks) % 2 == 1
-
-
-def _written(toks: tuple[Token, ...], key: str) -> str:
-    return next((t.text for t in toks if t.key == key), key)
+def _negated(s: Sentence) -> bool:
+    return sum(t.kind == "negation" for t in s.tokens) % 2 == 1
 
 
 def _describe(was: list[Token], now: list[Token], new: tuple[Token, ...]) -> str:
@@ -208,7 +287,7 @@ def _describe(was: list[Token], now: list[Token], new: tuple[Token, ...]) -> str
     fresh = " ".join(t.text for t in now) or "(none)"
     unit = ""
     if now and now[-1].kind == "number":
-        at = next(i for i, t in enumerate(new) if t is now[-1])
+        at = now[-1].at
         follow = [t.text for t in new[at + 1 : at + 4] if t.kind in ("word", "small", "time")]
         unit = " " + " ".join(follow) if follow else ""
     return f"{old} -> {fresh}{unit}"

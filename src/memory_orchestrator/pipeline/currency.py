@@ -87,11 +87,12 @@ def current_only(candidates: Sequence[Candidate], as_of: datetime | None, histor
 
 
 def disagreement(a: Memory, b: Memory) -> bool:
-    """Other values, and not only another name: two memories that differ in a name alone may
-    be about two subjects (the Hermes export, the Orion export); unlinked, both stay as
-    ranked. (On write, the closest memory with a name swapped is still an update.)"""
+    """Other values of one fact (a number, a date, a negation, an antonym), and not only
+    another name or word: two memories that differ in a name or a word alone may be two
+    subjects (the Hermes export, the Orion export); unlinked, both stay as ranked. (On write,
+    such a swap in what a memory says may still be a correction: `pipeline.writer`.)"""
     change = compare(a.content, b.content)
-    return change.kind == "update" and change.what != ("name",)
+    return change.kind == "update" and "word" not in change.what and change.what != ("name",)
 
 
 def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:

@@ -1,13 +1,18 @@
 """The write path: look for a near-duplicate first, then write, then link to related memories.
 
-The closest live memories decide (`judge`, with `pipeline.conflicts`):
-- a restatement (same values, other words) is a duplicate: skipped (the answer names the
-  memory that already holds the fact), or with `on_duplicate = update` written and linked;
-- an update (same fact, another number, date, name, negation or opposite) is written, linked
-  `supersedes` to the memory it corrects, and that one marked superseded through the store
-  (`write.on_conflict`: supersede, keep_both, skip);
-- anything else, look-alikes about another subject included, is added.
-The answer always says what was done.
+The closest live memories (the store's top 10 for the new text) decide (`judge`, with
+`pipeline.conflicts`), by what each asserts, not by how many words they share:
+- a restatement (the same values and content words, in any order or voice, synonyms read by
+  `pipeline.paraphrase`) is a duplicate: skipped (the answer names the memory that already
+  holds the fact), or with `on_duplicate = update` written and linked;
+- a correction (the same fact with one thing it says changed: a number, date, name,
+  negation, antonym or word) is written, linked `supersedes` to the memory it corrects, and
+  that one marked superseded through the store (`write.on_conflict`: supersede, keep_both,
+  skip);
+- anything else is added: a look-alike about another subject, or a change this reading
+  cannot be sure of, is linked `related` to the close memory and supersedes nothing.
+Nothing that differs from what the store holds is ever skipped. The answer always says what
+was done.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from memory_orchestrator.backends.base import MemoryBackend, superseding
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
     Edge,
+    Memory,
     NewMemory,
     SearchFilters,
     SearchHit,
     WriteAction,
     WriteOutcome,
 )
-from memory_orchestrator.pipeline.conflicts import Change, compare
+from memory_orchestrator.pipeline.conflicts import Change, SameMeaning, compare
 from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.text import cut_at_word
@@ -36,14 +42,17 @@ from memory_orchestrator.text import cut_at_word
 
 @dataclass(frozen=True)
 class WritePolicy:
-    threshold: float
+    threshold: float  # with on_conflict = skip: an update this close is taken as a duplicate
     on_duplicate: Literal["skip", "update"]
     link_related: int
     timeout_s: float
     dry_run: bool = False
     max_query_chars: int | None = None  # the duplicate and related lookups send no longer query
     on_conflict: Literal["supersede", "keep_both", "skip"] = "supersede"
-    update_threshold: float = 0.7  # a close memory with other values is an update from here
+    update_threshold: float = 0.7  # a close memory with one thing changed is an update from here
+    lookalike_threshold: float = 0.6  # a close memory about something else is linked from here
+    meaning: SameMeaning | None = None  # reads a swapped word as a synonym (pipeline.paraphrase)
+    candidates: int = 10  # the store's closest memories compared (many look alike)
 
     def query(self, text: str) -> str:
         return text if self.max_query_chars is None else cut_at_word(text, self.max_query_chars)
@@ -73,47 +82,64 @@ class Verdict:
     id: str | None = None
     similarity: float = 0.0
     change: Change | None = None
-    lookalike: tuple[str, Change] | None = None  # a close memory about something else
+    lookalike: tuple[str, Change, float] | None = None  # a close memory about something else
 
 
 def judge(memory: NewMemory, near: Sequence[SearchHit], policy: WritePolicy) -> Verdict:
     """Restatement, update or new fact, from the closest live memories.
 
-    The most similar restatement wins over a less similar update. Among updates, one that
-    keeps the names (another number, date, negation, opposite) wins over a swap of names,
-    the weakest sign of the same fact. A memory a later one corrected is never compared:
-    the current value is what counts."""
+    Closeness is the larger of the word-order-free similarity and the share of content both
+    hold. The closest restatement wins over a less close update. Among updates, one that
+    keeps the names (another number, date, negation, opposite, word) wins over a swap of
+    names, the weakest sign of the same fact. A memory a later one corrected is never
+    compared: the current value is what counts."""
     live = [h.memory for h in near if not superseded(h.memory)]
-    scored = sorted(
-        ((similarity(memory.content, m.content), m.id, m.content) for m in live),
-        key=lambda s: -s[0],
-    )
-    lookalike: tuple[str, Change] | None = None
+    lookalike: tuple[str, Change, float] | None = None
     duplicate: Verdict | None = None
     updates: list[Verdict] = []
-    for sim, mem_id, content in scored:
-        if sim < min(policy.update_threshold, policy.threshold):
-            break
-        change = compare(content, memory.content)
-        if change.kind == "update" and policy.on_conflict != "skip":
-            if sim >= policy.update_threshold:
-                updates.append(Verdict("update", mem_id, sim, change))
-        elif change.kind == "other":
-            lookalike = lookalike or (mem_id, change)
-        elif sim >= policy.threshold and duplicate is None:  # same values (or skipped update)
-            duplicate = Verdict("duplicate", mem_id, sim, change)
+    for close, mem_id, change in _read(memory.content, live, policy):
+        if change.kind == "same" and duplicate is None:
+            duplicate = Verdict("duplicate", mem_id, close, change)
+        elif change.kind == "update" and close >= policy.update_threshold:
+            if policy.on_conflict == "skip" and close >= policy.threshold:
+                duplicate = duplicate or Verdict("duplicate", mem_id, close, change)
+            elif policy.on_conflict != "skip":
+                updates.append(Verdict("update", mem_id, close, change))
+        elif change.kind != "same" and close >= policy.lookalike_threshold:
+            lookalike = lookalike or (mem_id, change, close)
     if duplicate is not None and (not updates or duplicate.similarity >= updates[0].similarity):
         return duplicate
     if updates:
         return min(updates, key=lambda v: "name" in v.change.what if v.change else True)
-    best_id, best_sim = (scored[0][1], scored[0][0]) if scored else (None, 0.0)
-    return Verdict("new", best_id, best_sim, lookalike=lookalike)
+    return Verdict("new", *_closest(memory.content, live), lookalike=lookalike)
+
+
+def _read(
+    content: str, live: Sequence[Memory], policy: WritePolicy
+) -> list[tuple[float, str, Change]]:
+    """Each live memory close enough to compare, with its closeness and what changed, the
+    closest first."""
+    out = []
+    floor = min(policy.lookalike_threshold, policy.update_threshold)
+    for m in live:
+        change = compare(m.content, content, policy.meaning)
+        close = round(max(similarity(content, m.content), change.shared), 4)
+        if close >= floor or change.kind == "same":
+            out.append((close, m.id, change))
+    return sorted(out, key=lambda c: -c[0])
+
+
+def _closest(content: str, live: Sequence[Memory]) -> tuple[str | None, float]:
+    if not live:
+        return None, 0.0
+    sim, mem_id = max((similarity(content, m.content), m.id) for m in live)
+    return mem_id, sim
 
 
 async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WritePolicy) -> Written:
     """Validate against what the store holds, then write. Backend errors propagate."""
     with anyio.fail_after(policy.timeout_s):
-        near = await backend.search(policy.query(memory.content), 5)
+        near = await backend.search(policy.query(memory.content), policy.candidates)
     verdict = judge(memory, near, policy)
     best_id, best_sim = verdict.id, verdict.similarity
     duplicate = verdict.kind == "duplicate"
@@ -121,8 +147,7 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
         return Written(
             id=best_id,
             action=WriteAction.SKIPPED,
-            reason=f"near-duplicate of {best_id} ({best_sim:.2f} >= {policy.threshold:.2f});"
-            " nothing written",
+            reason=f"near-duplicate of {best_id}: {_restates(verdict)}; nothing written",
             duplicate_of=best_id,
             similarity=round(best_sim, 4),
             calls=1,
@@ -153,18 +178,29 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
                 f" of {verdict.id} ({verdict.change.detail if verdict.change else ''}) is lost"
             )
         return written
-    if verdict.kind == "update":
-        await _update(backend, outcome.id, verdict, policy, written)
-    elif duplicate and best_id is not None:
-        written.action = WriteAction.UPDATED
-        written.duplicate_of = best_id
-        written.reason = f"written as an update of near-duplicate {best_id} ({best_sim:.2f})"
-        await _link(backend, outcome.id, best_id, "update", 1.0, written)
-    else:
-        written.reason = _added_reason(verdict)
+    await _settle(backend, outcome.id, verdict, policy, written)
     if memory.entities and policy.link_related > 0:
         await _link_shared_entities(backend, outcome.id, memory, policy, written)
     return written
+
+
+async def _settle(
+    backend: MemoryBackend, new_id: str, verdict: Verdict, policy: WritePolicy, written: Written
+) -> None:
+    """Link the memory just added to the one it corrects, restates or resembles."""
+    best_id, best_sim = verdict.id, verdict.similarity
+    if verdict.kind == "update":
+        await _update(backend, new_id, verdict, policy, written)
+    elif verdict.kind == "duplicate" and best_id is not None:  # on_duplicate = update
+        written.action = WriteAction.UPDATED
+        written.duplicate_of = best_id
+        written.reason = f"written as an update of near-duplicate {best_id} ({best_sim:.2f})"
+        await _link(backend, new_id, best_id, "update", 1.0, written)
+    else:
+        written.reason = _added_reason(verdict)
+        if verdict.lookalike is not None:  # unsure, or another fact: kept apart, linked
+            other, _, close = verdict.lookalike
+            await _link(backend, new_id, other, "related", close, written)
 
 
 def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written) -> bool:
@@ -180,10 +216,19 @@ def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written)
     return True
 
 
+def _restates(verdict: Verdict) -> str:
+    change = verdict.change
+    if change is not None and change.kind == "update":  # on_conflict = skip
+        return f"an update ({change.detail}) taken as a duplicate (on_conflict = skip)"
+    alike = f"; {', '.join(change.same_meaning)}" if change and change.same_meaning else ""
+    return f"restates it ({verdict.similarity:.2f}: the same values and words{alike})"
+
+
 def _added_reason(verdict: Verdict) -> str:
     if verdict.lookalike is not None:
-        other, change = verdict.lookalike
-        return f"added: close to {other} but about something else ({change.detail})"
+        other, change, close = verdict.lookalike
+        why = f"{change.why}; {change.detail}" if change.why else change.detail
+        return f"added: close to {other} ({close:.2f}) but not the same fact ({why}); linked"
     closest = f" (closest {verdict.id} at {verdict.similarity:.2f})" if verdict.id else ""
     return "added: no near-duplicate" + closest
 
@@ -275,7 +320,8 @@ async def _link_shared_entities(
     for hit in related:
         theirs = {e.casefold() for e in hit.memory.entities}
         shared = mine & theirs
-        if hit.memory.id == new_id or not shared or linked >= policy.link_related:
+        done = hit.memory.id == new_id or any(e.target_id == hit.memory.id for e in written.links)
+        if done or not shared or linked >= policy.link_related:
             continue
         weight = round(len(shared) / len(mine | theirs), 4)
         await _link(backend, new_id, hit.memory.id, "related", weight, written)

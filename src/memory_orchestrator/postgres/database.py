@@ -63,7 +63,8 @@ def _where(dsn: str) -> str:
 
 
 class Database:
-    """One pool on one database, opened (and migrated) on first use; `close` ends it.
+    """One pool on one database, opened (and migrated) on first use; `close` ends it (the
+    last `close`, when it was `share`d).
 
     Opening never raises here: `call` raises `BackendError` (transient while the server
     cannot be reached) and `open_error` keeps the last reason."""
@@ -90,6 +91,7 @@ class Database:
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._uses = 1  # `share` adds one; `close` ends the pool when the last use closes
 
     def _open(self) -> ConnectionPool:
         with self._lock:
@@ -140,8 +142,20 @@ class Database:
             message = f"{self.where}: {_first_line(exc)}"
             raise BackendError(message, transient=transient(exc)) from exc
 
+    def share(self) -> bool:
+        """One more use of this pool (its user calls `close` when done); False when it has
+        been closed already (make a new one)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._uses += 1
+            return True
+
     def close(self) -> None:
         with self._lock:
+            self._uses -= 1
+            if self._uses > 0:
+                return
             self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -46,6 +46,7 @@ from memory_orchestrator.models import (
     Memory,
     NewMemory,
     OutboxReport,
+    QueuedWrite,
     ReplayReport,
     SearchHit,
     SearchRequest,
@@ -60,11 +61,12 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
+from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
-from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
+from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy, replay_on_schedule
 from memory_orchestrator.service.store_calls import StoreCalls, store_checks
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
@@ -126,6 +128,7 @@ class Orchestrator:
             settings,
             entities,
             on_written=self._indexes.stale,
+            meaning=Meaning(self._indexes.embedder),
         )
         self._calls = calls
         self._observer = observer
@@ -370,6 +373,21 @@ class Orchestrator:
     async def flush_outbox(self) -> OutboxReport:
         """Replay queued writes, oldest first, until one fails or the queue is empty."""
         return await self._writes.flush()
+
+    async def keep_replaying(self) -> None:
+        """Replay queued writes in the background on the outbox's schedule (`[outbox]
+        retry_every_s`) until cancelled; returns at once when that is 0 or the outbox is off.
+        The servers run it beside their requests."""
+        every = self.settings.outbox.retry_every_s
+        if every <= 0 or not self.settings.outbox.enabled:
+            return
+
+        async def replay() -> tuple[int, int]:
+            delivered: list[QueuedWrite] = []
+            waiting = await self._writes.replay(delivered)
+            return len(delivered), waiting
+
+        await replay_on_schedule(replay, every)
 
     def inspection(self) -> Inspection:
         """What the inspector (faces/ui) reads beyond the tools: memory pages with filters,

@@ -18,10 +18,15 @@ jitter) and a check of what comes back.
 
 Every retry leaves a note; the service copies the notes of a request into its trace
 (`begin_notes`, `take_notes`).
+
+`replay_on_schedule` is the outbox's own schedule: a server replays queued writes in the
+background, so a write queued while the store was down reaches it once the store is back,
+whether or not anyone writes again or asks for health.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -53,6 +58,7 @@ from memory_orchestrator.text import content_hash, cut_at_word
 
 T = TypeVar("T")
 
+_log = logging.getLogger(__name__)
 _notes: ContextVar[list[str] | None] = ContextVar("retry_notes", default=None)
 
 
@@ -128,6 +134,31 @@ async def retry(
             if found is not None:
                 return found
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+async def replay_on_schedule(
+    replay: Callable[[], Awaitable[tuple[int, int]]],
+    every_s: float,
+    *,
+    most_s: float = 60.0,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> None:
+    """Replay queued writes until cancelled: every `every_s`; while writes wait and a replay
+    delivers none, the pause doubles up to `most_s` (a store that is down is not hammered);
+    a replay that delivers something, or an empty queue, brings it back to `every_s`.
+
+    `replay()` answers (delivered, still waiting). A failing replay (the outbox itself
+    unusable) is logged and tried again on the same schedule: the loop never ends by itself."""
+    pause = every_s
+    while True:
+        await sleep(pause)
+        try:
+            delivered, waiting = await replay()
+        except Exception as exc:
+            _log.warning("background replay of the outbox failed: %s", _err(exc))
+            delivered, waiting = 0, 1
+        stuck = waiting and not delivered
+        pause = min(max(most_s, every_s), pause * 2) if stuck else every_s
 
 
 class GuardedBackend:

@@ -36,6 +36,7 @@ from memory_orchestrator.models import (
     WriteReport,
     WriteRequest,
 )
+from memory_orchestrator.pipeline.conflicts import SameMeaning
 from memory_orchestrator.pipeline.planner import extract_entities
 from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memory
 from memory_orchestrator.service.recorder import TraceRecorder
@@ -60,13 +61,17 @@ class WritePath:
         entities: KnownEntities,
         *,
         on_written: Callable[[], None] = lambda: None,
+        meaning: SameMeaning | None = None,
     ) -> None:
         # `settings` is read at each call (its sections: dedup, write, limits, outbox and
         # retrieval's time limit); `entities` gives the names the store knows, for the
-        # extraction; `on_written` tells the derived indexes to pull.
+        # extraction; `on_written` tells the derived indexes to pull; `meaning` reads a
+        # swapped word as a synonym or not (`pipeline.paraphrase`, the semantic model where
+        # it runs).
         self._store, self._outbox, self._recorder = store, outbox, recorder
         self._settings, self._entities = settings, entities
         self._on_written = on_written
+        self._meaning = meaning
         self._replaying = False
 
     def policy(self, request: WriteRequest) -> WritePolicy:
@@ -81,6 +86,8 @@ class WritePath:
             max_query_chars=s.limits.max_query_chars,
             on_conflict=s.write.on_conflict,
             update_threshold=s.write.update_threshold,
+            lookalike_threshold=s.dedup.soft_threshold,
+            meaning=self._meaning,
         )
 
     def check(self, memory: NewMemory) -> None:

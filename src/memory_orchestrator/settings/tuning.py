@@ -307,6 +307,13 @@ class OutboxSettings(Section):
     replay_s: float = Field(
         default=10.0, gt=0, le=600, description="time budget of one replay (write or health)"
     )
+    retry_every_s: float = Field(
+        default=2.0,
+        ge=0,
+        le=3600,
+        description="a server replays queued writes in the background this often, doubling"
+        " while the store takes none (up to 60 s); 0 = only on the next write or health call",
+    )
 
 
 class WriteSettings(Section):

@@ -4,11 +4,14 @@ under the data dir, one replica's own: `state/outbox.py`, `state/traces.py`) or 
 
 With shared state, any replica explains and replays any trace, a write queued by one replica
 is replayed by whichever replica reaches the store first, exactly once (the row is claimed
-with `FOR UPDATE SKIP LOCKED`), and tokens added to the shared list work on every replica.
+with `FOR UPDATE SKIP LOCKED`), tokens added to the shared list work on every replica (and a
+revoked one on none), and MCP sessions live in the database, so any replica serves any
+request of any session. All of it goes through one connection pool per process.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING
@@ -20,9 +23,21 @@ from memory_orchestrator.state.traces import TraceStore
 
 if TYPE_CHECKING:
     from memory_orchestrator.postgres.database import Database
+    from memory_orchestrator.postgres.sessions import PgSessions
     from memory_orchestrator.settings import Settings
 
-__all__ = ["add_shared_token", "outbox", "shared", "shared_tokens", "trace_store"]
+__all__ = [
+    "add_shared_token",
+    "outbox",
+    "revoke_shared_token",
+    "shared",
+    "shared_sessions",
+    "shared_tokens",
+    "trace_store",
+]
+
+_pools: dict[tuple[object, ...], Database] = {}
+_pools_lock = threading.Lock()
 
 
 def shared(settings: Settings) -> bool:
@@ -41,19 +56,30 @@ def _need_postgres() -> None:
         ) from exc
 
 
-def _database(settings: Settings, what: str) -> Database:
+def _database(settings: Settings) -> Database:
+    """The process's one pool on the shared database (one per set of connection settings):
+    the outbox, the traces, the tokens and the sessions each hold a use of it, and the last
+    `close` ends it."""
     _need_postgres()
     from memory_orchestrator.postgres.database import Database
 
     pg = settings.postgres
-    return Database(
-        settings.shared.dsn or pg.dsn,
-        min_size=0,
-        max_size=settings.shared.pool_max,
-        connect_timeout_s=pg.connect_timeout_s,
-        statement_timeout_ms=pg.statement_timeout_ms,
-        what=f"shared {what} ([shared] dsn, else [postgres] dsn)",
-    )
+    dsn = settings.shared.dsn or pg.dsn
+    key = (dsn, settings.shared.pool_max, pg.connect_timeout_s, pg.statement_timeout_ms)
+    with _pools_lock:
+        db = _pools.get(key)
+        if db is not None and db.share():
+            return db
+        db = Database(
+            dsn,
+            min_size=0,
+            max_size=settings.shared.pool_max,
+            connect_timeout_s=pg.connect_timeout_s,
+            statement_timeout_ms=pg.statement_timeout_ms,
+            what="shared state ([shared] dsn, else [postgres] dsn)",
+        )
+        _pools[key] = db
+        return db
 
 
 def trace_store(settings: Settings) -> TraceStore:
@@ -66,7 +92,7 @@ def trace_store(settings: Settings) -> TraceStore:
         _need_postgres()
         from memory_orchestrator.postgres.state import PgTraceStore
 
-        return PgTraceStore(_database(settings, "traces"), keep=keep)
+        return PgTraceStore(_database(settings), keep=keep)
     return TraceStore(settings.trace_path(), keep=keep)
 
 
@@ -76,7 +102,7 @@ def outbox(settings: Settings) -> Outbox:
         _need_postgres()
         from memory_orchestrator.postgres.state import PgOutbox
 
-        return PgOutbox(_database(settings, "outbox"))
+        return PgOutbox(_database(settings))
     return Outbox(settings.outbox_path())
 
 
@@ -87,7 +113,7 @@ def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | Non
     _need_postgres()
     from memory_orchestrator.postgres.state import SharedTokens
 
-    book = SharedTokens(_database(settings, "tokens"), refresh_s=settings.shared.tokens_refresh_s)
+    book = SharedTokens(_database(settings), refresh_s=settings.shared.tokens_refresh_s)
     return book.tokens
 
 
@@ -99,8 +125,41 @@ def add_shared_token(settings: Settings, token: TokenSpec) -> None:
     _need_postgres()
     from memory_orchestrator.postgres.state import SharedTokens
 
-    book = SharedTokens(_database(settings, "tokens"))
+    book = SharedTokens(_database(settings))
     try:
         book.add(token)
     finally:
         book.close()
+
+
+def revoke_shared_token(settings: Settings, name: str) -> tuple[bool, int]:
+    """Removes the shared token `name` and ends its sessions: every replica refuses it within
+    `[shared] tokens_refresh_s` (its sessions at once). Returns whether it was there and how
+    many sessions it held. Raises ConfigError when state is not shared, BackendError when
+    the database fails."""
+    if not shared(settings):
+        raise ConfigError('--shared needs [shared] state = "postgres"')
+    _need_postgres()
+    from memory_orchestrator.postgres.sessions import PgSessions
+    from memory_orchestrator.postgres.state import SharedTokens
+
+    db = _database(settings)
+    http = settings.http
+    try:
+        removed = SharedTokens(db).remove(name)
+        ended = PgSessions(db, http.max_sessions_per_token, http.session_idle_timeout_s)
+        return removed, ended.end_all(name)
+    finally:
+        db.close()
+
+
+def shared_sessions(settings: Settings) -> PgSessions | None:
+    """The MCP sessions in the shared database when state is shared, else None (each server
+    keeps its own)."""
+    if not shared(settings):
+        return None
+    _need_postgres()
+    from memory_orchestrator.postgres.sessions import PgSessions
+
+    http = settings.http
+    return PgSessions(_database(settings), http.max_sessions_per_token, http.session_idle_timeout_s)

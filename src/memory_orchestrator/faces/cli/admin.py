@@ -153,6 +153,37 @@ def token_new(
     show(ctx, json, document, lambda _: render.new_token(spec.name, secret, spec.toml()))
 
 
+@token_app.command("revoke")
+def token_revoke(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", help="The token to revoke.")],
+    json: JsonFlag = False,
+) -> None:
+    """Remove a token from the shared token list and end its sessions: no replica accepts it
+    after [shared] tokens_refresh_s. Exit code 1 when no shared token has that name (a token
+    in a config file is revoked by deleting its [[http.tokens]] entry and restarting)."""
+    settings = guarded(state_of(ctx).settings)
+    removed, ended = guarded(lambda: shared_state.revoke_shared_token(settings, name))
+    in_config = any(token.name == name for token in settings.http.tokens)
+    document = {"name": name, "revoked": removed, "sessions_ended": ended, "in_config": in_config}
+    refresh = settings.shared.tokens_refresh_s
+    show(ctx, json, document, lambda _: _print_revoked(name, removed, ended, in_config, refresh))
+    if not removed:
+        raise typer.Exit(FAILURE)
+
+
+def _print_revoked(name: str, removed: bool, ended: int, in_config: bool, refresh: float) -> None:
+    if removed:
+        render.note(
+            f"revoked {name!r}: every replica refuses it within {refresh:g} s; {ended} open"
+            " session(s) ended"
+        )
+    else:
+        render.note(f"no shared token is named {name!r}")
+    if in_config:
+        render.note(f"{name!r} is also in this config file: delete its [[http.tokens]] entry")
+
+
 def stats(
     ctx: typer.Context,
     since: Annotated[

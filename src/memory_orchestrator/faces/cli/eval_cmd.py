@@ -266,6 +266,8 @@ def _tables(report: dict[str, Any]) -> None:
     updates = report.get("knowledge_updates")
     if updates:
         console.print(_updates_table(updates))
+        if updates.get("by_kind"):
+            console.print(_kinds_table(updates["by_kind"]))
     checks = report.get("write_checks")
     if checks:
         console.print(Text(f"write checks: {checks['passed']} passed, {checks['failed']} failed"))
@@ -297,6 +299,33 @@ def _system_table(title: str, systems: dict[str, Any], columns: list[tuple[str, 
     return table
 
 
+def _kinds_table(kinds: dict[str, dict[str, int]]) -> Table:
+    """The writes per kind of sequence: what each should have done, and the wrong ones."""
+    table = Table(title="knowledge updates by kind", title_justify="left")
+    for name in ("kind", "corrections: detected / skipped", "restatements written"):
+        table.add_column(name, justify="left" if name == "kind" else "right")
+    table.add_column("look-alikes superseded", justify="right")
+    table.add_column("new facts superseding", justify="right")
+
+    def share(row: dict[str, int], part: str, whole: str) -> str:
+        return f"{row.get(part, 0)} / {row[whole]}" if row.get(whole) else "-"
+
+    for kind, row in kinds.items():
+        corrections = (
+            f"{row.get('detected', 0)} / {row.get('skipped', 0)} of {row['corrections']}"
+            if row.get("corrections")
+            else "-"
+        )
+        table.add_row(
+            kind,
+            corrections,
+            share(row, "written", "restatements"),
+            share(row, "superseded", "lookalikes"),
+            share(row, "superseding", "new_facts"),
+        )
+    return table
+
+
 def _updates_table(updates: dict[str, Any]) -> Table:
     """The knowledge-update figures (`eval.updates`): writes, then reads per system."""
     table = Table(title="knowledge updates", title_justify="left")
@@ -305,6 +334,7 @@ def _updates_table(updates: dict[str, Any]) -> Table:
     u = updates
     rows = [
         ("updates detected", f"{u['updates_detected']} / {u['updates']}"),
+        ("corrections skipped", f"{u.get('corrections_skipped', 0)} / {u['updates']}"),
         ("restatements wrongly written", f"{u['restatements_written']} / {u['restatements']}"),
         ("look-alikes wrongly superseded", f"{u['lookalikes_superseded']} / {u['lookalikes']}"),
         ("new facts superseding", f"{u['new_facts_superseding']} / {u['new_facts']}"),

@@ -9,9 +9,10 @@ uvicorn on loopback by default. Every HTTP request passes `BearerAuth` first:
 A known token goes on in the request as a `TokenUser`. What it may do inside MCP is decided
 where the SDK has parsed the JSON-RPC message (`faces.mcp.access.ToolAccess`: tool allowlist,
 read-only tokens, the `tools/list` a token sees); which sessions it owns and how many it may
-hold, in `faces.http.sessions`. `/metrics` (Prometheus text) sits behind the same check: any valid
-token may read it. Without tokens the server refuses to start unless `insecure_no_auth` is
-given, which opens everything.
+hold, in `faces.http.endpoint` (sessions kept in `faces.http.sessions`, or in the shared
+database, so that replicas need no session affinity). `/metrics` (Prometheus text) sits
+behind the same check: any valid token may read it. Without tokens the server refuses to
+start unless `insecure_no_auth` is given, which opens everything.
 
 This module never imports the MCP face (`faces.mcp.server`): the server to serve is built by the
 `make_server` factory it is handed.
@@ -26,16 +27,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, 
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.faces.http.sessions import SessionBook, SessionGauge, SessionLimits
+from memory_orchestrator.faces.http.endpoint import SessionGate
+from memory_orchestrator.faces.http.sessions import LocalSessions, SessionGauge
 from memory_orchestrator.faces.mcp.access import FORBIDDEN, TokenUser, peer_of
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
@@ -174,32 +178,41 @@ def build_app(
     book = None if insecure_no_auth else _book(http.tokens, shared)
     observer = observer or Observer(metrics=Metrics())
     server = make_server(observer)
-    # The SDK builds its session manager (and DNS-rebinding protection for loopback hosts)
-    # here; we wrap its endpoint and run the manager in our own lifespan. Plain JSON answers
-    # instead of one SSE stream per call: the tools send no progress notifications, and in a
-    # side-by-side check over loopback calls were about 15% faster. The SDK's overall session
-    # cap is the sum of the per-token caps (one caller's worth without auth).
+    # The SDK builds its transport (and DNS-rebinding protection for loopback hosts) here, in
+    # its stateless mode: sessions are ours (`faces.http.endpoint`), kept where every replica
+    # finds them. Plain JSON answers instead of one SSE stream per call: the tools send no
+    # progress notifications, and in a side-by-side check over loopback calls were about 15%
+    # faster.
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host or http.host,
         max_request_body_size=MAX_BODY_BYTES,
         json_response=True,
-        session_idle_timeout=http.session_idle_timeout_s,
-        max_sessions=http.max_sessions_per_token * (len(book) if book is not None else 1),
+        stateless_http=True,
     )
-    sessions = SessionBook(http.max_sessions_per_token, http.session_idle_timeout_s)
+    manager = server.session_manager
+    sessions = shared_state.shared_sessions(settings) or LocalSessions(
+        http.max_sessions_per_token, http.session_idle_timeout_s
+    )
     metrics = observer.metrics
     metrics.registry.register(SessionGauge(sessions))
 
     async def metrics_endpoint(_: Request) -> Response:
-        return Response(metrics.render(), media_type=metrics.content_type)
+        text = await anyio.to_thread.run_sync(metrics.render)  # may read the shared sessions
+        return Response(text, media_type=metrics.content_type)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with server.session_manager.run():
-            yield
+        try:
+            async with manager.run():
+                yield
+        finally:
+            sessions.close()
 
-    mcp_endpoint = SessionLimits(StreamableHTTPASGIApp(server.session_manager), sessions, observer)
+    gate = SessionGate(
+        StreamableHTTPASGIApp(manager), sessions, observer, manager.security_settings
+    )
+    mcp_endpoint = RequestBodyLimitMiddleware(gate, MAX_BODY_BYTES)
     app = Starlette(
         routes=[
             Route(MCP_PATH, mcp_endpoint),

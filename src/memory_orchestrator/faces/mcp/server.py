@@ -18,9 +18,9 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
@@ -33,7 +33,7 @@ from memory_orchestrator.faces.mcp.tools import (
     tool_error,
     without_nulls,
 )
-from memory_orchestrator.faces.mcp.wire import AnsweringReader, closed_pipe, say_closed
+from memory_orchestrator.faces.mcp.wire import StdioWire
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
@@ -59,22 +59,14 @@ class _MemoryServer(MCPServer[AppState]):
 
     observer: Observer | None = None
     state: AppState | None = None
+    drain_s = 60.0  # how long requests in flight may finish once stdin ends (`create_server`)
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio transport, where a line that is not a message is answered with a
-        JSON-RPC error and a client hanging up ends the server with one line (`faces.mcp.wire`)."""
-        try:
-            async with stdio_server() as (read_stream, write_stream):
-                lowlevel = self._lowlevel_server
-                await lowlevel.run(
-                    AnsweringReader(read_stream, write_stream.send),
-                    write_stream,
-                    lowlevel.create_initialization_options(),
-                )
-        except Exception as exc:
-            if not closed_pipe(exc):
-                raise
-            say_closed()
+        """Our stdio transport (`faces.mcp.wire`): every line answered, and a client that goes
+        away loses no write in flight and ends the server with one line."""
+        lowlevel = self._lowlevel_server
+        options = lowlevel.create_initialization_options()
+        await StdioWire(self.drain_s).serve(lambda read, write: lowlevel.run(read, write, options))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
@@ -150,8 +142,11 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         orchestrator = Orchestrator.from_settings(settings, observer=observer)
         server.state = AppState(orchestrator)
         try:
-            async with orchestrator.warming():  # indexes and model load behind `initialize`
+            async with orchestrator.warming(), anyio.create_task_group() as background:
+                # the model and indexes load behind `initialize`; the outbox's schedule
+                background.start_soon(orchestrator.keep_replaying)
                 yield server.state
+                background.cancel_scope.cancel()
         finally:
             server.state = None
             await orchestrator.close()
@@ -169,6 +164,9 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         middleware=[ToolAccess(observer)],
     )
     server.observer = observer
+    # the longest a tool call may take (docs/explanation/reliability.md): four rounds of bounded
+    # store calls for a read, the outbox's replay budget plus its own calls for a write
+    server.drain_s = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s
     for tool, hints in TOOLS:
         server.add_tool(tool, annotations=hints)
     return server

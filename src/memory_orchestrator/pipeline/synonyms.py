@@ -1,0 +1,139 @@
+"""General English synonyms from WordNet 3.0: two words share a synset ("start"/"begin",
+"buy"/"purchase", "fix"/"repair"), and `sense_rank` says how far down the two words' senses
+(WordNet lists them most frequent first) the shared one lies: 0 when it is the first sense of
+both.
+
+The table (`synonyms.txt.gz`, built by `scripts/make_synonyms.py`, WordNet's notice at its
+head) is read once, on first use. Inflected forms are taken back to their lemma as WordNet's
+own `morphy` does: its irregular forms ("bought" -> "buy"), then its suffix rules, a
+candidate kept only when the table knows it.
+"""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+from importlib import resources
+
+__all__ = ["antonyms", "base_form", "lemmas", "sense_rank", "synonyms"]
+
+_TABLE = "synonyms.txt.gz"
+_SUFFIXES = (
+    ("ies", "y"),
+    ("ses", "s"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("men", "man"),
+    ("es", "e"),
+    ("es", ""),
+    ("s", ""),
+    ("ied", "y"),
+    ("ed", "e"),
+    ("ed", ""),
+    ("ing", "e"),
+    ("ing", ""),
+    ("er", ""),
+    ("er", "e"),
+    ("est", ""),
+    ("est", "e"),
+)
+
+
+Senses = dict[int, int]  # synset (its line) -> the rank of that sense for the word
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
+    groups: dict[str, Senses] = {}
+    forms: dict[str, list[str]] = {}
+    for number, line in enumerate(_lines()):
+        if not line or line.startswith(("#", "! ")):
+            continue
+        if line.startswith("~ "):
+            _, form, lemma = line.split()
+            forms.setdefault(form, []).append(lemma)
+            continue
+        for entry in line.split():
+            word, _, rank = entry.partition(":")
+            groups.setdefault(word, {})[number] = int(rank or 0)
+    return groups, {f: tuple(lemma) for f, lemma in forms.items()}
+
+
+@lru_cache(maxsize=1)
+def _lines() -> tuple[str, ...]:
+    raw = resources.files("memory_orchestrator.pipeline").joinpath(_TABLE).read_bytes()
+    return tuple(gzip.decompress(raw).decode("utf-8").splitlines())
+
+
+@lru_cache(maxsize=1)
+def _antonyms() -> frozenset[tuple[str, str]]:
+    pairs = [tuple(line.split()[1:]) for line in _lines() if line.startswith("! ")]
+    return frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
+
+
+@lru_cache(maxsize=8192)
+def lemmas(word: str) -> tuple[str, ...]:
+    """The table's lemmas `word` (lower case) may be a form of: itself, an irregular form's
+    lemma, a suffix taken off ("begins" -> "begin", "stopped" -> "stop"); of a phrase, its
+    first word so ("takes place" -> "take_place")."""
+    groups, _ = _table()
+    head, _, rest = word.partition(" ")
+    tail = "_" + rest.replace(" ", "_") if rest else ""
+    return tuple(dict.fromkeys(w + tail for w in _candidates(head) if w + tail in groups))
+
+
+def _candidates(word: str) -> list[str]:
+    _, forms = _table()
+    found = [word, *forms.get(word, ())]
+    for suffix, ending in _SUFFIXES:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            base = word[: -len(suffix)] + ending
+            found.append(base)
+            if not ending and len(base) > 2 and base[-1] == base[-2]:  # "stopped" -> "stop"
+                found.append(base[:-1])
+    return found
+
+
+def sense_rank(a: str, b: str) -> int | None:
+    """How far down their senses two words or phrases (any case, any inflection) share one:
+    the smallest, over shared synsets, of the larger of the two ranks; None when they share
+    none (or are the same)."""
+    x, y = " ".join(a.casefold().split()), " ".join(b.casefold().split())
+    if x == y:
+        return None
+    groups, _ = _table()
+    mine: Senses = {}
+    for lemma in lemmas(x):
+        for synset, rank in groups[lemma].items():
+            mine[synset] = min(rank, mine.get(synset, rank))
+    ranks = [
+        max(rank, mine[synset])
+        for lemma in lemmas(y)
+        for synset, rank in groups[lemma].items()
+        if synset in mine
+    ]
+    return min(ranks, default=None)
+
+
+def antonyms(a: str, b: str) -> bool:
+    """Whether WordNet lists two words (any inflection) as antonyms ("accepted"/"refused")."""
+    pairs = _antonyms()
+    x, y = a.casefold(), b.casefold()
+    return any((p, q) in pairs for p in _candidates(x) for q in _candidates(y))
+
+
+def synonyms(a: str, b: str, depth: int = 1) -> bool:
+    """Whether two words share a synset within the first `depth` + 1 senses of each."""
+    rank = sense_rank(a, b)
+    return rank is not None and rank <= depth
+
+
+@lru_cache(maxsize=8192)
+def base_form(word: str) -> str:
+    """The lemma of an irregular verb or noun form ("seen" -> "see", "led" -> "lead"),
+    else the word itself."""
+    _, forms = _table()
+    found = forms.get(word.casefold())
+    return found[0] if found else word
