@@ -118,15 +118,12 @@ async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> None:
 
 async def settled(orch: Orchestrator) -> str:
     """Wait (untimed) until the semantic index, when on, has embedded every memory, so that
-    no background embedding runs under the timed calls; its health detail, or "off"."""
-    while True:
-        report = await orch.health()
-        check = next((c for c in report.checks if c.name == "semantic"), None)
-        if check is None:
-            return "off"
-        if "being embedded" not in check.detail:
-            return check.detail
-        await anyio.sleep(0.5)
+    no background embedding runs under the timed calls (as the eval does); its health
+    detail, or "off"."""
+    await orch.settle()
+    report = await orch.health()
+    check = next((c for c in report.checks if c.name == "semantic"), None)
+    return "off" if check is None else check.detail
 
 
 async def bench_size(

@@ -5,7 +5,8 @@
 pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
 background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
 their candidate lists, read back from the store so that a memory deleted or changed there never
-comes back stale (`candidate_lists`).
+comes back stale (`candidate_lists`). An evaluation waits, with no bound, until everything is
+embedded (`settle`), so that its answers do not depend on the machine's speed.
 
 Loaded lazily by the first query, or ahead of it by `warm_up`, which the servers start in the
 background as they come up: the model, the kept vectors and the store's whole listing then load
@@ -16,7 +17,7 @@ off the event loop, and a query that comes meanwhile is served with the indexes 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -27,7 +28,7 @@ from memory_orchestrator.derived.feed import Feed
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.derived.vectors import VectorFile, vector_path
-from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.errors import EmbeddingFailed, SemanticUnavailable
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
     SEMANTIC_SOURCE,
@@ -45,6 +46,7 @@ from memory_orchestrator.settings import Settings
 log = logging.getLogger(__name__)
 
 _HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
+Embedding = Callable[[int, int], None]  # told (memories embedded, memories to embed)
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,38 @@ class DerivedIndexes:
         semantic = self._semantic
         if wait_s > 0 and semantic is not None and semantic.waiting():
             await anyio.to_thread.run_sync(semantic.wait, wait_s)
+
+    async def settle(self, report: Embedding | None = None, *, every_s: float = 5.0) -> None:
+        """Pull everything the store holds into the indexes and wait, with no bound, until
+        the semantic index has embedded all of it: for an evaluation, whose every query must
+        see the same indexes however busy the machine (an agent's request waits only up to
+        `index_wait_s`). `report(done, total)` is told how far the embedding has got, at the
+        start and every `every_s` seconds while it lasts. Raises `EmbeddingFailed` when the
+        model failed on memories meanwhile (the rest would be measured without them)."""
+        if self._warming is not None:
+            await self._warming.wait()
+        semantic = self._load_semantic() if self._settings.semantic.enabled is not False else None
+        indexes = Indexes(self._local_index(), semantic)
+        self._feed.stale()
+        failed = semantic.failed if semantic is not None else 0
+        await self._pull(indexes, wait=False)
+        if indexes.local is not None:
+            await anyio.to_thread.run_sync(indexes.local.prepare)
+        if semantic is None:
+            return
+        total = left = semantic.waiting()
+        while left:
+            if report is not None:
+                report(total - left, total)
+            left = await anyio.to_thread.run_sync(semantic.wait, every_s)
+            total = max(total, left)
+        if report is not None and total:
+            report(total, total)
+        if semantic.failed > failed:
+            raise EmbeddingFailed(
+                f"semantic index: {semantic.failed - failed} memories could not be embedded"
+                f" ({semantic.failure}); the evaluation would measure without them"
+            )
 
     async def _warm(self) -> None:
         self._warming = done = anyio.Event()

@@ -117,6 +117,8 @@ class SemanticIndex:
         self._busy: set[str] = set()  # the batches the workers are embedding now
         self._workers = 0
         self._rate = _Rate()  # how fast the worker embeds (health reports it)
+        self.failed = 0  # memories the background workers could not embed, and the last error
+        self.failure: str | None = None
         if vectors is not None:
             self._restore(vectors)
 
@@ -207,6 +209,9 @@ class SemanticIndex:
                 self._rate.done(self.add(batch))
             except Exception as exc:  # a cache: what fails is embedded when it is seen again
                 log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
+                with self._work:
+                    self.failed += len(batch)
+                    self.failure = str(exc) or type(exc).__name__
             finally:
                 with self._work:
                     self._busy.difference_update(m.id for m in batch)

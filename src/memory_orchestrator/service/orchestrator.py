@@ -182,6 +182,13 @@ class Orchestrator:
             await anyio.to_thread.run_sync(self._observer.prepare, abandon_on_cancel=True)
         await self._indexes.warm_up(wait_s=wait_s)
 
+    async def settle(self, report: Callable[[int, int], None] | None = None) -> None:
+        """Bring the derived indexes up to date with the store and wait, with no bound, until
+        the semantic index has embedded every memory (`report(done, total)` is told how far
+        it has got): what an evaluation does before it asks, so that its answers are the same
+        on a busy machine. Raises `EmbeddingFailed` when the model failed on memories."""
+        await self._indexes.settle(report)
+
     @asynccontextmanager
     async def warming(self) -> AsyncIterator[None]:
         """`warm_up` in the background while the block runs (the servers' lifespans: the
