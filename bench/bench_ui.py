@@ -4,15 +4,17 @@ Builds (once, kept under `--data`) an embedded store of `--memories` determinist
 memories (`bench_context.synthetic`: 60 people, four memory types, one every 37 minutes) with
 a few corrections, leaves `--requests` searches and context packages in its trace store, and
 writes an `eval --out` folder (the shipped golden set). Then it starts the real
-`orchestrator ui` process on it and asks for every page: once cold (the first answer waits
-for the store's whole listing), then `--rounds` times each, page after page in turn so that
-the machine's load drifts over all pages alike. The time is the server's own, from the
-`Server-Timing: app;dur=...` header every answer carries (the guard's entry to the answer's
-start); the client's wall time (a new connection per request) is printed beside it. Not a
-test: it asserts nothing.
+`orchestrator ui` process on it and asks for every page: the first page at once after start
+(it answers from the memories listed so far, while the inspector lists the store beside the
+requests), `/` again every 0.2 s until that listing is done, then `--rounds` times each page,
+page after page in turn so that the machine's load drifts over all pages alike. The time is
+the server's own, from the `Server-Timing: app;dur=...` header every answer carries (the
+guard's entry to the answer's start); the client's wall time (a new connection per request)
+is printed beside it. Not a test: it asserts nothing.
 
     make bench-ui
     .venv/bin/python bench/bench_ui.py --memories 100000 [--rounds 20] [--json OUT]
+        [--orchestrator PATH]   # another build's `orchestrator`, for an A/B in one run
 
 The semantic stage is off (`ORCHESTRATOR_SEMANTIC__ENABLED=false`): embedding 100,000
 memories takes hours on a CPU the first time (it is kept afterwards); the figures measure the
@@ -55,6 +57,9 @@ from memory_orchestrator.state.observability import percentile
 REPO = Path(__file__).resolve().parents[1]
 ORCHESTRATOR = Path(sys.executable).parent / "orchestrator"
 _TIMING = re.compile(r"app;dur=([0-9.]+)")
+_INDEXING = "Indexing the store"
+# asked once each right after the first page, while the inspector still lists the store
+_FIRST_VISITS = ("/traces", "/health", "/eval", "/graph?entity=Person1", "/?q=Person1+budget")
 _WORDS = "project vendor firmware deploy release team budget meeting customer launch design".split()
 
 
@@ -147,18 +152,46 @@ def _pages(client: httpx2.Client, count: int) -> dict[str, list[str]]:
     }
 
 
+def _cold(client: httpx2.Client) -> dict[str, Any]:
+    """The first page after start, the first visit of a few others, then `/` every 0.2 s
+    while the store is being listed."""
+    started = time.perf_counter()
+    first = client.get("/")
+    cold: dict[str, Any] = {
+        "first_page_server_ms": _server_ms(first),
+        "first_page_wall_ms": round((time.perf_counter() - started) * 1000, 1),
+        "first_page_indexing": _INDEXING in first.text,
+    }
+    visits = {}
+    for path in _FIRST_VISITS:
+        answer = client.get(path)
+        answer.raise_for_status()
+        visits[path] = _server_ms(answer)
+    cold["first_visits_server_ms"] = visits
+    during: list[float] = []
+    answer = first
+    while _INDEXING in answer.text:
+        time.sleep(0.2)
+        answer = client.get("/")
+        answer.raise_for_status()
+        during.append(_server_ms(answer))
+    cold["listed_whole_after_s"] = round(time.perf_counter() - started, 1)
+    if during:
+        cold["while_indexing"] = {
+            "pages": len(during),
+            "p50_ms": round(percentile(during, 50) or 0.0, 1),
+            "max_ms": round(max(during), 1),
+        }
+    return cold
+
+
 def measure(url: str, rounds: int, count: int) -> dict[str, Any]:
     # a new connection per request: on a kept-alive connection this client waits ~40 ms for
     # each answer (a delayed-ACK stall of its own; curl and chromium do not), which is not
     # the server's time
     none_kept = httpx2.Limits(max_keepalive_connections=0)
     with httpx2.Client(base_url=url, timeout=600, limits=none_kept) as client:
-        started = time.perf_counter()
-        first = client.get("/")
-        cold = {
-            "first_page_server_ms": _server_ms(first),
-            "first_page_wall_ms": round((time.perf_counter() - started) * 1000, 1),
-        }
+        cold = _cold(client)
         pages = _pages(client, count)
         for variants in pages.values():  # one untimed pass: each page's first use
             for path in variants:
@@ -195,16 +228,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--data", type=Path, default=None, help="default .tools/bench-ui/N")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--orchestrator", type=Path, default=ORCHESTRATOR, help="the command run")
     args = parser.parse_args()
     data = prepare(
         args.data or REPO / ".tools" / "bench-ui" / str(args.memories), args.memories, args.requests
     )
     argv = [
-        str(ORCHESTRATOR), "ui", "--data-dir", str(data / "store"), "--port", "0",
+        str(args.orchestrator), "ui", "--data-dir", str(data / "store"), "--port", "0",
         "--eval-dir", str(data / "eval-out"),
     ]  # fmt: skip
     started = time.perf_counter()
-    with inspector(argv, cwd=data, env=_env(), start_timeout_s=600) as url:
+    with inspector(argv, cwd=data, env=_env(), start_timeout_s=600, ready=False) as url:
         print(f"inspector up in {time.perf_counter() - started:.1f} s at {url}", flush=True)
         result = measure(url, args.rounds, args.memories)
     result.update(
@@ -214,10 +248,23 @@ def main() -> None:
         machine=f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}",
     )
     cold = result["cold"]
+    during = cold.get("while_indexing")
     print(
         f"\n{args.memories:,} memories, {args.requests} kept requests, {args.rounds} rounds"
-        f" ({result['machine']}); first page after start: server {cold['first_page_server_ms']}"
-        f" ms, wall {cold['first_page_wall_ms']} ms (waits for the store's whole listing)\n"
+        f" ({result['machine']}; {args.orchestrator}); first page after start: server"
+        f" {cold['first_page_server_ms']} ms, wall {cold['first_page_wall_ms']} ms"
+        f" ({'indexing' if cold['first_page_indexing'] else 'the whole listing'}); the store"
+        f" listed whole {cold['listed_whole_after_s']} s after it"
+        + (
+            f"; `/` while indexing: {during['pages']} pages, p50 {during['p50_ms']} ms, max"
+            f" {during['max_ms']} ms"
+            if during
+            else ""
+        )
+        + "\n"
+        + "first visits meanwhile (server ms): "
+        + ", ".join(f"{path} {ms}" for path, ms in cold["first_visits_server_ms"].items())
+        + "\n"
     )
     print(f"{'page':40} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'wall p50':>9}")
     for row in result["pages"]:

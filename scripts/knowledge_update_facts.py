@@ -57,6 +57,7 @@ SOFTWARE = Domain(
                 "reordered": "From the {v} branch we publish the {s}.",
                 "passive": "The {s} is published from the {v} branch.",
                 "negated": "We no longer publish the {s} from the {v} branch.",
+                "otherverb": "We build the {s} from the {v} branch.",
             },
         ),
         Fact(
@@ -80,6 +81,7 @@ SOFTWARE = Domain(
                 "reordered": "On the {v} cluster, the {s} API is hosted.",
                 "synonym": "The {s} API is housed on the {v} cluster.",
                 "negated": "The {s} API is not hosted on the {v} cluster.",
+                "otherverb": "The {s} API is tested on the {v} cluster.",
             },
         ),
         Fact(
@@ -102,6 +104,7 @@ SOFTWARE = Domain(
             {
                 "reordered": "Against the {v} schema, nightly tests for the {s} module run.",
                 "negated": "Nightly tests for the {s} module never run against the {v} schema.",
+                "otherverb": "Nightly tests for the {s} module fail against the {v} schema.",
             },
         ),
         Fact(
@@ -124,6 +127,7 @@ SOFTWARE = Domain(
             {
                 "reordered": "In {v}, the {s} service is written.",
                 "synonym": "The {s} service is coded in {v}.",
+                "otherverb": "The {s} service is documented in {v}.",
             },
         ),
         Fact(
@@ -168,6 +172,7 @@ SOFTWARE = Domain(
                 "passive": "The {s} library is maintained by {v}.",
                 "synonym": "{v} looks after the {s} library.",
                 "negated": "{v} no longer maintains the {s} library.",
+                "otherverb": "{v} wrote the {s} library.",
             },
         ),
         Fact(
@@ -190,6 +195,7 @@ SOFTWARE = Domain(
             {
                 "reordered": "On {v} runners, builds of the {s} app run.",
                 "negated": "Builds of the {s} app stopped running on {v} runners.",
+                "otherverb": "Builds of the {s} app fail on {v} runners.",
             },
         ),
     ),
@@ -220,6 +226,7 @@ TEAM = Domain(
                 "passive": "The {v} team owns the {s} service.",
                 "reordered": "It is the {v} team that owns the {s} service.",
                 "negated": "The {s} service is no longer owned by the {v} team.",
+                "otherverb": "The {s} service is used by the {v} team.",
             },
         ),
         Fact(
@@ -287,6 +294,7 @@ TEAM = Domain(
                 "reordered": "In {v}, the {s} team tracks its work.",
                 "passive": "The work of the {s} team is tracked in {v}.",
                 "negated": "The {s} team stopped tracking its work in {v}.",
+                "otherverb": "The {s} team plans its work in {v}.",
             },
         ),
         Fact(
@@ -310,6 +318,7 @@ TEAM = Domain(
                 "passive": "The {s} guild is led by {v}.",
                 "synonym": "{v} heads the {s} guild.",
                 "negated": "{v} no longer leads the {s} guild.",
+                "otherverb": "{v} joined the {s} guild.",
             },
         ),
         Fact(
@@ -333,6 +342,7 @@ TEAM = Domain(
                 "reordered": "In the {v}, Maria prefers {s} meetings.",
                 "negated": "Maria no longer wants {s} meetings in the {v}.",
                 "reversed": "Maria avoids {s} meetings in the {v}.",
+                "otherverb": "Maria schedules {s} meetings in the {v}.",
             },
         ),
     ),
@@ -385,6 +395,7 @@ TRAVEL = Domain(
                 "passive": "A {v} seat on the {s} flight was booked by Anna.",
                 "synonym": "Anna reserved a {v} seat on the {s} flight.",
                 "negated": "Anna did not book a {v} seat on the {s} flight.",
+                "otherverb": "Anna requested a {v} seat on the {s} flight.",
             },
         ),
         Fact(
@@ -488,6 +499,7 @@ HEALTH = Domain(
             {
                 "reordered": "For his {s} checkups, Ben sees Dr {v}.",
                 "negated": "Ben no longer sees Dr {v} for his {s} checkups.",
+                "otherverb": "Ben pays Dr {v} for his {s} checkups.",
             },
         ),
         Fact(
@@ -510,6 +522,7 @@ HEALTH = Domain(
             {
                 "reordered": "For her {s}, Clara takes {v}.",
                 "negated": "Clara stopped taking {v} for her {s}.",
+                "otherverb": "Clara buys {v} for her {s}.",
             },
         ),
         Fact(
@@ -553,6 +566,7 @@ HEALTH = Domain(
             "Which patients does the {s} clinic accept?",
             {
                 "negated": "The {s} clinic no longer accepts {v} patients.",
+                "otherverb": "The {s} clinic refers {v} patients.",
             },
         ),
     ),
@@ -628,6 +642,7 @@ MONEY = Domain(
             {
                 "passive": "Expenses for the {s} team are approved by {v}.",
                 "negated": "{v} no longer approves expenses for the {s} team.",
+                "otherverb": "{v} submits expenses for the {s} team.",
             },
         ),
         Fact(

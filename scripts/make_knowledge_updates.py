@@ -42,12 +42,14 @@ from typing import Any
 import knowledge_update_facts
 import knowledge_update_heldout
 import knowledge_update_heldout_b
+import knowledge_update_heldout_c
 from knowledge_update_facts import Domain, Fact
 
 EVAL = Path(__file__).resolve().parents[1] / "src" / "memory_orchestrator" / "eval"
 OUT = EVAL / "knowledge_updates.jsonl"
 HELDOUT = EVAL / "knowledge_updates_heldout.jsonl"
 HELDOUT_B = EVAL / "knowledge_updates_heldout_b.jsonl"
+HELDOUT_C = EVAL / "knowledge_updates_heldout_c.jsonl"
 START = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 
 
@@ -402,7 +404,7 @@ def _said(form: str, subject: str, value: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def fact_sequences(fact: Fact) -> Iterator[Sequence]:
+def fact_sequences(fact: Fact, with_verbs: bool = True) -> Iterator[Sequence]:
     """Every kind of write `fact` gives, each on a subject of its own (see the docstring)."""
     subjects = iter(fact.subjects)
     first, fixed, other = fact.values
@@ -440,12 +442,35 @@ def fact_sequences(fact: Fact) -> Iterator[Sequence]:
             Step(_said(fact.text, s2, value), "added", lookalike_of=0),
         ]
         yield seq(kind, steps, (ask(s2), [1], []), (ask(s), [0], []))
+    if with_verbs and "otherverb" in fact.forms:
+        yield other_verb(fact, next(subjects))
 
 
-def domain_case(domain: Domain, part: str) -> Case:
+def other_verb(fact: Fact, subject: str) -> Sequence:
+    """The same memory with another verb: another fact, added beside the first."""
+    first = fact.values[0]
+    steps = [
+        Step(_said(fact.text, subject, first), "added"),
+        Step(_said(fact.forms["otherverb"], subject, first), "added", lookalike_of=0),
+    ]
+    return seq("lookalike-verb", steps, (_said(fact.question, subject, first), [0], []))
+
+
+def domain_case(domain: Domain, part: str, with_verbs: bool = True) -> Case:
     case = Case(f"{part}-{domain.name}", domain.description, {})
     for fact in domain.facts:
-        case.sequences.extend(fact_sequences(fact))
+        case.sequences.extend(fact_sequences(fact, with_verbs))
+    return case
+
+
+def verbs_case(domains: tuple[Domain, ...], part: str) -> Case:
+    """Every fact's `otherverb` form, each on the fact's first subject, in a case of its own
+    (so that the sequences of the other cases stay as they were)."""
+    case = Case(f"{part}-other-verbs", "the same memories with another verb: other facts", {})
+    for domain in domains:
+        for fact in domain.facts:
+            if "otherverb" in fact.forms:
+                case.sequences.append(other_verb(fact, fact.subjects[0]))
     return case
 
 
@@ -529,12 +554,16 @@ def write_set(path: Path, cases: list[Case], note: str) -> None:
 def main() -> None:
     for case in CASES:
         build(case, rounds=2)
-    hard = [domain_case(d, "hard") for d in knowledge_update_facts.DOMAINS]
+    dev = knowledge_update_facts.DOMAINS
+    hard = [domain_case(d, "hard", with_verbs=False) for d in dev]
+    hard.append(verbs_case(dev, "hard"))
     write_set(OUT, [*CASES, *hard], "Development set: the six agent cases, then the hard cases.")
     held = [domain_case(d, "heldout") for d in knowledge_update_heldout.DOMAINS]
     write_set(HELDOUT, held, "Held out: facts never used to build or tune the write path.")
     held = [domain_case(d, "heldout-b") for d in knowledge_update_heldout_b.DOMAINS]
     write_set(HELDOUT_B, held, "Held out, second batch: written after the rules were fixed.")
+    held = [domain_case(d, "heldout-c") for d in knowledge_update_heldout_c.DOMAINS]
+    write_set(HELDOUT_C, held, "Held out, third batch: six new domains, run once at the end.")
 
 
 if __name__ == "__main__":

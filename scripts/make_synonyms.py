@@ -4,11 +4,14 @@ r"""Build the synonym table the write path reads restatements with, from WordNet
 least two words or verb phrases of up to three words ("take_place"), each with the rank of
 that sense among the word's senses (WordNet lists them most frequent first; 0 is omitted):
 "begin commence start:1", "buy purchase";
-then the irregular forms of verbs and nouns ("~ bought buy", "~ seen see"), and WordNet's
-antonym pairs of single words ("! accept reject"). How far down a
-word's senses a shared synset may lie is for `pipeline.paraphrase` to say: a sense far down
-the list ("staging" as the production of a play) is a synonym only when the semantic model
-agrees.
+then the irregular forms of verbs and nouns ("~ bought buy", "~ seen see"), WordNet's
+antonym pairs of single words ("! accept reject"), its verbs, the most frequent first ("% take
+run make ..."), and what each of the first four senses of a verb says in fewer words
+("> cap:1 limit:1 restrict:0"): the words of its hypernym ("to cap is to limit"), of its
+verb group, and the verb its definition opens with ("wire: send cables, wires or telegrams":
+"> wire:1 send"). How far down a word's senses a shared synset may lie is for
+`pipeline.paraphrase` to say: a sense far down the list ("staging" as the production of a
+play) is a synonym only when the semantic model agrees.
 
 WordNet is the Debian package `wordnet-base` (`apt-get install wordnet-base`; its files in
 /usr/share/wordnet). Its licence asks for its notice on every copy: the table starts with it.
@@ -91,6 +94,124 @@ def antonyms(folder: Path) -> list[tuple[str, str]]:
     return sorted(out)
 
 
+def verbs(folder: Path) -> list[str]:
+    """WordNet's verbs (single words and phrases of up to three), the most frequent first
+    (by the count of their senses tagged in WordNet's corpus), then alphabetical."""
+    counted = []
+    for line in (folder / "index.verb").read_text(encoding="utf-8").splitlines():
+        if line.startswith(" "):
+            continue
+        fields = line.split()
+        lemma, pointers = fields[0], int(fields[3])
+        if WORD.fullmatch(lemma):
+            counted.append((-int(fields[4 + pointers + 1]), lemma))
+    return [lemma for _, lemma in sorted(counted)]
+
+
+# Definitions open with these so often that they say nothing of the verb ("cause to die",
+# "make ready", "grow worse"); "be" + a participle says it ("be priced at": priced).
+_GENERIC = frozenset(
+    "be have make cause get give take do become go come put set let bring grow turn seem feel"
+    " appear remain".split()
+)
+_OPENERS = frozenset("a an the to or and of something someone oneself".split())
+# A head followed by one of these is a light verb whose complement carries the meaning
+# ("fail to keep", "act as a barrier", "bring to an end"): not read.
+_LIGHT = frozenset("to as into in on of for with from at by about".split())
+
+
+Synsets = dict[str, tuple[list[str], list[str], str]]  # offset -> words, linked, definition
+
+
+def implications(folder: Path, known: set[str]) -> list[str]:
+    """ "> verb:rank word:rank ...": for each of the first four senses of each verb, the words
+    of its hypernyms and its verb group (each with the rank of that sense among its own) and
+    the verb its definition opens with (each clause of it; rank 0: its sense is not given)."""
+    senses: dict[str, list[str]] = {}
+    for line in (folder / "index.verb").read_text(encoding="utf-8").splitlines():
+        if not line.startswith(" "):
+            fields = line.split()
+            senses[fields[0]] = fields[4 + int(fields[3]) + 2 :]
+    synsets = _verb_synsets(folder)
+    lines = []
+    for lemma, offsets in sorted(senses.items()):
+        if not WORD.fullmatch(lemma):
+            continue
+        for rank, offset in enumerate(offsets[:4]):
+            said = _said(lemma, synsets[offset], synsets, senses, known)
+            if said:
+                entries = " ".join(w if r == 0 else f"{w}:{r}" for w, r in sorted(said.items()))
+                lines.append(f"> {lemma}:{rank} {entries}" if rank else f"> {lemma} {entries}")
+    return lines
+
+
+def _verb_synsets(folder: Path) -> Synsets:
+    synsets: Synsets = {}
+    for line in (folder / "data.verb").read_text(encoding="utf-8").splitlines():
+        if line.startswith(" "):
+            continue
+        head, _, gloss = line.partition(" | ")
+        fields = head.split()
+        count = int(fields[3], 16)
+        words = [fields[4 + 2 * i].lower() for i in range(count)]
+        at = 4 + 2 * count
+        linked = [
+            fields[at + 2 + 4 * i]
+            for i in range(int(fields[at]))
+            if fields[at + 1 + 4 * i] in ("@", "$") and fields[at + 3 + 4 * i] == "v"
+        ]
+        synsets[fields[0]] = (words, linked, gloss)
+    return synsets
+
+
+def _said(
+    lemma: str,
+    synset: tuple[list[str], list[str], str],
+    synsets: Synsets,
+    senses: dict[str, list[str]],
+    known: set[str],
+) -> dict[str, int]:
+    """What one sense of `lemma` says in fewer words: word -> the rank of that sense."""
+    _, linked, gloss = synset
+    said: dict[str, int] = {}
+    for other in linked:
+        for word in synsets[other][0]:
+            if WORD.fullmatch(word) and word != lemma and other in senses.get(word, []):
+                said.setdefault(word, senses[word].index(other))
+    for word in _heads(gloss, known):
+        if word != lemma:
+            said.setdefault(word, 0)
+    return said
+
+
+def _heads(gloss: str, known: set[str]) -> list[str]:
+    """The verb each clause of a definition opens with ("be a lodger; stay temporarily":
+    lodger is no verb, stay is; "be priced at": price), taken to its lemma; not a light verb
+    ("fail to keep", "act as a barrier")."""
+    out = []
+    for clause in re.split(r"[;(]", gloss.split('"', maxsplit=1)[0]):
+        words = re.findall(r"[a-z][a-z-]*", clause.lower())
+        while words and words[0] in _OPENERS:
+            words = words[1:]
+        if words and words[0] == "be" and len(words) > 1 and words[1].endswith("ed"):
+            words = words[1:]
+        if not words or words[0] in _GENERIC or (len(words) > 1 and words[1] in _LIGHT):
+            continue
+        if lemma := _verb_lemma(words[0], known):
+            out.append(lemma)
+    return out
+
+
+def _verb_lemma(word: str, known: set[str]) -> str | None:
+    if word in known:
+        return word
+    endings = (("ies", "y"), ("es", "e"), ("es", ""), ("s", ""), ("ed", "e"), ("ed", ""))
+    for suffix, ending in endings:
+        if word.endswith(suffix) and (base := word[: -len(suffix)] + ending) in known:
+            return base
+    return None
+
+
 def irregular(folder: Path, words: set[str]) -> list[tuple[str, str]]:
     """Irregular forms of verbs and nouns ("bought", "children"); not of adjectives, whose
     comparatives say something else ("better" is not "good")."""
@@ -114,19 +235,24 @@ def main() -> None:
         for words in synsets.values()
     )
     words = {w for group in synsets.values() for w in group}
-    forms = irregular(folder, words)
+    verb_list = verbs(folder)
+    forms = irregular(folder, words | set(verb_list))
     opposite = antonyms(folder)
+    said = implications(folder, set(verb_list))
     text = (
         NOTICE
         + "\n".join(lines)
         + "\n"
         + "".join(f"~ {f} {lemma}\n" for f, lemma in forms)
         + "".join(f"! {a} {b}\n" for a, b in opposite)
+        + "".join(f"% {' '.join(verb_list[i : i + 20])}\n" for i in range(0, len(verb_list), 20))
+        + "".join(f"{line}\n" for line in said)
     )
     OUT.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     print(
         f"{OUT.name}: {len(lines)} synsets, {len(words)} words, {len(forms)} irregular forms,"
-        f" {len(opposite)} antonym pairs"
+        f" {len(opposite)} antonym pairs, {len(verb_list)} verbs, {len(said)} verb senses said"
+        " in fewer words"
     )
 
 

@@ -2,7 +2,10 @@
 stopped. Used by the browser tests, the packaging tests and `bench/bench_ui.py`.
 
 The URL is waited for as an event (a reader thread hands each stdout line over a queue),
-within a bound; a process that ends first fails with its stderr.
+within a bound; a process that ends first fails with its stderr. By default the line the
+inspector prints once it has listed the store, read the traces and checked health
+(`memory inspector ready: ...`) is waited for too: until then a page may answer from a part
+of the store, which a test that checks what a page shows must not meet.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["URL_LINE", "inspector"]
+__all__ = ["READY_LINE", "URL_LINE", "inspector"]
 
 URL_LINE = re.compile(r"memory inspector: (http://\S+/)")
+READY_LINE = re.compile(r"memory inspector ready: ")
 
 
 @contextlib.contextmanager
@@ -27,9 +31,10 @@ def inspector(
     cwd: Path,
     env: Mapping[str, str] | None = None,
     start_timeout_s: float = 120.0,
+    ready: bool = True,
 ) -> Iterator[str]:
     """Run `argv` (an `orchestrator ... ui --port 0 ...` command) and yield the URL it
-    prints; terminate it afterwards."""
+    prints (`ready`: once it also says it is ready); terminate it afterwards."""
     process = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -64,7 +69,9 @@ def inspector(
         return "".join(errors)
 
     try:
-        url = _url(lines, start_timeout_s, process, stderr)
+        url = _line(lines, URL_LINE, start_timeout_s, process, stderr).group(1)
+        if ready:
+            _line(lines, READY_LINE, start_timeout_s, process, stderr)
         yield url
     finally:
         process.terminate()
@@ -80,20 +87,24 @@ def inspector(
                 stream.close()
 
 
-def _url(
+def _line(
     lines: queue.Queue[str | None],
+    wanted: re.Pattern[str],
     timeout_s: float,
     process: subprocess.Popen[str],
     stderr: Callable[[], str],
-) -> str:
+) -> re.Match[str]:
+    """The first line of stdout that `wanted` finds, waited for as an event."""
     while True:
         try:
             line = lines.get(timeout=timeout_s)
         except queue.Empty:
-            raise TimeoutError(f"`orchestrator ui` printed no URL within {timeout_s:g} s") from None
+            raise TimeoutError(
+                f"`orchestrator ui` printed no line like {wanted.pattern!r} within {timeout_s:g} s"
+            ) from None
         if line is None:
             said = stderr()
             raise RuntimeError(f"`orchestrator ui` ended (exit {process.returncode}): {said}")
-        found = URL_LINE.search(line)
+        found = wanted.search(line)
         if found:
-            return found.group(1)
+            return found

@@ -146,6 +146,19 @@ def test_every_command_and_option_is_on_the_cli_page(site: Path) -> None:
                     assert flag in section, (path, flag)
 
 
+# ---------------------------------------------------------------- make targets
+
+
+def test_every_make_target_with_a_help_line_is_on_the_develop_page() -> None:
+    """`make help` lists the targets with a `##` line; the develop page names each one."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    targets = re.findall(r"^([a-zA-Z_-]+):.*## ", makefile, flags=re.M)
+    assert {"setup", "test", "ui", "bench-ui", "browser"} <= set(targets)
+    page = (REPO / "docs" / "how-to" / "develop.md").read_text(encoding="utf-8")
+    missing = [t for t in targets if not re.search(rf"`make {re.escape(t)}`", page)]
+    assert missing == []
+
+
 # ---------------------------------------------------------------- README
 
 

@@ -330,6 +330,42 @@ def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_again_wh
     _run(settings, body)
 
 
+def test_while_a_server_warms_up_the_pages_answer_at_once_and_say_what_is_still_coming(
+    settings: Settings,
+) -> None:
+    """A server lists the store, reads the traces and checks health beside the requests; a
+    page asked meanwhile does not wait for them. Here nothing spawned runs until the test
+    runs it, so every page meets the state just after start."""
+
+    async def body(site: Site) -> None:
+        await site.orchestrator.search(SearchRequest(query="atlas"))
+        spawned: list[Callable[[], Awaitable[None]]] = []
+        inspection = site.orchestrator.inspection()
+        inspection.serve(spawned.append)
+        site.app.state.ui.health.spawn = spawned.append
+        listed = await site.get("/")
+        assert "Indexing the store: 0 memories listed so far." in listed.text
+        assert "No memory matches." in listed.text
+        requests = await site.get("/traces")
+        assert "Reading the kept requests: 0 so far." in requests.text
+        health = await site.get("/health")
+        assert "The first health check is under way" in health.text
+        assert "Reading the kept requests" in health.text
+        for job in list(spawned):  # the listing, the traces, the health check
+            await job()
+        listed = await site.get("/")
+        assert "Indexing the store" not in listed.text
+        assert "1\u201340 of 40" in listed.text
+        requests = await site.get("/traces")
+        assert "Reading the kept requests" not in requests.text
+        assert "atlas" in requests.text
+        health = await site.get("/health")
+        assert 'Health: <span class="status status-ok">ok</span>' in health.text
+        inspection.serve(None)
+
+    _run(settings, body)
+
+
 def _eval_folder(folder: Path) -> Path:
     folder.mkdir()
     report = {

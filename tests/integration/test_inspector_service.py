@@ -10,11 +10,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory_orchestrator.models import MemoryType, NewMemory, Trace, WriteRequest
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.models import Memory, MemoryType, NewMemory, Trace, WriteRequest
 from memory_orchestrator.postgres.database import Database
 from memory_orchestrator.postgres.state import PgTraceStore
 from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.service.catalog import MemoryFilter
+from memory_orchestrator.service import catalog as catalog_module
+from memory_orchestrator.service.catalog import Catalog, MemoryFilter, Quiet
+from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.trace_index import TraceIndex
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
@@ -65,6 +68,91 @@ def test_the_catalog_pages_newest_first_with_filters(settings: Settings) -> None
             assert catalog.entity_names()[:3] == ["Person0", "Person1", "Person2"]
         finally:
             await orchestrator.close()
+
+    anyio.run(main)
+
+
+class HeldListing:
+    """Fault injection, named as such: the real store's listing, where every page after the
+    first waits for `go` (a large store, listed slowly)."""
+
+    def __init__(self, inner: EmbeddedBackend) -> None:
+        self.inner = inner
+        self.go = anyio.Event()
+        self.first_taken = anyio.Event()  # the second page was asked for: the first is in
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        if cursor is not None:
+            self.first_taken.set()
+            await self.go.wait()
+        return await self.inner.list_memories(cursor, limit)
+
+
+def test_while_a_server_lists_the_store_a_page_answers_at_once_from_what_is_listed(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_module, "_FILL_PAGE", 10)  # 25 memories: three listing pages
+
+    async def main() -> None:
+        orchestrator = Orchestrator.from_settings(settings)
+        try:
+            await orchestrator.ingest(_memories(25))
+        finally:
+            await orchestrator.close()
+        store = EmbeddedBackend(settings.embedded_path())
+        listing = HeldListing(store)
+        catalog = Catalog(listing, store, StoreCalls(settings))
+        try:
+            async with anyio.create_task_group() as tasks:
+                catalog.spawn = tasks.start_soon
+                catalog.fill()
+                with anyio.fail_after(30):
+                    await listing.first_taken.wait()
+                    early = await catalog.page(MemoryFilter(), 0, 50)  # does not wait for `go`
+                assert early.indexing
+                assert (early.listed, early.total, len(early.memories)) == (10, 10, 10)
+                assert "Indexing the store: 10 memories listed so far." in early.notes[0]
+                listing.go.set()
+                with anyio.fail_after(30):
+                    await catalog.filled()
+                done = await catalog.page(MemoryFilter(), 0, 50)
+                assert not done.indexing
+                assert (done.listed, done.total, done.notes) == (25, 25, ())
+                assert done.memories[0].content.startswith("Note 24 ")
+                catalog.spawn = None
+        finally:
+            await store.close()
+
+    anyio.run(main)
+
+
+def test_work_beside_the_requests_waits_for_a_quiet_moment_and_no_longer_than_its_bound() -> None:
+    async def main() -> None:
+        quiet = Quiet(most_s=600)
+        await quiet.wait()  # no request in flight: at once
+        quiet.enter()
+        quiet.enter()
+        done: list[str] = []
+
+        async def beside() -> None:
+            await quiet.wait()
+            done.append("step")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(beside)
+            await anyio.wait_all_tasks_blocked()
+            quiet.leave()
+            await anyio.wait_all_tasks_blocked()
+            assert done == []  # one request still in flight
+            quiet.leave()
+        assert done == ["step"]
+        quiet.wait_blocking()  # quiet again: at once, in a thread too
+        bounded = Quiet(most_s=0)
+        bounded.enter()
+        await bounded.wait()  # a steady stream of requests cannot hold it back for ever
+        bounded.wait_blocking()
 
     anyio.run(main)
 

@@ -169,6 +169,18 @@ def test_the_inspector_face_imports_no_other_face_and_no_mcp_or_cli_framework() 
     assert violations == []
 
 
+def test_the_faces_share_one_loopback_rule() -> None:
+    """Whether a bind address is loopback (and so needs no token) is decided in one place,
+    `state.tokens.is_loopback`, which the HTTP face and the inspector both import: a second
+    copy in a face could drift from the first."""
+    copies = [
+        str(path.relative_to(ROOT))
+        for path in sorted(ROOT.rglob("*.py"))
+        if "def is_loopback(" in path.read_text()
+    ]
+    assert copies == ["state/tokens.py"]
+
+
 def test_the_cli_imports_the_inspector_only_lazily_inside_ui() -> None:
     violations = [
         f"{path.relative_to(ROOT)}:{imp.line} imports {imp.module} in {imp.function}"

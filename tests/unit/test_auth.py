@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from memory_orchestrator.errors import ConfigError
-from memory_orchestrator.faces.http.server import BearerAuth, build_app, is_loopback
+from memory_orchestrator.faces.http.server import BearerAuth, build_app
 from memory_orchestrator.faces.mcp.server import create_server
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer
@@ -28,6 +28,7 @@ from memory_orchestrator.state.tokens import (
     TokenSpec,
     bearer,
     hash_token,
+    is_loopback,
     new_secret,
 )
 

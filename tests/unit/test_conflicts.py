@@ -284,3 +284,202 @@ def test_each_token_is_read_as_what_the_memory_is_about_or_what_it_says(
 def test_antonyms_by_list_and_by_prefix(a: str, b: str, opposite: bool) -> None:
     assert opposed(a, b) is opposite
     assert opposed(b, a) is opposite
+
+
+# ---------------------------------------------------------------- verbs, converses, objects
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "alike"),
+    [
+        (  # to cap is to limit (WordNet's hypernym)
+            "The events budget is capped at 4000 euros a month.",
+            "The events budget is limited to 4000 euros a month.",
+            "capped ~ limited",
+        ),
+        (  # to wire is to send (the verb its definition opens with)
+            "Salaries for the research team are wired from Barclays.",
+            "Salaries for the research team are sent from Barclays.",
+            "wired ~ sent",
+        ),
+        (  # a deeper shared sense of two verbs
+            "The canal tour leaves from the north gate.",
+            "The canal tour departs from the north gate.",
+            "leaves ~ departs",
+        ),
+        (
+            "Mileage for the audit trips is reimbursed at 30 cents per kilometre.",
+            "Mileage for the audit trips is repaid at 30 cents per kilometre.",
+            "reimbursed ~ repaid",
+        ),
+    ],
+    ids=["hypernym", "definition", "deeper-sense", "repaid"],
+)
+def test_a_verb_wordnet_ties_to_the_old_one_restates_it_without_a_model(
+    old: str, new: str, alike: str
+) -> None:
+    change = compare(old, new, LEXICAL)
+    assert (change.kind, change.same_meaning) == ("same", (alike,))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Kim maintains the payments SDK.", "Kim wrote the payments SDK."),
+        ("Priya fixed the login bug.", "Priya reported the login bug."),
+        (
+            "The search API is hosted on the staging cluster.",
+            "The search API is tested on the staging cluster.",
+        ),
+        ("Omar approves expenses for the sales team.", "Omar submits expenses for the sales team."),
+        ("The museum displays Roman coins.", "The museum sells Roman coins."),
+    ],
+    ids=["wrote", "reported", "tested", "submits", "sells"],
+)
+def test_another_verb_is_another_fact_never_a_restatement(old: str, new: str) -> None:
+    change = compare(old, new, LEXICAL)
+    assert change.kind == "other"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "alike"),
+    [
+        (
+            "Container images for the storefront stack are pushed to Harbor.",
+            "Harbor receives the container images for the storefront stack.",
+            "pushed ~ receives (the other way round)",
+        ),
+        (
+            "The onboarding standup is held in the Maple room.",
+            "The Maple room hosts the onboarding standup.",
+            "held in ~ hosts (the other way round)",
+        ),
+        (
+            "Samples from the pilot study are stored in freezer 2.",
+            "Freezer 2 holds the samples from the pilot study.",
+            "stored in ~ holds (the other way round)",
+        ),
+        (
+            "Sofia signs off on hardware purchases above 500 euros.",
+            "Hardware purchases above 500 euros are signed off by Sofia.",
+            "on (the passive)",
+        ),
+    ],
+    ids=["pushed-receives", "held-hosts", "stored-holds", "signs-off-on"],
+)
+def test_the_same_fact_the_other_way_round_is_a_restatement(old: str, new: str, alike: str) -> None:
+    for a, b in ((old, new), (new, old)):
+        change = compare(a, b, LEXICAL)
+        assert (change.kind, change.same_meaning) == ("same", (alike,))
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Quay receives the container images for the storefront stack.",  # another place
+        "Harbor receives the container images for the checkout stack.",  # another thing
+        "Harbor deletes the container images for the storefront stack.",  # no holding
+    ],
+)
+def test_the_other_way_round_holds_only_with_the_same_parties(new: str) -> None:
+    old = "Container images for the storefront stack are pushed to Harbor."
+    assert compare(old, new, LEXICAL).kind != "same"
+
+
+def test_a_dropped_preposition_with_another_agent_is_not_the_passive() -> None:
+    old = "Sofia signs off on hardware purchases above 500 euros."
+    assert compare(old, "Hardware purchases above 500 euros are signed off by Helen.").kind != (
+        "same"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "detail"),
+    [
+        (
+            "Clara takes ibuprofen for her migraines.",
+            "Clara takes paracetamol for her migraines.",
+            "ibuprofen -> paracetamol",
+        ),
+        (
+            "Felix rents a van for the ski holiday.",
+            "Felix rents a bike for the ski holiday.",
+            "van -> bike",
+        ),
+        (
+            "The frontend repository uses npm for dependencies.",
+            "The frontend repository uses pnpm for dependencies.",
+            "npm -> pnpm",
+        ),
+        (
+            "Ben sees Dr Weiss for his knee checkups.",
+            "Ben sees Dr Novak for his knee checkups.",
+            "Weiss -> Novak",
+        ),
+    ],
+    ids=["medicine", "van", "tool", "doctor"],
+)
+def test_a_swapped_object_before_what_the_memory_is_about_is_a_correction(
+    old: str, new: str, detail: str
+) -> None:
+    change = compare(old, new, LEXICAL)
+    assert (change.kind, change.detail) == ("update", detail)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Clara takes ibuprofen for her migraines.", "Clara takes ibuprofen for her allergies."),
+        ("Clara takes ibuprofen for her migraines.", "Maria takes ibuprofen for her migraines."),
+        ("Felix rents a van for the ski holiday.", "Felix rents a van for the camping holiday."),
+        (
+            "Atlas runs 3 replicas in the production cluster.",
+            "Vega runs 3 replicas in the production cluster.",
+        ),
+        (
+            "Lucas walks 3 kilometres a day for his heart.",
+            "Emma walks 3 kilometres a day for his heart.",
+        ),
+    ],
+    ids=["what-for", "who-takes", "which-holiday", "which-system", "who-walks"],
+)
+def test_the_one_it_is_about_changed_is_another_fact(old: str, new: str) -> None:
+    assert compare(old, new, LEXICAL).kind == "other"
+
+
+def test_a_system_acting_with_a_number_keeps_the_number_as_what_it_says() -> None:
+    old = "Atlas runs 3 replicas in the production cluster."
+    change = compare(old, old.replace("3", "5"), LEXICAL)
+    assert (change.kind, change.detail) == ("update", "3 -> 5 replicas in the")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "Ms Harper teaches Spanish to the beginner group.",
+            "Mr Brandt teaches Spanish to the beginner group.",
+        ),
+        (
+            "Ms Harper teaches Spanish to the beginner group.",
+            "Ms Harper teaches Spanish to the advanced group.",
+        ),
+        (
+            "Ms Harper teaches Spanish to the weekend group.",
+            "Ms Harper teaches Spanish to the evening group.",
+        ),
+    ],
+    ids=["who-teaches", "which-group", "which-time-group"],
+)
+def test_the_phrase_after_a_named_object_picks_the_thing_it_is_not_the_value(
+    old: str, new: str
+) -> None:
+    # Read as the value, the last phrase made each of these look-alikes supersede the one
+    # before it, in a chain (held-out C: "another group", "another teacher").
+    assert compare(old, new, LEXICAL).kind == "other"
+
+
+def test_a_named_object_swapped_before_the_phrase_that_picks_the_thing_is_a_correction() -> None:
+    old = "Ms Harper teaches Spanish to the beginner group."
+    change = compare(old, old.replace("Spanish", "French"), LEXICAL)
+    assert (change.kind, change.detail) == ("update", "Spanish -> French")

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from memory_orchestrator.pipeline.synonyms import antonyms, base_form, sense_rank, synonyms
+from memory_orchestrator.pipeline.synonyms import (
+    antonyms,
+    base_form,
+    frequent_verbs,
+    is_verb,
+    sense_rank,
+    synonyms,
+    verb_link,
+)
 
 
 @pytest.mark.parametrize(
@@ -42,3 +50,29 @@ def test_wordnets_antonyms_in_both_orders_and_any_inflection() -> None:
     assert antonyms("accepted", "refused")
     assert antonyms("sold", "bought")
     assert not antonyms("starts", "begins")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "rank"),
+    [
+        ("capped", "limited", 1),  # to cap is to limit: its hypernym
+        ("wired", "sent", 1),  # "wire: send cables, wires or telegrams": its definition
+        ("sent", "wired", 1),  # either way round
+        ("priced", "costs", 1),  # "cost: be priced at"
+        ("scheduled", "planned", 1),
+        ("leaves", "departs", 2),  # closer than their shared synset (7)
+        ("maintains", "wrote", None),
+        ("fixed", "reported", None),
+        ("lost", "failed", None),  # "lose: fail to keep": a light verb is not read
+    ],
+)
+def test_verbs_are_tied_by_what_a_sense_says_in_fewer_words(
+    a: str, b: str, rank: int | None
+) -> None:
+    assert verb_link(a, b) == rank
+
+
+def test_wordnet_knows_its_verbs_and_the_most_frequent_first() -> None:
+    assert all(is_verb(w) for w in ("relies on", "picks up", "deploys"))
+    assert not any(is_verb(w) for w in ("npm", "offices"))
+    assert frequent_verbs(3) == ("take", "make", "run")

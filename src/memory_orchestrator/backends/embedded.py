@@ -16,7 +16,10 @@ when opened):
 WAL, with readers on connections of their own and one writer (`embedded_conn.Connections`,
 which also checks the file on disk before each use); SQL runs in a worker thread so an async
 caller can time out. sqlite errors become `BackendError` (transient when locked or busy, on
-I/O errors, a full disk or a read-only file: the write path queues such a write).
+I/O errors, a full disk or a read-only file: the write path queues such a write). `health`
+stays cheap at any size: the whole-file integrity check (`PRAGMA quick_check`) runs when the
+file is opened, after an I/O error and on a schedule, and health reports its latest result
+(`embedded_check.Integrity`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import anyio.to_thread
 
 from memory_orchestrator import text
 from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.embedded_check import Integrity
 from memory_orchestrator.backends.embedded_conn import Connections
 from memory_orchestrator.backends.embedded_sql import (
     CHUNK,
@@ -60,7 +64,7 @@ from memory_orchestrator.backends.embedded_sql import (
     marks,
     migrate,
     now_us,
-    quick_check,
+    readable,
     to_memory,
     to_us,
     transaction,
@@ -125,7 +129,8 @@ class EmbeddedBackend:
     ) -> None:
         # busy_timeout_ms: how long opening and reading wait for a lock; write_wait_ms: how
         # long a write waits for another process's write lock (then: "database is locked",
-        # and the write path queues it); clock: the reopen backoff's (tests inject one).
+        # and the write path queues it); clock: the reopen backoff's and the integrity
+        # check's schedule (`embedded_check`; tests inject one).
         self.path = Path(path)
         self.temporal_links = temporal_links
         self.entity_fanout = entity_fanout  # sharers taken per entity and side in `neighbors`
@@ -137,6 +142,7 @@ class EmbeddedBackend:
             write_wait_ms=int(write_wait_ms),
             clock=clock,
         )
+        self._integrity = Integrity(self._conns, clock=clock)
         self._live: int | None = None  # live memories (approximate), for pruning search terms
         try:
             self._conns.file_check()
@@ -426,10 +432,25 @@ class EmbeddedBackend:
         except Exception as exc:  # e.g. no worker thread; health never raises
             return [HealthCheck(name="sqlite", status=Status.ERROR, detail=str(exc))]
 
+    @property
+    def integrity(self) -> Integrity:
+        """The integrity check `health` reports (`embedded_check`)."""
+        return self._integrity
+
+    def _sqlite(self) -> str:
+        """The file opens and reads; then the latest integrity check, which may be waited for
+        (`embedded_check`: never run on every call, quick_check reads the whole file)."""
+        self._conns.read(readable)
+        return self._integrity.report()
+
     def _health(self) -> list[HealthCheck]:
-        """The file on disk, the database (quick_check, FTS, counts), then the write lock."""
-        probes: list[tuple[str, Callable[[], str]]] = [("file", self._conns.file_check)]
-        for name, fn in (("sqlite", quick_check), ("fts", fts_probe), ("counts", count_rows)):
+        """The file on disk, the database (readable, integrity, FTS, counts), then the write
+        lock."""
+        probes: list[tuple[str, Callable[[], str]]] = [
+            ("file", self._conns.file_check),
+            ("sqlite", self._sqlite),
+        ]
+        for name, fn in (("fts", fts_probe), ("counts", count_rows)):
             probes.append((name, lambda fn=fn: self._conns.read(fn)))  # type: ignore[misc]
         checks: list[HealthCheck] = []
         for name, probe in probes:
@@ -464,7 +485,11 @@ class EmbeddedBackend:
         return HealthCheck(name="writes", status=Status.DEGRADED, detail=detail, latency_ms=ms)
 
     async def close(self) -> None:
-        await anyio.to_thread.run_sync(self._conns.close)
+        def close() -> None:
+            self._integrity.close()
+            self._conns.close()
+
+        await anyio.to_thread.run_sync(close)
 
 
 def _setup(conn: sqlite3.Connection) -> None:

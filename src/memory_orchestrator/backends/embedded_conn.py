@@ -17,6 +17,8 @@
 - After "file is not a database" or "database disk image is malformed" the connections are
   dropped and the file is opened anew: at once when it changed on disk (a repair, a copy put
   back), else after a backoff that doubles up to `backoff_s[1]`.
+- `opened` and `faults` count the files opened and the I/O errors met: the integrity check
+  (`embedded_check.py`) runs again when either moved.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ class Connections:
         self._broken = False  # a call met a broken file: drop the connections, open anew
         self._closed = False
         self.event: str | None = None  # the last reopen, reported once by `file_check`
+        self.opened = 0  # files opened so far (a reopen counts): the integrity check's cue
+        self.faults = 0  # I/O errors met so far: the integrity check's cue too
 
     @property
     def writing(self) -> bool:
@@ -136,7 +140,9 @@ class Connections:
 
     # ------------------------------------------------------------------ use
 
-    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def read(self, fn: Callable[[sqlite3.Connection], T], *, fresh: bool = False) -> T:
+        """`fn` on a reader connection; `fresh`: a new one, whose cache holds no page yet
+        (it reads the file as it is on disk; it joins the pool afterwards)."""
         if self._memory:
             return self.write(fn)
         with self._state:
@@ -146,7 +152,7 @@ class Connections:
                 self._ready()
         with self._state:
             gen = self._gen
-            conn = self._idle.pop() if self._idle else None
+            conn = self._idle.pop() if self._idle and not fresh else None
             self._reading += 1
         try:
             if conn is None:
@@ -338,6 +344,7 @@ class Connections:
         sig = None if self._memory else signature(self.path)
         self._writer, self._failed, self._lost = conn, None, None
         self._ident = sig[:2] if sig is not None else None
+        self.opened += 1
 
     def _connect(self, busy_ms: int, *, reader: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -365,7 +372,11 @@ class Connections:
         the next `_ready`: closing checkpoints the WAL into the file, which must happen
         before a good copy is put back, not into it."""
         error = store_error(exc, self.path)
-        if not getattr(exc, "sqlite_errorname", "").startswith(BROKEN):
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith("SQLITE_IOERR"):
+            with self._state:
+                self.faults += 1
+        if not name.startswith(BROKEN):
             return error
         with self._state:
             if gen != self._gen or self._broken:

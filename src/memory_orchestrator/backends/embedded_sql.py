@@ -248,11 +248,11 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def quick_check(conn: sqlite3.Connection) -> str:
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
-    if problems != ["ok"]:
-        raise BackendError("integrity check failed: " + "; ".join(map(str, problems[:5])))
-    return "quick_check ok"
+def readable(conn: sqlite3.Connection) -> str:
+    """The file opens as a database of this schema and its catalog reads (cheap at any size;
+    the walk of every page is `embedded_check`'s)."""
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return "readable"
 
 
 def fts_probe(conn: sqlite3.Connection) -> str:

@@ -73,7 +73,8 @@ SHIPPED = {
     AGENT_FACTS: "agent_facts.jsonl",
     KNOWLEDGE_UPDATES: "knowledge_updates.jsonl",
     "knowledge-updates-heldout": "knowledge_updates_heldout.jsonl",  # never tuned on
-    "knowledge-updates-heldout-b": "knowledge_updates_heldout_b.jsonl",  # written last
+    "knowledge-updates-heldout-b": "knowledge_updates_heldout_b.jsonl",  # written after A
+    "knowledge-updates-heldout-c": "knowledge_updates_heldout_c.jsonl",  # six new domains
 }
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",

@@ -153,16 +153,26 @@ class NewMemory(Frozen):
 
 
 class Edge(Frozen):
-    source_id: str
-    target_id: str
-    type: str
-    weight: float = 1.0
-    meta: dict[str, MetaValue] = Field(default_factory=dict)
+    """A typed, weighted link between two memories in the store's graph."""
+
+    source_id: str = Field(description="The memory the edge starts from.")
+    target_id: str = Field(description="The memory it leads to.")
+    type: str = Field(description="What joins them: related, causal, temporal, update...")
+    weight: float = Field(default=1.0, description="How strong the link is (0 to 1).")
+    meta: dict[str, MetaValue] = Field(
+        default_factory=dict, description="Anything else the store keeps about the edge."
+    )
 
 
 class TimeRange(Frozen):
-    start: datetime | None = None
-    end: datetime | None = None
+    """A span of time, both ends included; an end left out is open."""
+
+    start: datetime | None = Field(
+        default=None, description="From this moment (ISO 8601; UTC when no zone is given)."
+    )
+    end: datetime | None = Field(
+        default=None, description="Up to this moment (ISO 8601; UTC when no zone is given)."
+    )
 
     @field_validator("start", "end")
     @classmethod
@@ -182,9 +192,19 @@ class TimeRange(Frozen):
 class SearchFilters(Frozen):
     """Restricts retrieval. Empty lists mean no restriction."""
 
-    entity_ids: list[Label] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
-    time_range: TimeRange | None = None
-    memory_types: list[MemoryType] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    entity_ids: list[Label] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="Only memories naming one of these entities (names, case ignored).",
+    )
+    time_range: TimeRange | None = Field(
+        default=None, description="Only memories from this span of time."
+    )
+    memory_types: list[MemoryType] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="Only memories of these types.",
+    )
 
 
 class SearchHit(Frozen):
@@ -229,27 +249,43 @@ class Status(StrEnum):
 
 
 class HealthCheck(Frozen):
-    name: str
-    status: Status
-    detail: str = ""
-    latency_ms: float | None = None
+    """One check of health: what was looked at, and how it went."""
+
+    name: str = Field(description="What was checked: file, sqlite, retrieval, outbox...")
+    status: Status = Field(description="ok, degraded (works, with a problem) or error.")
+    detail: str = Field(default="", description="What was found, or what is wrong and why.")
+    latency_ms: float | None = Field(default=None, description="How long the check took.")
 
 
 class Capabilities(Frozen):
     """What a backend can do. The pipeline degrades (and notes it) when one is missing."""
 
-    graph: bool = False
-    timestamps: bool = False
-    memory_types: bool = False
-    bulk_write: bool = False
-    link: bool = False
-    time_filter: bool = False
-    entity_filter: bool = False
-    entity_index: bool = False
-    soft_delete: bool = False
-    listing: bool = False  # list_memories: pages of every live memory (`EnumerableBackend`)
-    supersede: bool = False  # supersede(old, new): marks a corrected memory (`SupersedingBackend`)
-    edge_types: tuple[str, ...] = ()
+    graph: bool = Field(default=False, description="Keeps edges between memories to walk.")
+    timestamps: bool = Field(default=False, description="Keeps when each memory happened.")
+    memory_types: bool = Field(
+        default=False, description="Keeps each memory's type (episodic, semantic...)."
+    )
+    bulk_write: bool = Field(default=False, description="Takes many memories in one call.")
+    link: bool = Field(default=False, description="Can add an edge between two memories.")
+    time_filter: bool = Field(
+        default=False, description="Applies a search's time range itself (or the service does)."
+    )
+    entity_filter: bool = Field(
+        default=False, description="Applies a search's entity filter itself (or the service does)."
+    )
+    entity_index: bool = Field(default=False, description="Can list the entity names it has seen.")
+    soft_delete: bool = Field(
+        default=False, description="Can forget a memory without erasing it for good."
+    )
+    listing: bool = Field(  # list_memories: pages of every live memory (`EnumerableBackend`)
+        default=False, description="Can list every memory, page by page (for derived indexes)."
+    )
+    supersede: bool = Field(  # supersede(old, new): marks a corrected memory
+        default=False, description="Can mark a memory as corrected by a later one."
+    )
+    edge_types: tuple[str, ...] = Field(
+        default=(), description="The edge types it keeps; empty: any."
+    )
 
 
 def to_utc(moment: datetime) -> datetime:

@@ -36,12 +36,22 @@ from memory_orchestrator.models.requests import WriteRequest
 
 
 class CandidateTrace(Frozen):
-    id: str
-    sources: tuple[SourceRank, ...]
-    hops: int
-    expanded_from: str | None
-    breakdown: ScoreBreakdown | None = None
-    final_rank: int | None = None
+    """One candidate a request considered, kept or not, with where it came from."""
+
+    id: str = Field(description="The memory's id in the store.")
+    sources: tuple[SourceRank, ...] = Field(
+        description="Each subquery or index that found it, with its rank and score there."
+    )
+    hops: int = Field(description="Graph steps from a seed: 0 when a search found it directly.")
+    expanded_from: str | None = Field(
+        description="The memory it was reached from by graph expansion; null when searched."
+    )
+    breakdown: ScoreBreakdown | None = Field(
+        default=None, description="Its score part by part; null when it was not scored."
+    )
+    final_rank: int | None = Field(
+        default=None, description="Its place in the answer (1 = first); null when dropped."
+    )
 
 
 class Trace(BaseModel):
@@ -49,21 +59,40 @@ class Trace(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trace_id: str
-    tool: str
-    created_at: datetime
-    backend: str
-    request: dict[str, Any]
-    plan: QueryPlan | None = None
-    candidates: list[CandidateTrace] = Field(default_factory=list)
-    expansions: list[ExpansionDecision] = Field(default_factory=list)
-    dropped: list[Dropped] = Field(default_factory=list)
-    result_ids: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    backend_calls: int = 0
-    cache_hits: int = 0
-    error: str | None = None
+    trace_id: str = Field(description="The trace's id: pass it to memory_explain.")
+    tool: str = Field(description="What made it: search, context, expand, write, forget...")
+    created_at: datetime = Field(description="When the request came (UTC).")
+    backend: str = Field(description="The store that answered (embedded, mnemon, postgres...).")
+    request: dict[str, Any] = Field(description="The request's arguments, as they were sent.")
+    plan: QueryPlan | None = Field(
+        default=None, description="How the request was read and what was asked of the store."
+    )
+    candidates: list[CandidateTrace] = Field(
+        default_factory=list, description="Every memory considered, with its sources and scores."
+    )
+    expansions: list[ExpansionDecision] = Field(
+        default_factory=list, description="Each graph step taken or refused, with the reason."
+    )
+    dropped: list[Dropped] = Field(
+        default_factory=list, description="The candidates left out, each with why and where."
+    )
+    result_ids: list[str] = Field(
+        default_factory=list, description="The ids returned, in the order of the answer."
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What did not go as planned: a store fallback, a timeout, a missing ability.",
+    )
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict, description="Milliseconds per stage, and the total."
+    )
+    backend_calls: int = Field(default=0, description="How many calls were made to the store.")
+    cache_hits: int = Field(
+        default=0, description="Store calls saved by a cache (the store's list of names)."
+    )
+    error: str | None = Field(
+        default=None, description="Why the request failed; null when it succeeded."
+    )
     # work that only the stored trace needs (e.g. every candidate's record), done when the
     # trace is stored, behind the request, instead of on its path
     _deferred: list[Callable[[], None]] = PrivateAttr(default_factory=list)
@@ -80,72 +109,123 @@ class Trace(BaseModel):
 
 
 class ContextItem(Frozen):
-    memory_id: str
-    summary: str
-    score: float
-    reasons: tuple[str, ...]
-    linked_entities: tuple[str, ...]
-    timestamp: datetime | None
-    type: MemoryType
-    store: str = ""
-    cross_validated: bool = False
-    merged_ids: tuple[str, ...] = ()
-    hops: int = 0
-    breakdown: ScoreBreakdown | None = None
-    # "changed on 2026-03-02: was ..." when an older current memory disagrees with this one;
-    # "superseded by mem_x on ..." when history was asked for and this one was corrected.
-    changed: str | None = None
+    """One memory in an answer, with its score and why it was chosen."""
+
+    memory_id: str = Field(description="The memory's id in the store: cite it, or expand from it.")
+    summary: str = Field(description="The memory's text (cut to the budget when it is long).")
+    score: float = Field(description="The final score (higher is better): the breakdown's total.")
+    reasons: tuple[str, ...] = Field(description="Why it was chosen, in a few words each.")
+    linked_entities: tuple[str, ...] = Field(description="The names (people, things) it mentions.")
+    timestamp: datetime | None = Field(
+        description="When it happened or was written (UTC); null when the store keeps no time."
+    )
+    type: MemoryType = Field(description="The kind of memory: episodic, semantic, procedural...")
+    store: str = Field(default="", description="The store it came from (with several stores).")
+    cross_validated: bool = Field(
+        default=False, description="True when another memory or store says the same."
+    )
+    merged_ids: tuple[str, ...] = Field(
+        default=(), description="Near-duplicates folded into this item (their ids)."
+    )
+    hops: int = Field(
+        default=0, description="Graph steps from a searched memory: 0 when a search found it."
+    )
+    breakdown: ScoreBreakdown | None = Field(
+        default=None, description="The score part by part (relevance, recency, graph...)."
+    )
+    changed: str | None = Field(
+        default=None,
+        description=(
+            "What changed: 'changed on DATE: was ...' when this memory replaced an older one;"
+            " 'superseded by ID on DATE' when history was asked for and a later one corrected it."
+        ),
+    )
 
 
 class TraceSummary(Frozen):
-    subqueries: tuple[str, ...]
-    expanded_from: tuple[str, ...]
-    dropped: tuple[Dropped, ...]
-    notes: tuple[str, ...]
+    """The short account of a request that comes with its answer (memory_explain: the whole)."""
+
+    subqueries: tuple[str, ...] = Field(description="What was asked of the store.")
+    expanded_from: tuple[str, ...] = Field(
+        description="The memories the graph expansion started from."
+    )
+    dropped: tuple[Dropped, ...] = Field(
+        description="Candidates left out of the answer, each with the reason."
+    )
+    notes: tuple[str, ...] = Field(
+        description="What did not go as planned (a fallback, a timeout, a missing ability)."
+    )
 
 
 class SearchResult(Frozen):
     """The answer of `memory_search` and `memory_expand`."""
 
-    query: str
-    strategy: Strategy
-    summary: str
-    items: tuple[ContextItem, ...]
-    trace_id: str
-    passthrough: bool = False
-    trace: TraceSummary
+    query: str = Field(description="The query as it was asked.")
+    strategy: Strategy = Field(description="How it was answered: direct, expanded or episodic.")
+    summary: str = Field(description="One line on what was found.")
+    items: tuple[ContextItem, ...] = Field(description="The memories found, best first.")
+    trace_id: str = Field(description="The request's trace: memory_explain shows why these.")
+    passthrough: bool = Field(
+        default=False, description="True when the store's own ranking was returned as it was."
+    )
+    trace: TraceSummary = Field(description="A short account of how the answer was made.")
 
 
 class ContextPackage(Frozen):
     """The answer of `memory_context`: ranked items plus a text block for the agent."""
 
-    query: str
-    task: str | None
-    strategy: Strategy
-    summary: str
-    items: tuple[ContextItem, ...]
-    linked_entities: tuple[str, ...]
-    time_span: TimeRange | None
-    context_block: str
-    trace_id: str
-    trace: TraceSummary
+    query: str = Field(description="The question as it was asked.")
+    task: str | None = Field(description="The task it was asked for, when one was given.")
+    strategy: Strategy = Field(description="How it was answered: direct, expanded or episodic.")
+    summary: str = Field(description="One line on what was found.")
+    items: tuple[ContextItem, ...] = Field(description="The memories chosen, best first.")
+    linked_entities: tuple[str, ...] = Field(
+        description="The names the chosen memories mention, most mentioned first."
+    )
+    time_span: TimeRange | None = Field(
+        description="From the oldest to the newest chosen memory; null without times."
+    )
+    context_block: str = Field(
+        description="The memories as one text to put in the prompt, each with its id to cite."
+    )
+    trace_id: str = Field(description="The request's trace: memory_explain shows why these.")
+    trace: TraceSummary = Field(description="A short account of how the package was made.")
 
 
 class WriteReport(Frozen):
     """The answer of `memory_write`: what was done and why."""
 
-    id: str | None
-    action: WriteAction
-    reason: str
-    duplicate_of: str | None = None
-    similarity: float | None = None
-    links: tuple[Edge, ...] = ()
-    trace_id: str
-    outbox_seq: int | None = None  # set when queued: the write's place in the outbox
-    entities: tuple[str, ...] = ()  # what the memory was stored with (extracted if none given)
-    dry_run: bool = False  # `action` is what would have been done; nothing was written
-    supersedes: str | None = None  # set when updated: the memory this one corrected
-    changed: str | None = None  # what the update changed: "100 -> 500 requests per minute"
+    id: str | None = Field(
+        description="The stored memory's id (the kept one when skipped); null when queued."
+    )
+    action: WriteAction = Field(
+        description="What was done: added, updated (it corrects an older one), skipped, queued."
+    )
+    reason: str = Field(description="Why, in a sentence.")
+    duplicate_of: str | None = Field(
+        default=None, description="The memory it repeats, when it was found to be a duplicate."
+    )
+    similarity: float | None = Field(
+        default=None, description="How close it came to that memory (0 to 1)."
+    )
+    links: tuple[Edge, ...] = Field(default=(), description="The edges made to related memories.")
+    trace_id: str = Field(description="The write's trace: memory_explain shows how it was decided.")
+    outbox_seq: int | None = Field(
+        default=None,
+        description="Set when queued: its place in the outbox, delivered once the store is back.",
+    )
+    entities: tuple[str, ...] = Field(
+        default=(), description="The names it was stored with (found in its text if none given)."
+    )
+    dry_run: bool = Field(
+        default=False, description="True: `action` is what would have been done; nothing written."
+    )
+    supersedes: str | None = Field(
+        default=None, description="Set when updated: the older memory this one corrected."
+    )
+    changed: str | None = Field(
+        default=None, description="What the update changed, e.g. '100 -> 500 requests per minute'."
+    )
 
 
 class OutboxState(StrEnum):
@@ -179,17 +259,23 @@ class OutboxReport(Frozen):
 
 
 class HealthReport(Frozen):
-    status: Status
-    backend: str
-    checks: tuple[HealthCheck, ...]
-    capabilities: Capabilities
+    """The answer of `memory_health`: each check, and what the store can do."""
+
+    status: Status = Field(description="The worst of the checks: ok, degraded or error.")
+    backend: str = Field(description="The store behind the orchestrator.")
+    checks: tuple[HealthCheck, ...] = Field(
+        description="Each check (the store's file, its index, retrieval, the outbox...)."
+    )
+    capabilities: Capabilities = Field(
+        description="What the store can do; the pipeline works around what it cannot."
+    )
 
 
 class Explanation(Frozen):
     """The answer of `memory_explain`: the stored trace and a readable account of it."""
 
-    trace: Trace
-    text: str
+    trace: Trace = Field(description="The stored trace, whole.")
+    text: str = Field(description="The same, told in plain words.")
 
 
 class ReplayReport(Frozen):

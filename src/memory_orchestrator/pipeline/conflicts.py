@@ -24,29 +24,30 @@ The check is lexical and cheap; it runs only on the closest memories the store r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from memory_orchestrator.pipeline.paraphrase import SameMeaning
 from memory_orchestrator.pipeline.sentences import (
     Sentence,
     Token,
     analyse,
+    predicate,
     qualifies,
     role,
 )
+from memory_orchestrator.pipeline.synonyms import verb_lemmas
 from memory_orchestrator.pipeline.wording import opposed
 from memory_orchestrator.text import stem
 
 __all__ = ["Change", "SameMeaning", "Token", "compare", "tokens"]
 
 Kind = Literal["same", "update", "other"]
-# (the old sentence, a phrase of it, the phrase the new one has in its place) -> whether the
-# new wording keeps the meaning
-SameMeaning = Callable[[str, str, str], bool]
 
 _VALUES = ("number", "time", "name")
+_BE = frozenset("is are was were be been being am".split())
 
 
 @dataclass(frozen=True)
@@ -108,22 +109,97 @@ def _diff(a: Sentence, b: Sentence, old: str, same_meaning: SameMeaning | None) 
     d = _Diff(a, b, gone, came, flipped, [])
     if same_meaning is not None:
         _read_by_meaning(d, old, same_meaning)
+    if not d.flipped and (turned := _converse(d) or _dropped_preposition(d)):
+        d.alike.append(turned)
+        d.gone, d.came = [], []
     return d
+
+
+# Verbs that say a place or a party holds or takes something, and the prepositions that put
+# something there: "Harbor *receives* the images" is "the images are pushed *to* Harbor"
+# the other way round.
+_HOLDING = frozenset("have hold host house contain receive get keep store take accept".split())
+_PLACING = frozenset("in at on to into onto inside within".split())
+
+
+def _converse(d: _Diff) -> str:
+    """The same fact the other way round: in one memory a passive verb and a preposition of
+    place before the last phrase ("the images are *pushed to* Harbor"), in the other a verb
+    of holding or receiving whose subject is that phrase and whose object is the first
+    memory's subject ("Harbor *receives* the images"). "pushed to ~ receives", or ""."""
+    for a, b, gone, came in ((d.a, d.b, d.gone, d.came), (d.b, d.a, d.came, d.gone)):
+        if len(came) != 1 or not 1 <= len(gone) <= 2 or any(t.kind != "word" for t in gone):
+            continue
+        holds = came[0]
+        if not any(v in _HOLDING for v in verb_lemmas(holds.text.casefold())):
+            continue
+        verb, *rest = sorted(gone, key=lambda t: t.at)
+        place = _placed(a, verb, rest)
+        if place is None or not predicate(b, [holds]):
+            continue
+        before = [t.key for t in b.tokens[: holds.at] if _content(t)]
+        after = [t.key for t in b.tokens[holds.at + 1 :] if _content(t)]
+        subject = [t.key for t in a.tokens[: verb.at] if _content(t)]
+        if before == place and after == subject:
+            return f"{_written(a, [verb, *rest])} ~ {holds.text} (the other way round)"
+    return ""
+
+
+def _placed(s: Sentence, verb: Token, rest: list[Token]) -> list[str] | None:
+    """What a passive verb puts somewhere ("are *pushed* to Harbor": ["harbor"]): the content
+    of the phrase after the verb and its preposition of place, to the end; None when the verb
+    is no passive so followed."""
+    toks = s.tokens
+    if verb.at == 0 or toks[verb.at - 1].text.casefold() not in _BE:
+        return None
+    at = verb.at + 1
+    if rest and (rest[0].at != at or rest[0].text.casefold() not in _PLACING):
+        return None
+    if not rest and (at >= len(toks) or toks[at].text.casefold() not in _PLACING):
+        return None
+    place = [t.key for t in toks[at + 1 :] if _content(t)]
+    return place or None
+
+
+def _dropped_preposition(d: _Diff) -> str:
+    """A preposition that opened the object of the active voice, dropped when that object
+    becomes the subject of the passive ("Sofia signs off *on* the purchases" / "the purchases
+    are signed off by Sofia"). "on (the passive)", or ""."""
+    for a, b, gone, came in ((d.a, d.b, d.gone, d.came), (d.b, d.a, d.came, d.gone)):
+        if came or len(gone) != 1 or gone[0].text.casefold() not in _PLACING | {"for", "about"}:
+            continue
+        p = gone[0]
+        acting = [t for t in a.tokens[: p.at] if _content(t)]
+        if not 2 <= len(acting) <= 3 or not acting[0].text[0].isupper():
+            continue
+        by = [i for i, t in enumerate(b.tokens[:-1]) if t.text.casefold() == "by"]
+        agent = acting[0].text.casefold()
+        if any(b.tokens[i + 1].text.casefold() == agent for i in by):
+            return f"{p.text} (the passive)"
+    return ""
+
+
+def _content(t: Token) -> bool:
+    return t.kind not in ("small", "negation")
 
 
 def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
     """One phrase of content words swapped for another: the same when the model reads the
     new wording as the old meaning. Names, numbers and the words that pick a thing ("the
-    *staging* cluster") are values, never asked."""
+    *staging* cluster") are values, never asked; a verb before its object is no such word
+    ("*uses* npm")."""
     was, now = _spans(d.gone), _spans(d.came)
     if len(was) != 1 or len(now) != 1:
         return
     (x,), (y,) = was, now
-    if any(t.kind != "word" for t in (*x, *y)) or qualifies(d.a, x) or qualifies(d.b, y):
+    if any(t.kind != "word" for t in (*x, *y)):
+        return
+    verb = predicate(d.a, x) and predicate(d.b, y)
+    if not verb and (qualifies(d.a, x) or qualifies(d.b, y)):
         return
     old_words = " ".join(t.text for t in x)
     new_words = _written(d.b, y)
-    if same_meaning(old, _written(d.a, x), new_words):
+    if same_meaning(old, _written(d.a, x), new_words, verb):
         d.alike.append(f"{old_words} ~ {new_words}")
         d.gone = [t for t in d.gone if t not in x]
         d.came = [t for t in d.came if t not in y]
@@ -200,7 +276,7 @@ def _picks(s: Sentence, t: Token) -> bool:
     """An antonym that qualifies a noun of what the memory is about ("the *inbound* queue
     holds", "signs off on *software* purchases above"); not a verb before its object, which
     is where "Maria *prefers* morning meetings" puts it when no verb was recognised."""
-    if not qualifies(s, [t]) or role(s, t) != "topic":
+    if t.at == s.verb or not qualifies(s, [t]) or role(s, t) != "topic":
         return False
     first = next((u.at for u in s.tokens if u.kind not in ("small", "negation")), None)
     return not (s.verb is None and s.chunks[t.at] == 0 and t.at != first)

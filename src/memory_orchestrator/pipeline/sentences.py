@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from memory_orchestrator.pipeline.synonyms import base_form
+from memory_orchestrator.pipeline.synonyms import base_form, is_verb
 from memory_orchestrator.pipeline.wording import (
     AUXILIARIES,
     DETERMINERS,
@@ -48,7 +48,7 @@ from memory_orchestrator.pipeline.wording import (
 )
 from memory_orchestrator.text import STOP_WORDS, normalize, stem
 
-__all__ = ["Role", "Sentence", "Token", "analyse", "role"]
+__all__ = ["Role", "Sentence", "Token", "analyse", "predicate", "qualifies", "role"]
 
 TokenKind = Literal["number", "time", "name", "negation", "word", "small"]
 Role = Literal["topic", "value", "open"]
@@ -150,7 +150,25 @@ def _verb(toks: Sequence[Token]) -> int | None:
         after_noun = before.kind in ("word", "name", "negation") or before.text in _ADVERBS
         if _verbal(toks[i]) and after_noun and _object_follows(toks, i):
             return i
+        if _verbal(toks[i]) and _subject_before(toks, i) and _bare_object(toks, i):
+            return i
     return None
+
+
+def _subject_before(toks: Sequence[Token], i: int) -> bool:
+    """A subject ends at `i`: a name that opens the memory ("Clara takes"), or a noun phrase
+    a determiner opens ("the frontend repository uses")."""
+    return (i == 1 and toks[0].kind == "name") or _noun_phrase_before(toks, i)
+
+
+def _bare_object(toks: Sequence[Token], i: int) -> bool:
+    """A verb form WordNet knows, followed by a word that is none, or is the -ing form of
+    one ("takes *ibuprofen*", "uses *npm*", "accepts *existing* patients"; not the plural
+    before a verb: "the payment terms *apply*")."""
+    if i + 1 >= len(toks) or toks[i + 1].kind != "word" or _function(toks[i + 1]):
+        return False
+    after = toks[i + 1].text.casefold()
+    return is_verb(toks[i].text.casefold()) and (after.endswith("ing") or not is_verb(after))
 
 
 def _verbal(t: Token) -> bool:
@@ -219,15 +237,20 @@ def _agent(toks: Sequence[Token], verb: int | None) -> int | None:
 def role(s: Sentence, t: Token) -> Role:
     """The part token `t` plays in `s` (see the module docstring)."""
     i = t.at
+    if t.kind == "time" and t.text.isalpha() and qualifies(s, [t]):
+        return "topic"  # a time word that picks the thing: "the *weekend* group"
     if t.kind in ("number", "time"):
         return "topic" if leading(s, i) else "value"
     if t.kind == "name" and t.text.endswith("'s"):
         return "topic"
+    chunk = s.chunks[i]
+    obj = _object(s)
+    if obj is not None:  # "Clara takes *ibuprofen* for her migraines"
+        return "value" if chunk == obj else "topic"
     if i == s.agent:
-        return "value"
+        return "topic" if _counted(s) else "value"
     if (s.verb is not None and i <= s.verb) or s.agent is not None:
         return "topic"
-    chunk = s.chunks[i]
     if chunk is None:
         return "topic"
     head = s.heads[chunk]
@@ -240,6 +263,36 @@ def role(s: Sentence, t: Token) -> Role:
     if s.verb is None and chunk == 0:
         return "topic"
     return "open"
+
+
+def _object(s: Sentence) -> int | None:
+    """The phrase right after the verb when it is a bare object (no preposition opens it)
+    and what follows says which thing the memory is about: a phrase of for/of/about...
+    ("Clara takes *ibuprofen* for her migraines", "Felix rents *a van* for the ski
+    holiday"), or words only where the object holds a name or a number ("Ms Harper teaches
+    *Spanish* to the beginner group", "Atlas runs *3* replicas in the production
+    cluster"). That object is what the memory says of the thing. None otherwise ("Kim
+    maintains the SDK": the SDK is what it is about; "Dana moved the review to *Friday*")."""
+    if s.verb is None or s.tokens[s.verb].text.casefold() in AUXILIARIES:
+        return None  # "Marco is the on-call engineer for billing": Marco is the value
+    after = [c for c in s.chunks[s.verb + 1 :] if c is not None]
+    if not after or s.heads[after[0]] is not None or after[0] + 1 >= len(s.heads):
+        return None
+    first = after[0]
+    later = [t for t in s.tokens if (s.chunks[t.at] or -1) > first]
+    if any(t.kind != "word" for t in later):
+        return None
+    if s.heads[first + 1] in _TOPIC_PREPOSITIONS:
+        return first
+    held = [t for t in s.tokens if s.chunks[t.at] == first]
+    return first if any(t.kind in ("name", "number") for t in held) else None
+
+
+def _counted(s: Sentence) -> bool:
+    """A number follows the verb: what the memory says ("Atlas runs *3* replicas", "Lucas
+    walks *3* kilometres a day"), so the name acting is what it is about."""
+    assert s.verb is not None
+    return any(t.kind == "number" for t in s.tokens[s.verb + 1 :])
 
 
 def leading(s: Sentence, i: int) -> bool:
@@ -255,6 +308,28 @@ def _complement(s: Sentence, i: int, chunk: int) -> bool:
     if s.verb is None or s.tokens[s.verb].text.casefold() not in _BE or chunk != s.last_chunk:
         return False
     return all(_function(t) for t in s.tokens[s.verb + 1 : i])
+
+
+def predicate(s: Sentence, span: Sequence[Token]) -> bool:
+    """The span is the memory's verb, the relation it states: where the reading found the
+    verb; the participle after it when it is an auxiliary ("is *hosted* on", not the
+    complement that ends the memory: "is *paused*"); or, where none was found, an inflected
+    word after its subject and before what follows ("the worker *deploys* to", "we *stay*
+    at", "Emma *picks up* her")."""
+    i, end = span[0].at, span[-1].at + 1
+    toks = s.tokens
+    if i == s.verb:
+        return True
+    if end >= len(toks) or i == 0:
+        return False
+    if s.verb is not None and s.verb < i and toks[s.verb].text.casefold() in AUXILIARIES:
+        return all(t.kind in ("small", "negation") for t in toks[s.verb + 1 : i])
+    before, low = toks[i - 1], span[0].text.casefold()
+    if before.text.casefold() in PRONOUNS:
+        return True
+    inflected = low.endswith(("s", "ed")) or base_form(low) != low
+    subject = before.kind in ("word", "name", "number") and not _function(before)
+    return s.verb is None and inflected and subject
 
 
 def qualifies(s: Sentence, span: Sequence[Token]) -> bool:

@@ -1,7 +1,9 @@
 """General English synonyms from WordNet 3.0: two words share a synset ("start"/"begin",
 "buy"/"purchase", "fix"/"repair"), and `sense_rank` says how far down the two words' senses
 (WordNet lists them most frequent first) the shared one lies: 0 when it is the first sense of
-both.
+both. Of verbs it knows more: which words are verbs, the most frequent first
+(`frequent_verbs`), and what a sense says in fewer words (`verb_link`: "to cap is to limit",
+"to wire is to send", "to schedule is to plan").
 
 The table (`synonyms.txt.gz`, built by `scripts/make_synonyms.py`, WordNet's notice at its
 head) is read once, on first use. Inflected forms are taken back to their lemma as WordNet's
@@ -15,7 +17,16 @@ import gzip
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["antonyms", "base_form", "lemmas", "sense_rank", "synonyms"]
+__all__ = [
+    "antonyms",
+    "base_form",
+    "frequent_verbs",
+    "is_verb",
+    "lemmas",
+    "sense_rank",
+    "synonyms",
+    "verb_link",
+]
 
 _TABLE = "synonyms.txt.gz"
 _SUFFIXES = (
@@ -49,7 +60,7 @@ def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
     groups: dict[str, Senses] = {}
     forms: dict[str, list[str]] = {}
     for number, line in enumerate(_lines()):
-        if not line or line.startswith(("#", "! ")):
+        if not line or line.startswith(("#", "! ", "% ", "> ")):
             continue
         if line.startswith("~ "):
             _, form, lemma = line.split()
@@ -71,6 +82,67 @@ def _lines() -> tuple[str, ...]:
 def _antonyms() -> frozenset[tuple[str, str]]:
     pairs = [tuple(line.split()[1:]) for line in _lines() if line.startswith("! ")]
     return frozenset((a, b) for a, b in pairs) | frozenset((b, a) for a, b in pairs)
+
+
+@lru_cache(maxsize=1)
+def _verbs() -> tuple[tuple[str, ...], dict[str, dict[int, dict[str, int]]]]:
+    """WordNet's verbs, the most frequent first, and for each, per sense (its rank), the
+    words that sense says in fewer words, each with the rank of that sense among its own."""
+    ordered: list[str] = []
+    said: dict[str, dict[int, dict[str, int]]] = {}
+    for line in _lines():
+        if line.startswith("% "):
+            ordered.extend(line.split()[1:])
+        elif line.startswith("> "):
+            head, *words = line.split()[1:]
+            verb, _, rank = head.partition(":")
+            said.setdefault(verb, {})[int(rank or 0)] = _ranked(words)
+    return tuple(ordered), said
+
+
+def _ranked(entries: list[str]) -> dict[str, int]:
+    out = {}
+    for entry in entries:
+        word, _, rank = entry.partition(":")
+        out[word] = int(rank or 0)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _verb_set() -> frozenset[str]:
+    return frozenset(_verbs()[0])
+
+
+def frequent_verbs(count: int) -> tuple[str, ...]:
+    """The `count` most frequent of WordNet's single-word verbs."""
+    return tuple(v for v in _verbs()[0] if "_" not in v)[:count]
+
+
+def verb_lemmas(word: str) -> tuple[str, ...]:
+    """The verbs `word` (lower case; a phrase: "relies on") may be a form of."""
+    head, _, rest = " ".join(word.casefold().split()).partition(" ")
+    tail = "_" + rest.replace(" ", "_") if rest else ""
+    verbs = _verb_set()
+    return tuple(dict.fromkeys(w + tail for w in _candidates(head) if w + tail in verbs))
+
+
+def is_verb(word: str) -> bool:
+    """Whether WordNet knows `word` (any inflection; a phrase: "looks after") as a verb."""
+    return bool(verb_lemmas(word))
+
+
+def verb_link(a: str, b: str, depth: int = 3) -> int | None:
+    """How closely WordNet ties two verbs: the rank of their shared sense (`sense_rank`), or
+    of a sense among the first `depth` + 1 of one that says the other in fewer words (its
+    hypernym, its verb group, the verb its definition opens with: "capped"/"limited",
+    "wired"/"sent"), whichever is lower; None when neither."""
+    found = [r] if (r := sense_rank(a, b)) is not None else []
+    for x, y in ((a, b), (b, a)):
+        targets = verb_lemmas(y)
+        for lemma in verb_lemmas(x):
+            for rank, words in _verbs()[1].get(lemma, {}).items():
+                found.extend(max(rank, words[t]) for t in targets if t in words and rank <= depth)
+    return min(found, default=None)
 
 
 @lru_cache(maxsize=8192)

@@ -35,7 +35,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
-from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage
+from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Quiet, Spawn
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.trace_index import ToolLine, TraceIndex, TraceLine
@@ -51,6 +51,7 @@ __all__ = [
     "MemoryFilter",
     "MemoryPage",
     "MemoryView",
+    "Quiet",
     "ToolLine",
     "TraceLine",
 ]
@@ -136,17 +137,57 @@ class Inspection:
         settings: Settings,
     ) -> None:
         self._store, self._recorder, self._calls, self._settings = store, recorder, calls, settings
-        self.catalog = Catalog(lister, store, calls)
+        # a server counts its requests in flight here; the listing and the reading of the
+        # traces beside them give way to them
+        self.quiet = Quiet()
+        self.catalog = Catalog(lister, store, calls, quiet=self.quiet)
         self.traces = TraceIndex(recorder, keep=settings.traces.keep)
+        self._reading_traces = False  # the first reading of the traces runs beside requests
+        self._traces_read = anyio.Event()  # set when that reading has ended
 
-    async def warm(self) -> None:
-        """List the store and read the kept traces (a server does it once, at start)."""
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self.catalog.refresh)
-            tasks.start_soon(self.refresh_traces)
+    def serve(self, spawn: Spawn | None) -> None:
+        """A server starts (`spawn`: its task group's `start_soon`): list the store and read
+        the kept traces beside the requests, which meanwhile answer from what is there. None:
+        the server stops (pages wait for what they need again)."""
+        self.catalog.spawn = spawn
+        if spawn is not None:
+            self.catalog.fill()
+            self._read_traces(spawn)
+
+    async def settled(self) -> None:
+        """Wait until what `serve` started has ended: the store listed, the traces read."""
+        await self.catalog.filled()
+        await self._traces_read.wait()
+
+    @property
+    def traces_loading(self) -> bool:
+        """True while the kept traces are first read beside the requests: the trace list,
+        the per-tool figures and "the requests that returned it" hold those read so far."""
+        return not self.traces.loaded
 
     async def refresh_traces(self) -> None:
+        """Take the traces stored since the last look. Until they have all been read once, a
+        server reads them beside the requests (this returns at once); without one, this
+        reads them all."""
+        spawn = self.catalog.spawn
+        if spawn is not None and not self.traces.loaded:
+            self._read_traces(spawn)
+            return
         await anyio.to_thread.run_sync(self.traces.refresh)
+
+    def _read_traces(self, spawn: Spawn) -> None:
+        if self._reading_traces or self.traces.loaded:
+            return
+        self._reading_traces = True
+
+        async def read() -> None:
+            try:
+                await anyio.to_thread.run_sync(self.traces.refresh, self.quiet.wait_blocking)
+            finally:
+                self._reading_traces = False
+                self._traces_read.set()
+
+        spawn(read)
 
     async def memories(self, wanted: MemoryFilter, offset: int, limit: int) -> MemoryPage:
         return await self.catalog.page(wanted, offset, limit)

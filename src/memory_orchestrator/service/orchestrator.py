@@ -27,9 +27,10 @@ import anyio
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes
-from memory_orchestrator.errors import TraceNotFound
+from memory_orchestrator.errors import SemanticUnavailable, TraceNotFound
 from memory_orchestrator.models import (
     Capabilities,
     ContextPackage,
@@ -128,13 +129,25 @@ class Orchestrator:
             settings,
             entities,
             on_written=self._indexes.stale,
-            meaning=Meaning(self._indexes.embedder),
+            meaning=Meaning(self._indexes.embedder, words=self._word_vectors),
         )
         self._calls = calls
         self._observer = observer
         self._lister = lister
         self._inspection: Inspection | None = None
         self.created_store: Path | None = None  # a store file this process created empty
+
+    def _word_vectors(self) -> Embedder | None:
+        """Static word vectors for the write path's reading of swapped verbs: the semantic
+        model when it is wordllama, else wordllama where the extra is installed; None when
+        the semantic stage is off or wordllama cannot load."""
+        model = self._indexes.embedder()
+        if model is None or model.name.startswith("wordllama"):
+            return model
+        try:
+            return load_embedder("wordllama")
+        except SemanticUnavailable:
+            return None
 
     @classmethod
     def from_settings(

@@ -6,14 +6,15 @@ keeps thousands; reading them all takes seconds. The index reads them once, page
 (`older`), keeps a `TraceLine` of each (tool, what was asked, items, latency, error, the ids
 returned), and then takes only the traces stored since (`recent`), at most every
 `interval_s`. Traces written by other processes on the same store (an MCP server beside the
-inspector) come in the same way.
+inspector) come in the same way. While the first reading runs (a server runs it beside the
+requests), the lines read so far are there to show, newest first.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from memory_orchestrator.state.observability import percentile
 
 __all__ = ["ToolLine", "TraceIndex", "TraceLine", "TraceSource"]
 
-_PAGE = 200
+_PAGE = 50  # traces per read: small, so that the first reading gives way to requests often
 _ASKED_CHARS = 200
 
 
@@ -99,15 +100,30 @@ class TraceIndex:
         self._lines: list[TraceLine] = []
         self._known: set[str] = set()
         self._loaded = False
+        self._loading = False
         self._refreshed_at: float | None = None
         self._lock = threading.Lock()  # refreshes run in worker threads
+
+    @property
+    def loaded(self) -> bool:
+        """True once every kept trace has been read once."""
+        return self._loaded
+
+    @property
+    def loading(self) -> bool:
+        """True while the first reading runs (the lines read so far are there)."""
+        return self._loading
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
     def stale(self) -> None:
         """Look for new traces at the next read."""
         self._refreshed_at = None
 
-    def refresh(self) -> None:
-        """Take the traces stored since the last refresh (all of them the first time).
+    def refresh(self, pause: Callable[[], None] | None = None) -> None:
+        """Take the traces stored since the last refresh (all of them the first time; `pause`
+        is called before each page of that first reading, to give way to requests).
         Blocking: call it from a worker thread."""
         with self._lock:
             now = time.monotonic()
@@ -116,7 +132,7 @@ class TraceIndex:
             if self._loaded:
                 self._take_new()
             else:
-                self._load()
+                self._load(pause)
             self._refreshed_at = now
 
     def lines(
@@ -146,15 +162,22 @@ class TraceIndex:
 
     # ------------------------------------------------------------------ internals
 
-    def _load(self) -> None:
+    def _load(self, pause: Callable[[], None] | None) -> None:
         lines: list[TraceLine] = []
         before: str | None = None
-        while len(lines) < self._keep:
-            page = self._source.older(before, _PAGE)
-            lines.extend(TraceLine.of(t) for t in page)
-            if len(page) < _PAGE:
-                break
-            before = page[-1].trace_id
+        self._loading = True
+        try:
+            while len(lines) < self._keep:
+                if pause is not None:
+                    pause()
+                page = self._source.older(before, _PAGE)
+                lines.extend(TraceLine.of(t) for t in page)
+                self._lines = lines[: self._keep]  # a new list: readers see it, or the old
+                if len(page) < _PAGE:
+                    break
+                before = page[-1].trace_id
+        finally:
+            self._loading = False
         self._set(lines)
         self._loaded = True
 

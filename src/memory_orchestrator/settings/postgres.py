@@ -47,7 +47,10 @@ class SharedSettings(Section):
     in a PostgreSQL database (`dsn`, default `[postgres] dsn`), shared by every replica: any
     replica explains any trace, and a queued write is replayed exactly once by one of them."""
 
-    state: Literal["local", "postgres"] = Field(default="local")
+    state: Literal["local", "postgres"] = Field(
+        default="local",
+        description="local: SQLite files under the data dir; postgres: tables every replica shares",
+    )
     dsn: str | None = Field(
         default=None, description="the database for shared state; default [postgres] dsn"
     )

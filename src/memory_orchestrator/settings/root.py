@@ -69,7 +69,10 @@ class Settings(BaseSettings):
     )
 
     backend: str = Field(default="embedded", description="store to use (see `backends`)")
-    data_dir: Annotated[Path, AfterValidator(_dir_path)] = Field(default_factory=default_data_dir)
+    data_dir: Annotated[Path, AfterValidator(_dir_path)] = Field(
+        default_factory=default_data_dir,
+        description="where the store file, the traces and the outbox are kept",
+    )
     passthrough: bool = Field(
         default=False, description="search returns the store's raw results unchanged"
     )

@@ -23,11 +23,16 @@ from memory_orchestrator.settings.base import DirPath, FilePath, Section
 
 
 class RetrievalSettings(Section):
+    """How a question is read and what is asked of the store: how many items and candidates,
+    subqueries, the fusion of their lists, the time each store call may take."""
+
     top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
     candidate_k: int = Field(
         default=20, ge=1, le=500, description="candidates fetched per subquery (at least top_k)"
     )
-    max_subqueries: int = Field(default=4, ge=1, le=12)
+    max_subqueries: int = Field(
+        default=4, ge=1, le=12, description="searches a question is split into, at most"
+    )
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
     timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
     fuzzy_names: bool = Field(
@@ -41,6 +46,9 @@ class RetrievalSettings(Section):
 
 
 class ExpansionSettings(Section):
+    """Graph expansion: from the best candidates along the store's edges to related memories
+    (`memory_expand`, and a search when asked, planned or `enabled`)."""
+
     enabled: bool = Field(default=False, description="expand on every search, not only when asked")
     hop_budget: int = Field(default=1, ge=0, le=4, description="default hops; planner may lower")
     max_hops: int = Field(default=3, ge=0, le=6, description="hard cap on any request")
@@ -48,23 +56,39 @@ class ExpansionSettings(Section):
     fanout: int = Field(default=6, ge=1, le=100, description="neighbours kept per seed")
     max_expanded: int = Field(default=30, ge=1, le=500, description="new candidates per request")
     edge_types: list[str] = Field(
-        default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"]
+        default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"],
+        description="the edge types an expansion may follow (the store's own, where it has some)",
     )
 
 
 class Weights(Section):
     """The re-ranking formula. Penalties are subtracted."""
 
-    relevance: float = 0.60
-    recency: float = 0.05
-    graph: float = 0.10
-    type_match: float = 0.05
-    cross_reference: float = 0.30
-    duplicate: float = 0.40
-    noise: float = 0.30
+    relevance: float = Field(default=0.60, description="weight of relevance to the question")
+    recency: float = Field(default=0.05, description="weight of how recent a memory is")
+    graph: float = Field(
+        default=0.10, description="weight of closeness in the graph (1 when searched directly)"
+    )
+    type_match: float = Field(
+        default=0.05, description="weight of a memory type the question asks for"
+    )
+    cross_reference: float = Field(
+        default=0.30, description="weight of naming entities that recur across the candidates"
+    )
+    duplicate: float = Field(
+        default=0.40, description="penalty for a near-duplicate of a better item (subtracted)"
+    )
+    noise: float = Field(
+        default=0.30,
+        description="penalty for a memory that shares no term with the question, or is a few"
+        " words only (subtracted)",
+    )
 
 
 class RankingSettings(Section):
+    """The re-ranking of the candidates: the weights of the score, how relevance is made of
+    its signals, recency, the relevance floor."""
+
     weights: Weights = Field(default_factory=Weights)
     learned_weights: FilePath = Field(
         default=None,
@@ -181,6 +205,9 @@ class RankingSettings(Section):
 
 
 class DedupSettings(Section):
+    """Near-duplicates among the items: merged at `threshold`, penalised from
+    `soft_threshold`."""
+
     threshold: float = Field(default=0.85, ge=0.5, le=1.0, description="merge at or above")
     soft_threshold: float = Field(
         default=0.6, ge=0.0, le=1.0, description="penalise similarity above this"
@@ -188,16 +215,35 @@ class DedupSettings(Section):
 
 
 class PackagingSettings(Section):
-    max_items: int = Field(default=8, ge=1, le=100)
-    max_chars: int = Field(default=3000, ge=200, le=100_000)
+    """The context package of `memory_context`: how much it holds and how it is grouped."""
+
+    max_items: int = Field(
+        default=8, ge=1, le=100, description="items in a context package, at most"
+    )
+    max_chars: int = Field(
+        default=3000, ge=200, le=100_000, description="characters in a context package, at most"
+    )
     item_chars: int = Field(default=400, ge=40, le=8000, description="summary length per item")
-    group_by: Literal["auto", "entity", "time", "none"] = "auto"
+    group_by: Literal["auto", "entity", "time", "none"] = Field(
+        default="auto",
+        description="how the context block groups items; auto: by time for an episodic"
+        " question, by entity when it names two or more, else not",
+    )
 
 
 class TraceSettings(Section):
-    enabled: bool = True
+    """The trace each request leaves (what it asked, every candidate with its scores, the
+    drops), for `memory_explain`, replays and the inspector."""
+
+    enabled: bool = Field(
+        default=True, description="keep each request's trace on disk (off: in memory only)"
+    )
     path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
-    verbosity: Literal["minimal", "normal", "full"] = "normal"
+    verbosity: Literal["minimal", "normal", "full"] = Field(
+        default="normal",
+        description="minimal: no candidate detail and no refused expansion in a trace;"
+        " normal and full: everything",
+    )
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
 
 
@@ -260,8 +306,8 @@ class LocalIndexSettings(Section):
     radius: int = Field(
         default=3, ge=1, le=5, description="neighbours on each side that lend their terms"
     )
-    k1: float = Field(default=0.9, ge=0, le=3)
-    b: float = Field(default=0.75, ge=0, le=1)
+    k1: float = Field(default=0.9, ge=0, le=3, description="BM25 term-frequency saturation")
+    b: float = Field(default=0.75, ge=0, le=1, description="BM25 length normalization")
     semantic_share: float = Field(
         default=0.0,
         ge=0,
@@ -317,7 +363,13 @@ class OutboxSettings(Section):
 
 
 class WriteSettings(Section):
-    on_duplicate: Literal["skip", "update"] = "skip"
+    """What `memory_write` does with a memory close to one already stored."""
+
+    on_duplicate: Literal["skip", "update"] = Field(
+        default="skip",
+        description="a near-duplicate write: skip it (the old one is kept), or update (write"
+        " it, linked as an update of the old one)",
+    )
     on_conflict: Literal["supersede", "keep_both", "skip"] = Field(
         default="supersede",
         description="a close memory that asserts other values (a number, date, name, negation,"

@@ -7,13 +7,16 @@ constant time, so timing tells nothing about which hash came close.
 
 This module is pure: the HTTP face (`faces/http/server.py`) asks it who a secret belongs to and
 whether that token may reach the served store, the MCP face (`faces/mcp/access.py`) whether it may
-call a tool; the CLI uses it to mint tokens.
+call a tool; the CLI uses it to mint tokens. `is_loopback` is here too: both the HTTP face and
+the inspector (`faces/ui`) ask it whether a bind address needs tokens, and the inspector must
+not load the MCP SDK the HTTP face imports.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -32,6 +35,7 @@ __all__ = [
     "TokenSpec",
     "bearer",
     "hash_token",
+    "is_loopback",
     "new_secret",
 ]
 
@@ -51,6 +55,17 @@ _PREFIX = "sha256:"
 _HASH = r"^sha256:[0-9a-f]{64}$"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 StoreName = Annotated[str, Field(pattern=r"^(\*|[A-Za-z0-9][A-Za-z0-9_-]{0,63})$")]
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 (bracketed or not) and `localhost`; False for anything else
+    (0.0.0.0 too). Where a face binds decides whether it asks for a bearer token."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class _Section(BaseModel):
@@ -101,7 +116,7 @@ class HttpSettings(_Section):
     """The streamable-HTTP transport (`orchestrator serve --transport http`)."""
 
     host: str = Field(default="127.0.0.1", description="bind address; loopback by default")
-    port: int = Field(default=8765, ge=1, le=65535)
+    port: int = Field(default=8765, ge=1, le=65535, description="the port to serve on")
     tokens: list[TokenSpec] = Field(
         default_factory=list, description="bearer tokens; none = the server refuses to start"
     )

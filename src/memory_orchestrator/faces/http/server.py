@@ -20,7 +20,6 @@ This module never imports the MCP face (`faces.mcp.server`): the server to serve
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
@@ -44,7 +43,7 @@ from memory_orchestrator.faces.mcp.access import FORBIDDEN, TokenUser, peer_of
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
 from memory_orchestrator.state.observability import Metrics, Observer
-from memory_orchestrator.state.tokens import Denied, TokenBook, TokenSpec, bearer
+from memory_orchestrator.state.tokens import Denied, TokenBook, TokenSpec, bearer, is_loopback
 
 __all__ = [
     "MCP_PATH",
@@ -52,7 +51,6 @@ __all__ = [
     "BearerAuth",
     "ServerFactory",
     "build_app",
-    "is_loopback",
     "serve",
 ]
 
@@ -76,16 +74,6 @@ EXPOSED_WARNING = (
     "WARNING: binding {host}, not loopback: other machines can reach this server, and bearer "
     "tokens cross the network in clear text unless a TLS proxy sits in front."
 )
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and `localhost`; False for anything else (0.0.0.0 too)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class BearerAuth:

@@ -6,9 +6,11 @@ default), prints the URL and runs it with uvicorn until Ctrl-C.
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -33,17 +35,26 @@ from memory_orchestrator.errors import (
 )
 from memory_orchestrator.faces.ui import pages, trace_pages
 from memory_orchestrator.faces.ui.checks import HealthChecks
-from memory_orchestrator.faces.ui.common import Refused, UiState, access_of, form_of, page
-from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions, is_loopback
+from memory_orchestrator.faces.ui.common import (
+    Refused,
+    UiState,
+    access_of,
+    compile_templates,
+    form_of,
+    page,
+)
+from memory_orchestrator.faces.ui.guard import COOKIE, Guard, Sessions
 from memory_orchestrator.models import describe_errors
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
-from memory_orchestrator.state.tokens import TokenBook
+from memory_orchestrator.state.tokens import TokenBook, is_loopback
 
-__all__ = ["EXPOSED_WARNING", "build_app", "serve"]
+__all__ = ["EXPOSED_WARNING", "READY", "build_app", "serve"]
 
 log = logging.getLogger(__name__)
+
+READY = "memory inspector ready: {detail} ({took:.1f} s after start)"
 
 EXPOSED_WARNING = (
     "WARNING: the inspector binds {host}, not loopback: other machines can reach it; it asks "
@@ -150,19 +161,49 @@ def _lifespan(
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        inspection = orchestrator.inspection()
         try:
             async with anyio.create_task_group() as tasks:
                 ui.health.spawn = tasks.start_soon
                 if warm:  # list the store, read the traces and check health meanwhile
-                    tasks.start_soon(orchestrator.inspection().warm)
+                    inspection.serve(tasks.start_soon)
                     tasks.start_soon(ui.health.refresh)
+                    tasks.start_soon(_say_ready, orchestrator, ui, time.perf_counter())
                 yield
                 ui.health.spawn = None
+                inspection.serve(None)
                 tasks.cancel_scope.cancel()
         finally:
             await orchestrator.close()
 
     return lifespan
+
+
+async def _say_ready(orchestrator: Orchestrator, ui: UiState, started: float) -> None:
+    """One line on stdout once the store is listed, the traces read and health checked:
+    from then on no page answers from a part (the tests wait for it).
+
+    Meanwhile Python's cyclic garbage collector is off: the listing makes millions of
+    short-lived objects, and each full collection over the growing caches stopped every
+    request for 100 ms and more. Once done, what is alive (the catalog, the trace lines, the
+    store's caches: kept for the life of the server) is frozen out of later collections."""
+    inspection = orchestrator.inspection()
+    gc.disable()
+    try:
+        await inspection.settled()
+        checked = await ui.health.first()
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
+    listed = (
+        f"{len(inspection.catalog):,} memories listed"
+        if inspection.catalog.listing
+        else ("the store cannot list its memories")
+    )
+    status = checked.report.status.value if checked is not None else "unknown"
+    detail = f"{listed}, {len(inspection.traces):,} requests read, health {status}"
+    print(READY.format(detail=detail, took=time.perf_counter() - started), flush=True)
 
 
 def _routes() -> list[BaseRoute]:
@@ -198,6 +239,7 @@ def build_app(
     `token_required`); raises ConfigError when they would be and none is configured."""
     auth = token_required or not is_loopback(host)
     book = _book(settings) if auth else None
+    compile_templates()
     ui = UiState(orchestrator, settings, Sessions(), eval_dir, auth, HealthChecks(orchestrator))
 
     app = Starlette(
@@ -224,6 +266,7 @@ def build_app(
         store=orchestrator.store_name,
         sessions=ui.sessions,
         local_only=is_loopback(host),
+        quiet=orchestrator.inspection().quiet,
     )
     return app
 
@@ -236,8 +279,9 @@ def serve(
     token_required: bool = False,
     eval_dir: Path | None = None,
 ) -> None:
-    """Bind, print the URL (on stdout, with the port bound when 0 was asked), serve until
-    stopped. Raises ConfigError (no tokens where they are needed) and OSError (port in use)."""
+    """Bind, serve until stopped, and print the URL once it answers (on stdout, with the port
+    bound when 0 was asked). Raises ConfigError (no tokens where they are needed) and OSError
+    (port in use)."""
     orchestrator = Orchestrator.from_settings(settings)
     try:
         app = build_app(
@@ -260,6 +304,21 @@ def serve(
     where = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     if not is_loopback(host):
         print(EXPOSED_WARNING.format(host=host), file=sys.stderr, flush=True)
-    print(f"memory inspector: http://{where}:{bound}/  (Ctrl-C to stop)", flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    _Server(config, f"memory inspector: http://{where}:{bound}/  (Ctrl-C to stop)").run(
+        sockets=[sock]
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which prints the URL once it answers on it (not before its start-up:
+    a page opened at once would wait for it)."""
+
+    def __init__(self, config: uvicorn.Config, line: str) -> None:
+        super().__init__(config)
+        self._line = line
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.should_exit:
+            print(self._line, flush=True)

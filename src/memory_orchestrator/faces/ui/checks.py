@@ -1,10 +1,11 @@
 """The health page's report: the latest check, kept, with the time it was made.
 
-A store's own health checks can be slow on a large store (the embedded store's `PRAGMA
-quick_check` reads the whole file: about 0.6 s at 100,000 memories), so the page shows the
-latest report with its age instead of checking on every visit: the server checks once at
-start, again in the background after a visit finds the report older than `max_age_s`, and
-at once when asked (`/health?fresh=1`, the page's "Check now").
+A store's own health checks can be slow (a store behind a process or a network; the embedded
+store keeps its whole-file integrity check off the health call, but another store may not),
+so the page shows the latest report with its age instead of checking on every visit: the
+server checks once at start, again in the background after a visit finds the report older
+than `max_age_s`, and at once when asked (`/health?fresh=1`, the page's "Check now"). A
+visit before the first check is done does not wait for it: the page says it is under way.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class HealthChecks:
         self._orchestrator, self.max_age_s = orchestrator, max_age_s
         self._latest: Checked | None = None
         self._lock = anyio.Lock()
+        self._first = anyio.Event()  # set when the first check has ended
         # starts a task beside the requests (the server's task group, set at start); None: a
         # check runs after the answer that asked for it (in-process tests have no server)
         self.spawn: Callable[[Callable[[], Coroutine[Any, Any, None]]], object] | None = None
@@ -57,14 +59,29 @@ class HealthChecks:
             if self._latest is not None and self._latest is not before:
                 return self._latest  # checked while this one waited
             started = time.perf_counter()
-            report = await self._orchestrator.health()
+            try:
+                report = await self._orchestrator.health()
+            finally:
+                self._first.set()
             took = round((time.perf_counter() - started) * 1000, 1)
             self._latest = Checked(report, time.monotonic(), took)
             return self._latest
 
-    async def latest(self) -> Checked:
-        """The latest report; checks first only when there is none yet."""
-        return self._latest if self._latest is not None else await self.check()
+    async def first(self) -> Checked | None:
+        """Wait for the first check to end (an event); its report."""
+        await self._first.wait()
+        return self._latest
+
+    async def latest(self) -> Checked | None:
+        """The latest report. When there is none yet: None while a server checks beside the
+        requests (the page says the first check is under way), else a check now."""
+        if self._latest is not None:
+            return self._latest
+        if self.spawn is not None:
+            if not self._lock.locked():
+                self.spawn(self.refresh)
+            return None
+        return await self.check()
 
     async def refresh(self) -> None:
         """A background check, skipped when one is under way."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 import time
 from collections import OrderedDict
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from memory_orchestrator.service.inspecting import Quiet
 from memory_orchestrator.state.tokens import TokenBook, TokenSpec, bearer
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "Access",
     "Guard",
     "Sessions",
-    "is_loopback",
     "same_origin",
 ]
 
@@ -78,16 +77,6 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and `localhost` (as the HTTP server decides it)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -200,9 +189,11 @@ class Guard:
         store: str,
         sessions: Sessions,
         local_only: bool,
+        quiet: Quiet | None = None,
     ) -> None:
         self.app, self.book, self.store = app, book, store
         self.sessions, self.local_only = sessions, local_only
+        self.quiet = quiet  # told of each request in flight: the start-up work gives way
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -233,7 +224,14 @@ class Guard:
                 return
             access = Access(token, session if self.sessions.secret(session) else None)
         scope.setdefault("state", {})["access"] = access
-        await self.app(scope, receive, send)
+        if self.quiet is None:
+            await self.app(scope, receive, send)
+            return
+        self.quiet.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.quiet.leave()
 
 
 def _with_headers(send: Send, started: float) -> Send:

@@ -131,10 +131,12 @@ async def memory(request: Request) -> Response:
     returned it."""
     access = allowed(request, "memory_search")
     memory_id = request.path_params["memory_id"]
-    view = await state_of(request).orchestrator.inspection().memory(memory_id)
+    inspection = state_of(request).orchestrator.inspection()
+    view = await inspection.memory(memory_id)
     if view is None:
         raise Refused(404, f"no memory with id {memory_id!r} in this store (forgotten, or never)")
-    return page(request, "memory.html", view=view, can_forget=access.can_forget)
+    can_forget = access.can_forget
+    return page(request, "memory.html", view=view, can_forget=can_forget, inspection=inspection)
 
 
 async def forget_confirm(request: Request) -> Response:

@@ -38,6 +38,7 @@ async def traces(request: Request) -> Response:
         pager=Pager(offset, limit, total, len(lines)),
         tool=tool or "",
         tools=inspection.traces.tools(),
+        inspection=inspection,
     )
 
 
@@ -98,7 +99,8 @@ async def health(request: Request) -> Response:
     fresh = request.query_params.get("fresh") == "1"
     checked = await (ui.health.check() if fresh else ui.health.latest())
     again = None if fresh else ui.health.again_if_stale()
-    stats = await ui.orchestrator.inspection().tool_stats()
+    inspection = ui.orchestrator.inspection()
+    stats = await inspection.tool_stats()
     outbox: OutboxReport | None = None
     outbox_error = None
     if ui.settings.outbox.enabled:
@@ -109,11 +111,12 @@ async def health(request: Request) -> Response:
     answer = page(
         request,
         "health.html",
-        report=checked.report,
+        report=checked.report if checked is not None else None,
         checked=checked,
         stats=stats,
         outbox=outbox,
         outbox_error=outbox_error,
+        inspection=inspection,
     )
     answer.background = again  # a report older than max_age_s: checked again after this page
     return answer
