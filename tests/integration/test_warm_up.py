@@ -3,6 +3,7 @@ serving reads meanwhile: a real embedded store and the real wordllama model."""
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.models import ContextRequest, Memory, MemoryType, NewMemory, Status
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.observability import Observer
 from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW
 
@@ -85,6 +87,47 @@ def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
             check = next(c for c in (await o.health()).checks if c.name == "semantic")
             assert "4 memories indexed" in check.detail
             assert "loading" not in check.detail
+        await o.close()
+
+    anyio.run(main)
+
+
+class HeldObserver(Observer):
+    """Fault injection: the request log, except that making its logger (the warm-up's first
+    step, structlog's imports) waits until the test lets it go (a slow import on a busy
+    machine)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.StringIO())
+        self.release = threading.Event()
+
+    def prepare(self) -> None:
+        assert self.release.wait(60)
+        super().prepare()
+
+
+def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexes(
+    settings: Settings,
+) -> None:
+    """The indexes say they are warming from the warm-up's first moment: a read that comes
+    while it is still making the request log's logger is served with what is ready, not by
+    listing the store and waiting for the semantic index itself (a 10k store's first call in
+    the server took 11.6 s so, the time `index_wait_s` allows)."""
+    settings.semantic.enabled = False
+
+    async def main() -> None:
+        plain = EmbeddedBackend(settings.embedded_path())
+        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+        await plain.close()
+        observer = HeldObserver()
+        o = Orchestrator.from_settings(settings, clock=lambda: NOW, observer=observer)
+        async with o.warming():
+            early = await o.context(ContextRequest(query="revenue in Europe"))
+            said = notes(o, early.trace_id)
+            assert any(n.startswith("local index") and "still loading" in n for n in said), said
+            assert not any("memories added" in n for n in said)
+            observer.release.set()
+            await o.warm_up()
         await o.close()
 
     anyio.run(main)

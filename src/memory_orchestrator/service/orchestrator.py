@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -191,9 +192,13 @@ class Orchestrator:
         listing) ahead of the first query, off the event loop; a query meanwhile is served
         with the indexes that are ready. Without it, the first query loads them. With
         `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
-        if self._observer is not None:  # its logger's imports, before the first request's line
-            await anyio.to_thread.run_sync(self._observer.prepare, abandon_on_cancel=True)
-        await self._indexes.warm_up(wait_s=wait_s)
+        async with anyio.create_task_group() as group:
+            if self._observer is not None:  # its logger's imports, before the first request's line
+                prepare = self._observer.prepare
+                group.start_soon(partial(anyio.to_thread.run_sync, prepare, abandon_on_cancel=True))
+            # at once (the indexes say they are warming before anything is awaited), so that a
+            # request that comes meanwhile is served with what is ready instead of loading it all
+            await self._indexes.warm_up(wait_s=wait_s)
 
     async def settle(self, report: Callable[[int, int], None] | None = None) -> None:
         """Bring the derived indexes up to date with the store and wait, with no bound, until
