@@ -16,6 +16,8 @@ Layout (`postgres/migrations/0001_memories.sql`, applied at start, see `postgres
   row), so every replica's derived indexes pull exactly what the others wrote.
 - A write of content that is already live (from any replica, even at the same moment) is
   skipped by a unique index on the content hash: a write is stored once.
+- Every committed change is announced (LISTEN/NOTIFY, `postgres/changes.py`):
+  `change_generation` moves, and the derived indexes pull it at once instead of polling.
 
 Calls run in worker threads on a `psycopg_pool` pool, so an async caller can time out;
 psycopg errors become `BackendError` (transient when the server is unreachable or busy).
@@ -78,6 +80,7 @@ from memory_orchestrator.models import (
     WriteOutcome,
     to_utc,
 )
+from memory_orchestrator.postgres.changes import Changes
 from memory_orchestrator.postgres.database import Database
 from memory_orchestrator.text import content_hash
 
@@ -135,6 +138,13 @@ class PostgresBackend:
             statement_timeout_ms=statement_timeout_ms,
             what="postgres store ([postgres] dsn)",
         )
+        self._changes = Changes(self._db.dedicated)
+
+    @property
+    def change_generation(self) -> int | None:
+        """Moves each time a change to the store commits, from any replica; None while not
+        listening (see `postgres/changes.py`)."""
+        return self._changes.generation if self._db.dsn else None
 
     @property
     def open_error(self) -> str | None:
@@ -452,6 +462,7 @@ class PostgresBackend:
         return checks
 
     async def close(self) -> None:
+        await anyio.to_thread.run_sync(self._changes.close)
         await anyio.to_thread.run_sync(self._db.close)
 
 

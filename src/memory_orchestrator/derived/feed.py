@@ -1,8 +1,10 @@
 """Keeping a derived local index in step with the store it is derived from.
 
 A `Feed` pulls, page by page, the memories a store has added since the last pull, when the
-store can list them (`EnumerableBackend`) and at most every `interval_s`. The indexes fed
-this way are caches the orchestrator owns; the store stays the source of truth.
+store can list them (`EnumerableBackend`) and at most every `interval_s`, or at once when the
+store says a change committed since (a store that hears other writers, such as PostgreSQL's
+LISTEN/NOTIFY, has a `change_generation` that moves). The indexes fed this way are caches
+the orchestrator owns; the store stays the source of truth.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Feed:
     def __init__(self) -> None:
         self._cursor: str | None = None
         self._pulled_at: float | None = None
+        self._generation: int | None = None
 
     def stale(self) -> None:
         """Pull at the next chance (the orchestrator just wrote to the store)."""
@@ -48,7 +51,9 @@ class Feed:
         if store is None:  # the store cannot list its memories
             return Pulled(0, listed=False)
         now = time.monotonic()
-        if self._pulled_at is not None and now - self._pulled_at < interval_s:
+        generation = _generation(store)  # read before listing: a change meanwhile pulls again
+        recent = self._pulled_at is not None and now - self._pulled_at < interval_s
+        if recent and (generation is None or generation == self._generation):
             return Pulled(0, listed=True)
         added = 0
         try:
@@ -62,5 +67,10 @@ class Feed:
                         break
         except Exception as exc:  # a cache: a failed pull only leaves it older
             return Pulled(added, listed=True, note=f"local index sync failed: {exc}")
-        self._pulled_at = now
+        self._pulled_at, self._generation = now, generation
         return Pulled(added, listed=True)
+
+
+def _generation(store: EnumerableBackend) -> int | None:
+    value = getattr(store, "change_generation", None)
+    return value if isinstance(value, int) else None

@@ -142,6 +142,18 @@ class Database:
             message = f"{self.where}: {_first_line(exc)}"
             raise BackendError(message, transient=transient(exc)) from exc
 
+    def dedicated(self) -> psycopg.Connection[tuple[object, ...]]:
+        """A connection of its own, outside the pool, with the pool's options (autocommit;
+        e.g. to LISTEN on). psycopg errors are raised as they are."""
+        if not self.dsn:
+            raise BackendError(self.open_error or f"{self.where}: no dsn is set")
+        return psycopg.connect(
+            self.dsn,
+            autocommit=True,
+            connect_timeout=max(1, round(self._timeout)),
+            options=self._options,
+        )
+
     def share(self) -> bool:
         """One more use of this pool (its user calls `close` when done); False when it has
         been closed already (make a new one)."""
