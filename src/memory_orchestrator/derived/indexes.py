@@ -221,6 +221,12 @@ class DerivedIndexes:
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
 
+    async def close(self) -> None:
+        """Stop the semantic index's background workers (what is still queued is embedded
+        at the next start), off the event loop."""
+        if self._semantic is not None:
+            await anyio.to_thread.run_sync(self._semantic.close)
+
     def embedder(self) -> Embedder | None:
         """The semantic model when `[semantic]` is on (or "auto") and it loads, else None."""
         if self._settings.semantic.enabled is False:

@@ -195,6 +195,19 @@ class SemanticIndex:
                 self._work.wait(left)
             return len(self._pending) + len(self._busy)
 
+    def close(self, timeout_s: float = 30.0) -> int:
+        """Stop the background workers: what is still queued is dropped (the store still
+        lists it: the next start embeds it) and the batches in hand are finished, within
+        `timeout_s`, so that no worker is inside the model when the process exits (ONNX
+        Runtime aborts the process then). Returns how many memories were dropped."""
+        deadline = time.monotonic() + timeout_s
+        with self._work:
+            dropped = len(self._pending)
+            self._pending.clear()
+            while self._workers and (left := deadline - time.monotonic()) > 0:
+                self._work.wait(left)
+        return dropped
+
     def _drain(self) -> None:
         while True:
             with self._work:
@@ -202,6 +215,7 @@ class SemanticIndex:
                     self._workers -= 1
                     if not self._workers:
                         self._rate.reset()
+                    self._work.notify_all()
                     return
                 batch = [self._pending.pop(i) for i in list(islice(self._pending, _BATCH))]
                 self._busy.update(m.id for m in batch)

@@ -476,6 +476,7 @@ class Orchestrator:
 
     async def close(self) -> None:
         try:
+            await self._indexes.close()  # no embedding left running when the process exits
             await self._store.close()
         finally:
             self._recorder.close()
