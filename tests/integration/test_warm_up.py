@@ -119,13 +119,19 @@ def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexe
         plain = EmbeddedBackend(settings.embedded_path())
         await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
         await plain.close()
-        observer = HeldObserver()
-        o = Orchestrator.from_settings(settings, clock=lambda: NOW, observer=observer)
+        gate, observer = anyio.Event(), HeldObserver()
+        o = Orchestrator(
+            SlowListing(settings.embedded_path(), gate),  # the warm-up is still listing
+            settings,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+            observer=observer,
+        )
         async with o.warming():
             early = await o.context(ContextRequest(query="revenue in Europe"))
             said = notes(o, early.trace_id)
             assert any(n.startswith("local index") and "still loading" in n for n in said), said
-            assert not any("memories added" in n for n in said)
+            gate.set()
             observer.release.set()
             await o.warm_up()
         await o.close()
