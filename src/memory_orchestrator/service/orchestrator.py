@@ -188,23 +188,20 @@ class Orchestrator:
             setattr(self.settings, name, getattr(settings, name))
 
     async def warm_up(self, *, wait_s: float = 0.0) -> None:
-        """Load the derived indexes (the semantic model, its kept vectors, the store's whole
-        listing) ahead of the first query, off the event loop; a query meanwhile is served
-        with the indexes that are ready. Without it, the first query loads them. With
+        """Load the derived indexes (model, kept vectors, the store's listing) off the event
+        loop, and the request log's logger alongside; a query meanwhile is served with what
+        is ready (the indexes say they are warming before anything is awaited). With
         `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
         async with anyio.create_task_group() as group:
-            if self._observer is not None:  # its logger's imports, before the first request's line
+            if self._observer is not None:
                 prepare = self._observer.prepare
                 group.start_soon(partial(anyio.to_thread.run_sync, prepare, abandon_on_cancel=True))
-            # at once (the indexes say they are warming before anything is awaited), so that a
-            # request that comes meanwhile is served with what is ready instead of loading it all
             await self._indexes.warm_up(wait_s=wait_s)
 
     async def settle(self, report: Callable[[int, int], None] | None = None) -> None:
-        """Bring the derived indexes up to date with the store and wait, with no bound, until
-        the semantic index has embedded every memory (`report(done, total)` is told how far
-        it has got): what an evaluation does before it asks, so that its answers are the same
-        on a busy machine. Raises `EmbeddingFailed` when the model failed on memories."""
+        """The derived indexes up to date, and every memory embedded, waited for with no bound
+        (`report(done, total)` told how far): an evaluation's answers are then the same on a
+        busy machine. Raises `EmbeddingFailed` when the model failed on memories."""
         await self._indexes.settle(report)
 
     @asynccontextmanager
