@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 DIST = "mnemon-memory-orchestrator"
 # extra -> the modules it brings (keep in step with [project.optional-dependencies])
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "semantic": ("onnxruntime", "tokenizers", "wordllama"),
+    "semantic": ("onnxruntime", "threadpoolctl", "tokenizers", "wordllama"),
     "postgres": ("psycopg", "psycopg_pool"),
     "plots": ("matplotlib",),
 }
@@ -32,6 +32,7 @@ OPTIONAL = tuple(module for modules in EXTRAS.values() for module in modules)
 # the modules that are an extra's feature: they alone import its packages at load time
 FEATURE_MODULES = {
     "memory_orchestrator.backends.postgres": "psycopg",
+    "memory_orchestrator.postgres.changes": "psycopg",
     "memory_orchestrator.postgres.database": "psycopg",
     "memory_orchestrator.postgres.state": "psycopg",
 }

@@ -77,10 +77,12 @@ async def retrieve(
         prefetched.extend(await fetch())
 
     async with anyio.create_task_group() as group:
-        if prefetch is not None:
-            group.start_soon(other, prefetch)
+        # the store's searches first: they wait in worker threads (the store's own I/O)
+        # while `prefetch` does its work on this one
         for index, sub in enumerate(subqueries):
             group.start_soon(one, index, sub)
+        if prefetch is not None:
+            group.start_soon(other, prefetch)
 
     for sub in subqueries:
         for name in missing_filter_support(sub.filters, backend.capabilities):
