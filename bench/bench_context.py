@@ -4,19 +4,24 @@ Builds stores (embedded, or postgres with `--backend postgres`) of 1k and 10k me
 (LoCoMo development turns where available, then deterministic synthetic memories), runs the
 same questions through the raw backend search and through `memory_search` / `memory_context`
 (direct and expanded), all in one run, and prints p50/p95 per system plus the overhead over
-raw. Traces are stored behind the request: the benchmark waits for that between calls,
+raw; and the first call's time (it lists the store and builds the local index), how long the
+semantic index took to embed every memory (the first start over an existing store), and the
+process's memory. Traces are stored behind the request: the benchmark waits for that between calls,
 outside the timing (as an agent's pause between calls would), and prints its p50 apart
 ("behind ms"). Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
+        [--keep DIR]  # reuse the stores and their vectors from an earlier run
     make bench-postgres   # the same on a throwaway local PostgreSQL (--backend postgres)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -91,6 +96,15 @@ def synthetic(count: int, seed: int = 7) -> list[NewMemory]:
     return out
 
 
+def _rss_mb() -> int:
+    """The process's resident memory now, in MB (Linux; 0 elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return round(pages * resource.getpagesize() / 2**20)
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -104,30 +118,34 @@ async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> None:
 
 async def settled(orch: Orchestrator) -> str:
     """Wait (untimed) until the semantic index, when on, has embedded every memory, so that
-    no background embedding runs under the timed calls; its health detail, or "off"."""
-    while True:
-        report = await orch.health()
-        check = next((c for c in report.checks if c.name == "semantic"), None)
-        if check is None:
-            return "off"
-        if "being embedded" not in check.detail:
-            return check.detail
-        await anyio.sleep(0.5)
+    no background embedding runs under the timed calls (as the eval does); its health
+    detail, or "off"."""
+    await orch.settle()
+    report = await orch.health()
+    check = next((c for c in report.checks if c.name == "semantic"), None)
+    return "off" if check is None else check.detail
 
 
 async def bench_size(
-    size: int, questions: list[str], turns: list[NewMemory], store: str = "embedded"
+    size: int,
+    questions: list[str],
+    turns: list[NewMemory],
+    store: str = "embedded",
+    keep: Path | None = None,
 ) -> dict[str, Any]:
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        scratch_store(load_settings(data_dir=Path(tmp), backend=store)) as settings,
-    ):
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            data = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            data = keep / f"{store}-{size}"
+        fresh = keep is None or not data.exists()
+        settings = stack.enter_context(scratch_store(load_settings(data_dir=data, backend=store)))
         backend = registry.create(store, settings)
         traces = TraceStore(settings.trace_path())
         orch = Orchestrator(backend, settings, traces=traces)
         memories = (turns + synthetic(max(0, size - len(turns))))[:size]
         started = time.perf_counter()
-        for i in range(0, len(memories), 1000):
+        for i in range(0, len(memories), 1000) if fresh else ():
             await backend.write_many(memories[i : i + 1000])
         ingest_s = time.perf_counter() - started
         systems: dict[str, list[float]] = {
@@ -139,9 +157,13 @@ async def bench_size(
         calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
         behind: dict[str, list[float]] = {k: [] for k in systems}
         flush = getattr(traces, "flush", lambda: None)  # (older trace stores wrote inline)
-        for q in questions[:5]:  # warm caches (known entities, statements)
+        started = time.perf_counter()
+        await orch.context(ContextRequest(query=questions[0]))  # lists the store, builds
+        first_s = time.perf_counter() - started
+        for q in questions[1:5]:  # warm caches (known entities, statements)
             await orch.context(ContextRequest(query=q))
         semantic = await settled(orch)  # the derived indexes have embedded every memory
+        settled_s = time.perf_counter() - started
         for turn, q in enumerate(questions):
             runs: dict[str, Callable[[], Awaitable[Any]]] = {
                 "raw_search": partial(backend.search, q, 10),
@@ -164,12 +186,17 @@ async def bench_size(
                 key = "context_expanded" if trace.request.get("expand") else "context_direct"
             if key:
                 calls[key].append(trace.backend_calls)
+        rss_mb = _rss_mb()
         await orch.close()
     raw_p50 = pct(systems["raw_search"], 0.5)
     return {
         "memories": size,
         "queries": len(questions),
         "ingest_s": round(ingest_s, 3),
+        "first_call_s": round(first_s, 3),
+        "settled_s": round(settled_s, 3),
+        "rss_mb": rss_mb,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "semantic": semantic,
         "systems": {
             name: {
@@ -194,6 +221,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep each store (and its semantic vectors) in DIR/<backend>-<size> and reuse it"
+        " on the next run: a 100k store embeds for many minutes the first time (embedded only)",
+    )
+    parser.add_argument(
         "--backend",
         default="embedded",
         choices=["embedded", "postgres"],
@@ -210,13 +244,18 @@ def main() -> None:
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
-        results.append(anyio.run(bench_size, size, questions, turns, args.backend))
+        results.append(anyio.run(bench_size, size, questions, turns, args.backend, args.keep))
     print(
         f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
         f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9}"
     )
     for r in results:
         print(f"{r['memories']:>8} semantic: {r['semantic']}")
+        print(
+            f"{r['memories']:>8} first call {r['first_call_s']:.2f} s (lists the store, builds the"
+            f" local index), semantic index settled after {r['settled_s']:.1f} s; memory"
+            f" {r['rss_mb']} MB now, {r['peak_rss_mb']} MB at peak"
+        )
         for name, s in r["systems"].items():
             print(
                 f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"

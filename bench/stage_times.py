@@ -38,7 +38,7 @@ def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def main() -> None:
-    for name in ("plan_query", "by_relevance", "rerank", "dedupe", "with_reasons"):
+    for name in ("plan_query", "by_relevance", "rank", "dedupe", "with_reasons"):
         setattr(reading, name, timed(name, getattr(reading, name)))
     neighbours.by_relevance = timed("by_relevance", neighbours.by_relevance)  # type: ignore[attr-defined]
     # these two run behind the request, in the trace writer (not in the request's time)

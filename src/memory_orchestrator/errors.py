@@ -14,6 +14,7 @@
     |   +-- CapabilityMissing             the store has no such operation
     |   +-- StoreTimeout                  a store process ran past its limit and was stopped
     +-- OutboxError                       the write outbox itself cannot be used
+    +-- EmbeddingFailed                   the semantic model failed on memories to index
     +-- MissingExtra                      an optional extra is not installed (names it)
         +-- SemanticUnavailable           the embedding model cannot be loaded
 
@@ -30,6 +31,7 @@ __all__ = [
     "CapabilityMissing",
     "ConfigError",
     "DatasetError",
+    "EmbeddingFailed",
     "InvalidRequest",
     "MissingExtra",
     "NotFound",
@@ -98,6 +100,11 @@ class StoreTimeout(BackendError):
 
 class OutboxError(OrchestratorError):
     """The outbox file itself cannot be used."""
+
+
+class EmbeddingFailed(OrchestratorError):
+    """The semantic model failed on memories the semantic index had to embed (an evaluation
+    waits for all of them, and would otherwise measure without them)."""
 
 
 class MissingExtra(OrchestratorError):

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 DIST = "mnemon-memory-orchestrator"
 # extra -> the modules it brings (keep in step with [project.optional-dependencies])
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "semantic": ("onnxruntime", "tokenizers", "wordllama"),
+    "semantic": ("onnxruntime", "threadpoolctl", "tokenizers", "wordllama"),
     "postgres": ("psycopg", "psycopg_pool"),
     "plots": ("matplotlib",),
 }

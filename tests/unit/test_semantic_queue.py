@@ -58,3 +58,47 @@ def test_a_batch_that_fails_is_logged_and_the_rest_go_on(caplog: pytest.LogCaptu
         assert index.wait(WAIT) == 0
     assert "1 memories not embedded: the model failed" in caplog.text
     assert index.nearest("fine", 5) == {"good": 1.0}
+
+
+class Recording(Gated):
+    """Gated, and keeps the texts of each background batch in the order they were taken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+        self._order = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if threading.current_thread().name == "semantic-index":
+            with self._order:
+                self.batches.append(list(texts))
+        return super().embed(texts)
+
+
+def test_a_page_is_embedded_shortest_text_first_in_batches_of_a_length() -> None:
+    embedder = Recording()
+    index = SemanticIndex(embedder)
+    items = [memory(f"m{i}", "word " * (1 + (i * 37) % 100)) for i in range(100)]
+    assert index.queue(items) == 100
+    embedder.gate.set()
+    assert index.wait(WAIT) == 0
+    by_length = sorted(len(m.content) for m in items)
+    firsts = sorted(embedder.batches, key=lambda batch: min(len(t) for t in batch))[0]
+    assert sorted(len(t) for t in firsts) == by_length[:64]
+
+
+def test_health_tells_the_pace_and_the_time_left() -> None:
+    from memory_orchestrator.derived.semantic import _Rate
+
+    now = [100.0]
+    rate = _Rate(clock=lambda: now[0])
+    assert rate.describe(500) == ""  # nothing known yet
+    rate.done(64)  # the first batch starts the clock
+    now[0] = 102.0
+    rate.done(64)
+    rate.done(64)
+    assert rate.describe(3200) == " (64 a second: about 50 s left)"
+    now[0] = 110.0
+    assert rate.describe(64 * 600) == " (13 a second: about 50 min left)"
+    rate.reset()
+    assert rate.describe(10) == ""

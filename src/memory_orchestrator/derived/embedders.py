@@ -122,7 +122,8 @@ class MiniLMEmbedder:
     tokens, at most `max_length`, truncated; the encoder; the mean over the non-padding
     tokens; L2 normalisation). Texts are embedded whole (a contextual encoder reads the filler
     words too), in batches of `batch_size` sorted by length so little padding is computed
-    (on two cores, batches of 4 to 8 embed fastest: larger ones compute more padding).
+    (on two cores, batches of 4 to 8 embed fastest: larger ones compute more padding). ONNX
+    Runtime runs each call on the calling thread.
 
     `folder` holds `model.onnx` (inputs among input_ids, attention_mask, token_type_ids;
     output `last_hidden_state`, or an already pooled embedding) and `tokenizer.json`."""
@@ -145,6 +146,13 @@ class MiniLMEmbedder:
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
             options = ort.SessionOptions()
             options.log_severity_level = 3  # errors only: no warnings on stderr per session
+            # Each run on the calling thread: a query is embedded on one core while the
+            # request waits for the store on the other, and the background workers run one
+            # batch each, in parallel (on two busy cores, one 1-thread run per core embedded
+            # 57 memories a second against 37 for 2-thread runs one at a time, and a query
+            # took 5.8 ms p50 against 7.3). The vectors are the same to the last bit.
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
             # a service embeds now and then: idle threads sleep instead of spinning on the cores
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self._session = ort.InferenceSession(

@@ -5,12 +5,19 @@
 pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
 background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
 their candidate lists, read back from the store so that a memory deleted or changed there never
-comes back stale (`candidate_lists`).
+comes back stale (`candidate_lists`). An evaluation waits, with no bound, until everything is
+embedded (`settle`), so that its answers do not depend on the machine's speed.
+
+Loaded lazily by the first query, or ahead of it by `warm_up`, which the servers start in the
+background as they come up: the model, the kept vectors and the store's whole listing then load
+off the event loop, and a query that comes meanwhile is served with the indexes that are ready
+(its trace says which were still loading) instead of waiting for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -21,7 +28,7 @@ from memory_orchestrator.derived.feed import Feed
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.derived.vectors import VectorFile, vector_path
-from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.errors import EmbeddingFailed, SemanticUnavailable
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
     SEMANTIC_SOURCE,
@@ -36,7 +43,10 @@ from memory_orchestrator.pipeline.retriever import SubQuery
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.settings import Settings
 
+log = logging.getLogger(__name__)
+
 _HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
+Embedding = Callable[[int, int], None]  # told (memories embedded, memories to embed)
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,7 @@ class DerivedIndexes:
         self._local: LocalIndex | None = None
         self._semantic: SemanticIndex | None = None
         self._semantic_error: str | None = None
+        self._warming: anyio.Event | None = None  # set when a running `warm_up` is done
 
     def stale(self) -> None:
         """The store just took a write: pull it in at the next query."""
@@ -73,9 +84,104 @@ class DerivedIndexes:
 
     async def refresh(self, trace: Trace) -> Indexes:
         """The indexes that are on, brought up to date with the store (incrementally)."""
+        if self._warming is not None:
+            return self._ready(trace)
         indexes = Indexes(self._local_index(), self._semantic_index(trace))
-        await self._pull(indexes, trace)
+        for note in await self._pull(indexes, wait=True):
+            trace.notes.append(note)
         return indexes
+
+    def encode_ahead(self, query: str) -> None:
+        """Start embedding `query` now, on a worker thread, when the semantic index is loaded
+        and will be asked: its vector is then ready, or nearly, when the index needs it."""
+        sem, semantic = self._settings.semantic, self._semantic
+        wanted = sem.candidates > 0 or self._settings.ranking.semantic_share > 0
+        if semantic is not None and sem.enabled is not False and wanted:
+            semantic.encode_ahead(query)
+
+    def rank_ahead(self, indexes: Indexes, query: str) -> None:
+        """Start the semantic index's ranking for `query` on its worker thread (once the
+        index is up to date for this request): `candidate_lists` takes it from there."""
+        sem = self._settings.semantic
+        if indexes.semantic is not None and sem.candidates > 0:
+            indexes.semantic.rank_ahead(query, sem.candidates)
+
+    async def warm_up(self, *, wait_s: float = 0.0) -> None:
+        """Load what the first query would otherwise wait for, off the event loop: the
+        semantic model and its kept vectors, then the store's whole listing into both indexes
+        (the semantic index embeds what is new in the background, in batches), and the local
+        index built. Queries that come meanwhile are served with what is ready. A second call
+        waits for the first. With `wait_s`, it then waits up to that long for the semantic
+        index to embed what is queued. Never raises: what fails here fails (and is reported)
+        at first use again."""
+        if self._warming is not None:
+            await self._warming.wait()
+        else:
+            await self._warm()
+        semantic = self._semantic
+        if wait_s > 0 and semantic is not None and semantic.waiting():
+            await anyio.to_thread.run_sync(semantic.wait, wait_s)
+
+    async def settle(self, report: Embedding | None = None, *, every_s: float = 5.0) -> None:
+        """Pull everything the store holds into the indexes and wait, with no bound, until
+        the semantic index has embedded all of it: for an evaluation, whose every query must
+        see the same indexes however busy the machine (an agent's request waits only up to
+        `index_wait_s`). `report(done, total)` is told how far the embedding has got, at the
+        start and every `every_s` seconds while it lasts. Raises `EmbeddingFailed` when the
+        model failed on memories meanwhile (the rest would be measured without them)."""
+        if self._warming is not None:
+            await self._warming.wait()
+        semantic = self._load_semantic() if self._settings.semantic.enabled is not False else None
+        indexes = Indexes(self._local_index(), semantic)
+        self._feed.stale()
+        failed = semantic.failed if semantic is not None else 0
+        await self._pull(indexes, wait=False)
+        if indexes.local is not None:
+            await anyio.to_thread.run_sync(indexes.local.prepare)
+        if semantic is None:
+            return
+        total = left = semantic.waiting()
+        while left:
+            if report is not None:
+                report(total - left, total)
+            left = await anyio.to_thread.run_sync(semantic.wait, every_s)
+            total = max(total, left)
+        if report is not None and total:
+            report(total, total)
+        if semantic.failed > failed:
+            raise EmbeddingFailed(
+                f"semantic index: {semantic.failed - failed} memories could not be embedded"
+                f" ({semantic.failure}); the evaluation would measure without them"
+            )
+
+    async def _warm(self) -> None:
+        self._warming = done = anyio.Event()
+        try:
+            if self._settings.semantic.enabled is not False:
+                await anyio.to_thread.run_sync(self._load_semantic, abandon_on_cancel=True)
+            indexes = Indexes(self._local_index(), self._semantic)
+            await self._pull(indexes, wait=False)
+            if indexes.local is not None:
+                await anyio.to_thread.run_sync(indexes.local.prepare, abandon_on_cancel=True)
+        except Exception as exc:  # caches: the first query loads them as it would have
+            log.warning("derived indexes: warm-up failed: %s", exc)
+        finally:
+            self._warming = None
+            done.set()
+
+    def _ready(self, trace: Trace) -> Indexes:
+        """While `warm_up` loads: the semantic index once its model and vectors are in (it
+        embeds the rest in the background), never the local index being filled."""
+        semantic = self._semantic if self._settings.semantic.enabled is not False else None
+        waiting = ["local index"] if self._settings.local_index.enabled else []
+        if semantic is None and self._settings.semantic.enabled is not False:
+            waiting.append("semantic model")
+        if waiting:
+            trace.notes.append(
+                f"{' and '.join(waiting)} still loading in the background (since the server"
+                f" started): this answer is without {'them' if len(waiting) > 1 else 'it'}"
+            )
+        return Indexes(None, semantic)
 
     async def candidate_lists(
         self, indexes: Indexes, query: str, filters: SearchFilters | None, trace: Trace
@@ -115,6 +221,12 @@ class DerivedIndexes:
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
 
+    async def close(self) -> None:
+        """Stop the semantic index's background workers (what is still queued is embedded
+        at the next start), off the event loop."""
+        if self._semantic is not None:
+            await anyio.to_thread.run_sync(self._semantic.close)
+
     def embedder(self) -> Embedder | None:
         """The semantic model when `[semantic]` is on (or "auto") and it loads, else None."""
         if self._settings.semantic.enabled is False:
@@ -128,6 +240,9 @@ class DerivedIndexes:
         enabled = self._settings.semantic.enabled
         if enabled is False:
             return None
+        if self._warming is not None and self._semantic is None:
+            detail = "loading in the background (since the server started)"
+            return HealthCheck(name="semantic", status=Status.OK, detail=detail)
         index = self._load_semantic()
         if index is None:
             if enabled == "auto":
@@ -140,9 +255,11 @@ class DerivedIndexes:
         if fallback := getattr(index.embedder, "fallback", None):
             detail += f" (auto fell back to it: {fallback})"
         if waiting := index.waiting():
-            detail += f", {waiting} being embedded"
+            detail += f", {waiting} being embedded{index.progress()}"
         if index.vectors is not None:
             detail += f"; vectors kept in {index.vectors.path} ({index.restored} loaded at start)"
+        if self._warming is not None:
+            detail += "; warming up: the store's listing and the local index still loading"
         return HealthCheck(name="semantic", status=Status.OK, detail=detail)
 
     # ------------------------------------------------------------------ internals
@@ -176,7 +293,8 @@ class DerivedIndexes:
 
     def _load_semantic(self) -> SemanticIndex | None:
         """Load the model once, and the vectors kept under the data dir; a failure is kept
-        (and reported) rather than retried."""
+        (and reported) rather than retried. (`warm_up` runs it in a worker thread; queries
+        do not call it while that runs.)"""
         if self._semantic is None and self._semantic_error is None:
             sem, data_dir = self._settings.semantic, self._settings.data_dir
             try:
@@ -196,10 +314,12 @@ class DerivedIndexes:
                 )
         return self._semantic
 
-    async def _pull(self, indexes: Indexes, trace: Trace) -> None:
+    async def _pull(self, indexes: Indexes, *, wait: bool) -> list[str]:
+        """What the store added since the last pull, into `indexes`; with `wait`, wait up to
+        `index_wait_s` for the semantic index to embed what this pull queued. Its notes."""
         local, semantic = indexes.local, indexes.semantic
         if local is None and semantic is None:
-            return
+            return []
 
         queued = 0
 
@@ -217,17 +337,17 @@ class DerivedIndexes:
             interval_s=self._settings.local_index.sync_interval_s,
             timeout_s=self._calls.timeout_s,
         )
-        if pulled.note:
-            trace.notes.append(pulled.note)
+        notes = [pulled.note] if pulled.note else []
         if not pulled.listed and local is not None:
-            trace.notes.append("local index off: the store cannot list its memories")
+            notes.append("local index off: the store cannot list its memories")
         if pulled.added:
-            trace.notes.append(f"local index: {pulled.added} memories added")
+            notes.append(f"local index: {pulled.added} memories added")
         waiting = semantic.waiting() if semantic is not None else 0
-        if waiting and queued and semantic is not None:
+        if wait and waiting and queued and semantic is not None:
             wait_s = self._settings.semantic.index_wait_s
             waiting = await anyio.to_thread.run_sync(semantic.wait, wait_s)
         if waiting:
-            trace.notes.append(
+            notes.append(
                 f"semantic index: {waiting} memories still being embedded (in the background)"
             )
+        return notes

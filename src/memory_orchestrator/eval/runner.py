@@ -1,5 +1,9 @@
 """One case on its own store: ingest, ask every question of every system, run the write checks.
 
+After the ingest, the runner waits until the derived indexes hold every memory (the semantic
+index's background embedding included, with no bound: `Orchestrator.settle`), so that the
+answers are the same on a busy machine as on a quiet one; an agent's request does not wait so.
+
 See `memory_orchestrator.eval.systems` for what each system is and how latency and context
 length are measured.
 """
@@ -40,6 +44,7 @@ INGEST_CHUNK = 250
 DIAGNOSIS_DEPTH = 50  # how deep the raw store is searched to place a missed evidence turn
 
 Advance = Callable[[str, int], None]  # (phase, steps done)
+Embedding = Callable[[int, int], None]  # (memories embedded, memories to embed) of this case
 
 
 class KeyIndex:
@@ -86,9 +91,10 @@ class CaseRunner:
         settings: Settings,
         options: RunOptions,
         advance: Advance,
+        embedding: Embedding | None = None,
     ) -> None:
         self.dataset, self.case, self.settings = dataset, case, settings
-        self.options, self.advance = options, advance
+        self.options, self.advance, self.embedding = options, advance, embedding
         self.keys = KeyIndex(dataset)
         # traces in memory: a case's run is explained from its answers, then dropped
         quiet = settings.model_copy(
@@ -117,8 +123,15 @@ class CaseRunner:
     # ------------------------------------------------------------------ ingest
 
     async def _ingest(self) -> CaseResult:
+        """The case's memories into its store, and the derived indexes settled over them."""
         if self.case.ingest == "write":
-            return await self._ingest_by_writes()
+            result = await self._ingest_by_writes()
+        else:
+            result = await self._ingest_in_bulk()
+        await self.orchestrator.settle(self.embedding)
+        return result
+
+    async def _ingest_in_bulk(self) -> CaseResult:
         caps = self.orchestrator.capabilities
         notes = []
         items = list(self.case.memories)

@@ -8,7 +8,9 @@ Each case (a LoCoMo conversation, a hand-made case) gets a temporary data dir an
 made by the registry from settings that point into it, with traces kept in memory and the
 clock fixed at the case's `as_of`, so a run depends on nothing but its inputs. Memories are
 ingested in bulk when the store declares `bulk_write`, else one by one; a store that keeps no
-timestamps gets the date written into the content (and the report says so).
+timestamps gets the date written into the content (and the report says so). The questions are
+asked once the semantic index has embedded every memory (an "embedding" phase in the progress
+while it does), however long that takes on a busy machine.
 
 Latency is the wall time of the one call that answers the question, per system, measured in
 the same run. Context length: for `raw`, the characters of the returned contents joined by
@@ -91,7 +93,7 @@ async def run_eval(
             tempfile.TemporaryDirectory(prefix="orchestrator-eval-") as folder,
             scratch_store(_case_settings(settings, options.backend, Path(folder))) as scoped,
         ):
-            runner = CaseRunner(dataset, case, scoped, options, counter.add)
+            runner = CaseRunner(dataset, case, scoped, options, counter.add, counter.embedding)
             results.append(await runner.run(questions))
     return EvalRun(
         dataset=dataset,
@@ -143,3 +145,7 @@ class _Counter:
     def add(self, phase: str, steps: int) -> None:
         self.done[phase] += steps
         self.progress.update(phase, self.done[phase], self.totals[phase])
+
+    def embedding(self, done: int, total: int) -> None:
+        """A case's wait for the semantic index (its own bar, shown only when there is one)."""
+        self.progress.update("embedding", done, total)

@@ -119,22 +119,24 @@ def relevance_scores(
 
 def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, float]:
     plan, settings = ctx.plan, ctx.settings
-    doc_terms = {c.memory.id: _doc_terms(c) for c in candidates}
-    idf = _idf(plan.terms, list(doc_terms.values()))
+    words = {c.memory.id: words_of(c.memory) for c in candidates}
+    idf = _idf(plan.terms, [w.terms for w in words.values()])
     entity_weights = _entity_weights(plan, candidates, settings.common_entity_share)
     window, b = settings.context_window, settings.length_norm
-    average = sum(len(t) for t in doc_terms.values()) / len(doc_terms) if doc_terms else 0.0
+    average = sum(len(w.terms) for w in words.values()) / len(words) if words else 0.0
     match = _TermMatch(plan, idf, entity_weights, window)
+    around = ctx.around if window > 0 else {}
     lexical: dict[str, float] = {}
     for c in candidates:
+        memory_id = c.memory.id
         near: frozenset[str] = frozenset()
-        if window > 0 and c.memory.id in ctx.around:
-            near = term_set(" ".join(m.content for m in ctx.around[c.memory.id]))
-        terms = doc_terms[c.memory.id]
+        if memory_id in around:
+            near = term_set(" ".join(m.content for m in around[memory_id]))
+        own = words[memory_id]
         # BM25's length normalization, as a penalty only: a long memory covers more of the
         # query's words by chance than a short one
-        norm = min(1.0, 1.0 / (1 - b + b * len(terms) / average)) if b > 0 and average else 1.0
-        lexical[c.memory.id] = match.score(terms, c, near, norm)
+        norm = min(1.0, 1.0 / (1 - b + b * len(own.terms) / average)) if b > 0 and average else 1.0
+        lexical[memory_id] = match.score(own, near, norm)
     return lexical
 
 
@@ -170,20 +172,45 @@ def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
     high: dict[str, float] = {}
     for c in candidates:
         for s in c.sources:
-            low[s.query] = min(low.get(s.query, s.score), s.score)
-            high[s.query] = max(high.get(s.query, s.score), s.score)
+            query, score = s.query, s.score
+            if query not in low:
+                low[query] = high[query] = score
+            elif score < low[query]:  # (what min() and max() keep, ties included)
+                low[query] = score
+            elif score > high[query]:
+                high[query] = score
     out: dict[str, float] = {}
     for c in candidates:
         best = 0.0
         for s in c.sources:
             span = high[s.query] - low[s.query]
-            best = max(best, (s.score - low[s.query]) / span if span > 0 else 1.0)
+            scaled = (s.score - low[s.query]) / span if span > 0 else 1.0
+            best = max(best, scaled)
         out[c.memory.id] = best
     return out
 
 
-def _doc_terms(c: Candidate) -> frozenset[str]:
-    return term_set(c.memory.content + " " + " ".join(c.memory.entities))
+@dataclass(frozen=True, slots=True)
+class Words:
+    """What ranking reads from a memory's text, worked out once per text: its stemmed
+    terms (entities included), and its text and entities case-folded."""
+
+    terms: frozenset[str]
+    text: str
+    entities: frozenset[str]
+
+
+def words_of(memory: Memory) -> Words:
+    return _words(memory.content, memory.entities)
+
+
+@lru_cache(maxsize=32_768)
+def _words(content: str, entities: tuple[str, ...]) -> Words:
+    return Words(
+        term_set(content + " " + " ".join(entities)),
+        content.casefold(),
+        frozenset(e.casefold() for e in entities),
+    )
 
 
 def _idf(query_terms: Sequence[str], docs: Sequence[frozenset[str]]) -> dict[str, float]:
@@ -218,21 +245,22 @@ class _TermMatch:
             _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
         )
 
-    def score(
-        self, terms: frozenset[str], c: Candidate, near: frozenset[str], norm: float
-    ) -> float:
-        window = self.window
-        found = sum(w if t in terms else w * window if t in near else 0.0 for t, w in self.idf)
+    def score(self, own: Words, near: frozenset[str], norm: float) -> float:
+        window, terms = self.window, own.terms
+        found = 0.0  # (the same sum, in the same order, as sum() over the terms)
+        for t, w in self.idf:
+            if t in terms:
+                found += w
+            elif t in near:
+                found += w * window
         coverage = norm * found / self.total if self.total else 0.0
         if not self.entities:
             return coverage
-        memory_entities = {e.casefold() for e in c.memory.entities}
-        text = c.memory.content.casefold()
-        hit = sum(
-            weight
-            for e, weight in zip(self.entities, self.entity_weights, strict=True)
-            if e in memory_entities or e in text
-        )
+        memory_entities, text = own.entities, own.text
+        hit = 0.0
+        for e, weight in zip(self.entities, self.entity_weights, strict=True):
+            if e in memory_entities or e in text:
+                hit += weight
         share = self.entity_share
         hit_share = hit / self.weight_sum if share else 0.0
         return (1 - share) * coverage + share * hit_share
@@ -248,13 +276,9 @@ def _entity_weights(
     if common_share >= 1.0 or not weights or not candidates:
         return weights
     n = len(candidates)
+    folded = [words_of(c.memory) for c in candidates]
     for entity in weights:
-        carried = sum(
-            1
-            for c in candidates
-            if entity in {e.casefold() for e in c.memory.entities}
-            or entity in c.memory.content.casefold()
-        )
+        carried = sum(1 for w in folded if entity in w.entities or entity in w.text)
         if carried / n > common_share:
             weights[entity] = 1.0 - carried / n
     return weights

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import overload
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -27,7 +28,7 @@ from memory_orchestrator.models import (
     TimeRange,
     to_utc,
 )
-from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores
+from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores, words_of
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import content_word_count
 
@@ -86,13 +87,94 @@ def rerank(
 
     `reasons=False` leaves the human-readable reasons out (the service adds them with
     `with_reasons` to the few items it returns, not to every candidate)."""
+    return [row.item for row in rank(candidates, ctx, reasons=reasons)]
+
+
+class Scored:
+    """One candidate's score as plain numbers, for the request's hot path: its relevance and
+    total (rounded as its breakdown shows them) and its other signals. `item` makes its
+    `ScoredItem`, the validated model with the whole breakdown, on first use: of the ~70
+    candidates of a request, the later stages look at the best ~20; the rest are made
+    behind the request, when the trace records them."""
+
+    __slots__ = ("_item", "_reasons", "_signals", "_weights", "candidate", "relevance", "total")
+
+    def __init__(
+        self,
+        candidate: Candidate,
+        relevance: float,
+        total: float,
+        signals: tuple[float, float, float, float, float, float, float, float | None],
+        weights: dict[str, float],
+        reasons: tuple[str, ...],
+    ) -> None:
+        self.candidate, self.relevance, self.total = candidate, relevance, total
+        self._signals, self._weights, self._reasons = signals, weights, reasons
+        self._item: ScoredItem | None = None
+
+    @property
+    def id(self) -> str:
+        return self.candidate.memory.id
+
+    @property
+    def item(self) -> ScoredItem:
+        if self._item is None:
+            lexical, store, recency, graph, type_match, xref, noise, semantic = self._signals
+            # Plain construction, not model_construct: with pydantic-core's validator it is
+            # the faster of the two (measured), and it checks what we computed.
+            breakdown = ScoreBreakdown(
+                relevance=self.relevance,
+                lexical=round(lexical, 6),
+                fused=round(store, 6),
+                recency=round(recency, 6),
+                graph=round(graph, 6),
+                type_match=type_match,
+                cross_reference=round(xref, 6),
+                noise_penalty=noise,
+                duplicate_penalty=0.0,
+                semantic=semantic,
+                weights=self._weights,
+                total=self.total,
+            )
+            self._item = ScoredItem(
+                candidate=self.candidate, breakdown=breakdown, reasons=self._reasons
+            )
+        return self._item
+
+
+class Items(Sequence[ScoredItem]):
+    """`Scored` rows read as `ScoredItem`s, each made when first read."""
+
+    def __init__(self, rows: Sequence[Scored]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredItem: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ScoredItem]: ...
+    def __getitem__(self, index: int | slice) -> ScoredItem | list[ScoredItem]:
+        if isinstance(index, slice):
+            return [row.item for row in self._rows[index]]
+        return self._rows[index].item
+
+    def __iter__(self) -> Iterator[ScoredItem]:
+        return (row.item for row in self._rows)
+
+
+def rank(
+    candidates: Sequence[Candidate], ctx: RankContext, *, reasons: bool = True
+) -> list[Scored]:
+    """`rerank` as plain rows (see `Scored`): the same scores, the same order."""
     if not candidates:
         return []
     lexical, relevance, store = relevance_scores(candidates, ctx)
     entity_counts = _xref_counts(candidates, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     trust = _name_trust(candidates, relevance, query_entities, ctx.settings.name_trust_power)
-    items = [
+    rows = [
         _score(
             c,
             ctx,
@@ -104,8 +186,9 @@ def rerank(
         )
         for c in candidates
     ]
-    items.sort(key=lambda item: (-item.breakdown.total, *tie_order(item.candidate.memory)))
-    return items
+    keys = {id(row): (-row.total, *tie_order(row.candidate.memory)) for row in rows}
+    rows.sort(key=lambda row: keys[id(row)])
+    return rows
 
 
 def with_reasons(
@@ -138,14 +221,15 @@ def _xref_counts(candidates: Sequence[Candidate], ctx: RankContext) -> Counter[s
 
 def slot_neighbors(
     items: Sequence[ScoredItem],
-    pool: Sequence[ScoredItem],
+    pool: Sequence[ScoredItem] | Mapping[str, ScoredItem],
     around: Mapping[str, Sequence[Memory]],
     slots: int,
 ) -> list[ScoredItem]:
     """`items` in order, except that each of the first `slots` is followed at once by its
-    neighbours in time (from `around`, scored in `pool`), best first: the turn that answers
-    a question is often the one just before or after the turn that matches it."""
-    scored = {i.id: i for i in pool}
+    neighbours in time (from `around`, scored in `pool`: items, or items by id), best first:
+    the turn that answers a question is often the one just before or after the turn that
+    matches it."""
+    scored = pool if isinstance(pool, Mapping) else {i.id: i for i in pool}
     out: list[ScoredItem] = []
     placed: set[str] = set()
     for index, item in enumerate(items):
@@ -191,7 +275,7 @@ def _score(
     store: float,
     xref: tuple[float, str | None],
     explain: bool = True,
-) -> ScoredItem:
+) -> Scored:
     settings = ctx.settings
     recency, recency_reason = _recency(c, ctx)
     graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
@@ -209,32 +293,19 @@ def _score(
         cross_reference=xref[0],
         noise_penalty=noise,
     )
-    # Plain construction, not model_construct: with pydantic-core's validator it is the
-    # faster of the two (measured), and it checks what we computed.
-    breakdown = ScoreBreakdown(
-        relevance=round(relevance, 6),
-        lexical=round(lexical, 6),
-        fused=round(store, 6),
-        recency=round(recency, 6),
-        graph=round(graph, 6),
-        type_match=type_match,
-        cross_reference=round(xref[0], 6),
-        noise_penalty=noise,
-        duplicate_penalty=0.0,
-        semantic=ctx.semantic.get(c.memory.id) if ctx.semantic else None,
-        weights=ctx.weights_dump,
-        total=round(total, 6),
-    )
-    if not explain:
-        return ScoredItem(candidate=c, breakdown=breakdown)
-    reasons = _reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise, breakdown.semantic)
-    return ScoredItem(candidate=c, breakdown=breakdown, reasons=tuple(reasons))
+    semantic = ctx.semantic.get(c.memory.id) if ctx.semantic else None
+    signals = (lexical, store, recency, graph, type_match, xref[0], noise, semantic)
+    reasons: tuple[str, ...] = ()
+    if explain:
+        reasons = tuple(_reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise, semantic))
+    return Scored(c, round(relevance, 6), round(total, 6), signals, ctx.weights_dump, reasons)
 
 
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
     counts: Counter[str] = Counter()
     for c in candidates:
-        counts.update({e.casefold() for e in c.memory.entities})
+        for entity in words_of(c.memory).entities:
+            counts[entity] += 1
     return counts
 
 
@@ -255,7 +326,7 @@ def _name_trust(
         (
             relevance.get(c.memory.id, 0.0)
             for c in candidates
-            if any(e.casefold() in query_entities for e in c.memory.entities)
+            if not query_entities.isdisjoint(words_of(c.memory).entities)
         ),
         default=0.0,
     )

@@ -100,10 +100,12 @@ class _Calls:
             if prefetch is not None and self.budget is not None:
                 watch.start_soon(self._cut_late, started + self.budget)
             async with anyio.create_task_group() as group:
-                if prefetch is not None:
-                    group.start_soon(self._other, prefetch)
+                # the store's searches first: they wait in worker threads (the store's own
+                # I/O) while `prefetch` does its work on this one
                 for index, sub in enumerate(subqueries):
                     group.start_soon(self._one, index, sub)
+                if prefetch is not None:
+                    group.start_soon(self._other, prefetch)
             watch.cancel_scope.cancel()
 
     async def _one(self, index: int, sub: SubQuery) -> None:

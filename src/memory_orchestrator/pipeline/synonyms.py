@@ -156,7 +156,8 @@ def lemmas(word: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(w + tail for w in _candidates(head) if w + tail in groups))
 
 
-def _candidates(word: str) -> list[str]:
+@lru_cache(maxsize=16384)
+def _candidates(word: str) -> tuple[str, ...]:
     _, forms = _table()
     found = [word, *forms.get(word, ())]
     for suffix, ending in _SUFFIXES:
@@ -165,7 +166,7 @@ def _candidates(word: str) -> list[str]:
             found.append(base)
             if not ending and len(base) > 2 and base[-1] == base[-2]:  # "stopped" -> "stop"
                 found.append(base[:-1])
-    return found
+    return tuple(found)
 
 
 def sense_rank(a: str, b: str) -> int | None:

@@ -157,6 +157,9 @@ def opposed(a: str, b: str) -> bool:
     ("upload"/"download", "login"/"logout")."""
     if stem(b) in _OPPOSITE.get(stem(a), frozenset()) or antonyms(a, b):
         return True
+    # every affix rule keeps a stem of 3+ letters at the start or the end of both words
+    if a[:3] != b[:3] and a[-3:] != b[-3:]:
+        return False
     return any(_affixed(x, y) for x, y in ((a, b), (b, a)))
 
 

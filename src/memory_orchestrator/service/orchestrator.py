@@ -17,8 +17,10 @@ reach the store only through the methods below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -131,6 +133,7 @@ class Orchestrator:
             meaning=Meaning(self._indexes.embedder, words=self._word_vectors),
         )
         self._calls = calls
+        self._observer = observer
         self._lister = lister
         self._inspection: Inspection | None = None
         self.created_store: Path | None = None  # a store file this process created empty
@@ -183,6 +186,34 @@ class Orchestrator:
         for tuning the pipeline over one loaded store."""
         for name in type(self.settings).model_fields:
             setattr(self.settings, name, getattr(settings, name))
+
+    async def warm_up(self, *, wait_s: float = 0.0) -> None:
+        """Load the derived indexes (model, kept vectors, the store's listing) off the event
+        loop, and the request log's logger alongside; a query meanwhile is served with what
+        is ready (the indexes say they are warming before anything is awaited). With
+        `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
+        async with anyio.create_task_group() as group:
+            if self._observer is not None:
+                prepare = self._observer.prepare
+                group.start_soon(partial(anyio.to_thread.run_sync, prepare, abandon_on_cancel=True))
+            await self._indexes.warm_up(wait_s=wait_s)
+
+    async def settle(self, report: Callable[[int, int], None] | None = None) -> None:
+        """The derived indexes up to date, and every memory embedded, waited for with no bound
+        (`report(done, total)` told how far): an evaluation's answers are then the same on a
+        busy machine. Raises `EmbeddingFailed` when the model failed on memories."""
+        await self._indexes.settle(report)
+
+    @asynccontextmanager
+    async def warming(self) -> AsyncIterator[None]:
+        """`warm_up` in the background while the block runs (the servers' lifespans: the
+        server answers at once and loads behind); cancelled when the block ends."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.warm_up)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
 
     @property
     def store_name(self) -> str:
@@ -442,6 +473,7 @@ class Orchestrator:
 
     async def close(self) -> None:
         try:
+            await self._indexes.close()  # no embedding left running when the process exits
             await self._store.close()
         finally:
             self._recorder.close()

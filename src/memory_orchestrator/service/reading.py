@@ -13,11 +13,11 @@ but the planner's input checks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 import anyio
 
@@ -45,7 +45,14 @@ from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
-from memory_orchestrator.pipeline.reranker import by_relevance, rerank, slot_neighbors, with_reasons
+from memory_orchestrator.pipeline.reranker import (
+    Items,
+    Scored,
+    by_relevance,
+    rank,
+    slot_neighbors,
+    with_reasons,
+)
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings
@@ -139,6 +146,9 @@ class ReadPath:
             now=req.as_of or self._clock(),
             started=time.perf_counter(),
         )
+        # the query's vector (when the semantic index will want it) is computed on a worker
+        # thread while the request plans and waits for the store
+        self._indexes.encode_ahead(run.query)
         task = cut_query(req.task, "task", limit, trace) if req.task else req.task
         plan = await self._plan(run, task)
         await self._retrieve(run, plan)
@@ -223,6 +233,9 @@ class ReadPath:
     async def _retrieve(self, run: _Pass, plan: QueryPlan) -> None:
         ret, trace = self._settings.retrieval, run.trace
         run.indexes = await self._indexes.refresh(trace)
+        # the semantic ranking (a product with every memory's vector) on its worker thread,
+        # while the store searches and the local index works on this one
+        self._indexes.rank_ahead(run.indexes, run.query)
         prefetch = partial(
             self._indexes.candidate_lists, run.indexes, run.query, run.req.filters, trace
         )
@@ -298,11 +311,13 @@ class ReadPath:
         if current.dropped:
             trace.notes.append(f"{len(current.dropped)} superseded memory(ies) left out")
         apart = self._settings.write.update_threshold
-        ranked = rerank(current.candidates, ctx, reasons=False)
+        # plain rows; each one's ScoredItem is made when a stage reads it (most never are,
+        # but by the trace, behind the request)
+        ranked = rank(current.candidates, ctx, reasons=False)
         kept = self._above_floor(ranked, trace)
         dd = self._settings.dedup
         deduped = dedupe(
-            kept,
+            Items(kept),
             threshold=dd.threshold,
             soft_threshold=dd.soft_threshold,
             weights=ctx.settings.weights,
@@ -316,13 +331,13 @@ class ReadPath:
         slots = self._settings.ranking.neighbor_slots
         if slots > 0 and ctx.around:
             merged = {d.id for d in deduped.dropped}
-            pool = [*deduped.items, *(i for i in kept if i.id not in merged)]
+            pool = _Pool(deduped.items, [row for row in kept if row.id not in merged])
             items = slot_neighbors(items, pool, ctx.around, slots)
         items = newest_first(items[: 2 * limit], apart)[:limit]
         items = with_reasons(items, current.candidates, ctx)
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result. The records are made as it is stored.
-        self._recorder.defer_candidates(trace, items, [*ranked, *deduped.items])
+        self._recorder.defer_candidates(trace, items, _Chain(Items(ranked), deduped.items))
         return items
 
     # ------------------------------------------------------------------ helpers
@@ -330,18 +345,18 @@ class ReadPath:
     def _timeout(self) -> float:
         return self._settings.retrieval.timeout_s
 
-    def _above_floor(self, ranked: list[ScoredItem], trace: Trace) -> list[ScoredItem]:
-        """The items at or above the relevance floor; the trace says what the floor cut."""
+    def _above_floor(self, ranked: list[Scored], trace: Trace) -> list[Scored]:
+        """The rows at or above the relevance floor; the trace says what the floor cut."""
         floor = self._settings.ranking.relevance_floor
-        kept = [i for i in ranked if i.breakdown.relevance >= floor]
-        cut = [i for i in ranked if i.breakdown.relevance < floor]
+        kept = [i for i in ranked if i.relevance >= floor]
+        cut = [i for i in ranked if i.relevance < floor]
         trace.dropped.extend(
             Dropped(
                 id=i.id,
                 reason=DropReason.BELOW_FLOOR,
                 stage="reranker",
-                score=i.score,
-                detail=f"relevance {i.breakdown.relevance:.3f} < floor {floor:.3f}",
+                score=i.total,
+                detail=f"relevance {i.relevance:.3f} < floor {floor:.3f}",
             )
             for i in cut
         )
@@ -360,6 +375,54 @@ class ReadPath:
             windowed = (filters or SearchFilters()).model_copy(update={"time_range": window})
             subs.append(SubQuery(plan.subqueries[-1], weight=_SUBQUERY_WEIGHT, filters=windowed))
         return subs
+
+
+class _Pool(Mapping[str, ScoredItem]):
+    """The items a neighbour can be slotted from, by id: as `{i.id: i for i in [*deduped,
+    *kept]}` read them (a kept row over the deduper's copy of it), made only when looked up."""
+
+    def __init__(self, deduped: Sequence[ScoredItem], kept: Sequence[Scored]) -> None:
+        self._deduped = {i.id: i for i in deduped}
+        self._kept = {row.id: row for row in kept}
+
+    def __getitem__(self, memory_id: str) -> ScoredItem:
+        row = self._kept.get(memory_id)
+        return row.item if row is not None else self._deduped[memory_id]
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._kept or memory_id in self._deduped
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._deduped, **self._kept})
+
+    def __len__(self) -> int:
+        return len(self._deduped.keys() | self._kept.keys())
+
+
+class _Chain(Sequence[ScoredItem]):
+    """Two sequences read as one, without copying (nor making) their items now."""
+
+    def __init__(self, first: Sequence[ScoredItem], second: Sequence[ScoredItem]) -> None:
+        self._first, self._second = first, second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredItem: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ScoredItem]: ...
+    def __getitem__(self, index: int | slice) -> ScoredItem | list[ScoredItem]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        first = len(self._first)
+        return self._first[index] if index < first else self._second[index - first]
+
+    def __iter__(self) -> Iterator[ScoredItem]:
+        yield from self._first
+        yield from self._second
 
 
 def _with_semantic(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import generate_latest
 from pydantic import BaseModel, ConfigDict
@@ -123,16 +123,33 @@ class Observer:
 
     def __init__(self, stream: TextIO | None = None, *, metrics: Metrics | None = None) -> None:
         self.metrics = metrics or Metrics()
-        # A private logger (wrap_logger), not structlog.configure(): the host process keeps
-        # its own logging setup.
-        self._log = structlog.wrap_logger(
-            structlog.PrintLogger(stream or sys.stderr),
-            processors=[
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                structlog.processors.JSONRenderer(sort_keys=False),
-            ],
-        )
+        self._stream = stream
+        self._logger: Any = None
+        self._lock = threading.Lock()
+
+    def prepare(self) -> None:
+        """Make the logger now (the servers' warm-up does, behind `initialize`): structlog
+        brings rich along, a quarter of a second of imports an agent would otherwise wait
+        for when the server starts."""
+        _ = self._log
+
+    @property
+    def _log(self) -> Any:
+        with self._lock:
+            if self._logger is None:
+                import structlog
+
+                # A private logger (wrap_logger), not structlog.configure(): the host process
+                # keeps its own logging setup.
+                self._logger = structlog.wrap_logger(
+                    structlog.PrintLogger(self._stream or sys.stderr),
+                    processors=[
+                        structlog.processors.add_log_level,
+                        structlog.processors.TimeStamper(fmt="iso", utc=True),
+                        structlog.processors.JSONRenderer(sort_keys=False),
+                    ],
+                )
+            return self._logger
 
     def finished(self, trace: Trace) -> None:
         """One JSON log line for a finished (or failed) request."""

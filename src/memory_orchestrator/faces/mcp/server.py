@@ -142,8 +142,9 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         orchestrator = Orchestrator.from_settings(settings, observer=observer)
         server.state = AppState(orchestrator)
         try:
-            async with anyio.create_task_group() as background:
-                background.start_soon(orchestrator.keep_replaying)  # the outbox's schedule
+            async with orchestrator.warming(), anyio.create_task_group() as background:
+                # the model and indexes load behind `initialize`; the outbox's schedule
+                background.start_soon(orchestrator.keep_replaying)
                 yield server.state
                 background.cancel_scope.cancel()
         finally:

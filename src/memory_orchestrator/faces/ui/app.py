@@ -167,6 +167,7 @@ def _lifespan(
                 ui.health.spawn = tasks.start_soon
                 if warm:  # list the store, read the traces and check health meanwhile
                     inspection.serve(tasks.start_soon)
+                    tasks.start_soon(orchestrator.warm_up)  # searches: as the MCP server does
                     tasks.start_soon(ui.health.refresh)
                     tasks.start_soon(_say_ready, orchestrator, ui, time.perf_counter())
                 yield

@@ -1,0 +1,67 @@
+"""The `orchestrator` console script: `orchestrator serve` alone (what an agent's MCP config
+runs) starts the stdio server without loading the command line; the rest is the Typer CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+# the console script with the server's `run` stubbed out (it says how it was called), then
+# which of the command line's heavy imports were loaded
+PROBE = """
+import sys
+sys.argv = ["orchestrator", *sys.argv[1:]]
+from memory_orchestrator.faces.mcp import server
+server.run = lambda settings, transport, *a, **k: print("served", transport, settings.data_dir)
+from memory_orchestrator.faces.launch import main
+try:
+    main()
+finally:
+    heavy = ("typer", "rich", "structlog", "memory_orchestrator.faces.cli.app")
+    print("loaded", sorted(m for m in heavy if m in sys.modules))
+"""
+SCRIPT = "import sys; from memory_orchestrator.faces.launch import main; sys.exit(main())"
+
+
+def probe(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return _run(tmp_path, PROBE, *args, **env)
+
+
+def _run(tmp_path: Path, code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # no stray ./orchestrator.toml is read
+        env={**os.environ, "ORCHESTRATOR_DATA_DIR": str(tmp_path), **env},
+        check=False,
+    )
+
+
+def test_serve_alone_starts_the_stdio_server_without_the_command_line(tmp_path: Path) -> None:
+    done = probe(tmp_path, "serve")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"served stdio {tmp_path}", "loaded []"]
+
+
+def test_anything_else_goes_through_the_command_line(tmp_path: Path) -> None:
+    done = probe(tmp_path, "serve", "--transport", "stdio")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"served stdio {tmp_path}"
+    assert "'memory_orchestrator.faces.cli.app'" in done.stdout.splitlines()[1]
+
+
+def test_serve_alone_fails_as_the_command_line_does(tmp_path: Path) -> None:
+    fast = _run(tmp_path, SCRIPT, "serve", ORCHESTRATOR_BACKEND="nope")
+    typer = _run(tmp_path, SCRIPT, "serve", "--transport", "stdio", ORCHESTRATOR_BACKEND="nope")
+    assert fast.returncode == typer.returncode == 2
+    assert fast.stderr == typer.stderr
+    assert fast.stderr.startswith("error: unknown backend 'nope'")
+    assert fast.stderr.count("\n") == 1

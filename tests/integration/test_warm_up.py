@@ -1,0 +1,193 @@
+"""Loading the derived indexes behind the server's start (`Orchestrator.warming`), and
+serving reads meanwhile: a real embedded store and the real wordllama model."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.derived.embedders import WordLlamaEmbedder
+from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.models import ContextRequest, Memory, MemoryType, NewMemory, Status
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.observability import Observer
+from memory_orchestrator.state.traces import TraceStore
+from tests.factories import NOW
+
+pytestmark = pytest.mark.integration
+
+MEMORIES = [
+    "The puppy chased the ball around the garden all afternoon",
+    "Quarterly revenue grew in Europe after the price change",
+    "We booked a campsite near the lake for the weekend",
+    "The deploy of the billing service failed twice on Tuesday",
+]
+
+
+class SlowListing(EmbeddedBackend):
+    """Fault injection: a store whose listing waits until the test lets it go (a large store
+    being listed at start)."""
+
+    def __init__(self, path: Path, gate: anyio.Event) -> None:
+        super().__init__(path)
+        self.gate = gate
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        await self.gate.wait()
+        return await super().list_memories(cursor, limit)
+
+
+def notes(o: Orchestrator, trace_id: str) -> list[str]:
+    trace = o.trace(trace_id)
+    assert trace is not None
+    return trace.notes
+
+
+def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
+    settings: Settings,
+) -> None:
+    settings.semantic.enabled = True
+    settings.semantic.model = "wordllama"
+
+    async def main() -> None:
+        plain = EmbeddedBackend(settings.embedded_path())
+        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+        await plain.close()
+        gate = anyio.Event()
+        o = Orchestrator(
+            SlowListing(settings.embedded_path(), gate),
+            settings,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+        )
+        async with o.warming():
+            early = await o.context(ContextRequest(query="revenue in Europe"))
+            assert early.items[0].summary == MEMORIES[1]  # the store's own search still works
+            said = notes(o, early.trace_id)
+            assert any(n.startswith("local index") and "still loading" in n for n in said)
+            health = await o.health()
+            assert health.status is Status.OK
+            semantic = next(c for c in health.checks if c.name == "semantic").detail
+            assert "loading" in semantic  # the model, or the listing and the local index
+            gate.set()
+            await o.warm_up(wait_s=60)  # waits for the one running behind the server
+            later = await o.context(ContextRequest(query="dog playing outside"))
+            assert later.items[0].summary == MEMORIES[0]  # found by meaning: the index is in
+            assert not any("still loading" in n for n in notes(o, later.trace_id))
+            check = next(c for c in (await o.health()).checks if c.name == "semantic")
+            assert "4 memories indexed" in check.detail
+            assert "loading" not in check.detail
+        await o.close()
+
+    anyio.run(main)
+
+
+class HeldObserver(Observer):
+    """Fault injection: the request log, except that making its logger (the warm-up's first
+    step, structlog's imports) waits until the test lets it go (a slow import on a busy
+    machine)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.StringIO())
+        self.release = threading.Event()
+
+    def prepare(self) -> None:
+        assert self.release.wait(60)
+        super().prepare()
+
+
+def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexes(
+    settings: Settings,
+) -> None:
+    """The indexes say they are warming from the warm-up's first moment: a read that comes
+    while it is still making the request log's logger is served with what is ready, not by
+    listing the store and waiting for the semantic index itself (a 10k store's first call in
+    the server took 11.6 s so, the time `index_wait_s` allows)."""
+    settings.semantic.enabled = False
+
+    async def main() -> None:
+        plain = EmbeddedBackend(settings.embedded_path())
+        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+        await plain.close()
+        gate, observer = anyio.Event(), HeldObserver()
+        o = Orchestrator(
+            SlowListing(settings.embedded_path(), gate),  # the warm-up is still listing
+            settings,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+            observer=observer,
+        )
+        async with o.warming():
+            early = await o.context(ContextRequest(query="revenue in Europe"))
+            said = notes(o, early.trace_id)
+            assert any(n.startswith("local index") and "still loading" in n for n in said), said
+            gate.set()
+            observer.release.set()
+            await o.warm_up()
+        await o.close()
+
+    anyio.run(main)
+
+
+class HeldEmbedder:
+    """Fault injection: wordllama, except that the background worker's batches wait until
+    the test lets them go (a long backlog being embedded)."""
+
+    def __init__(self) -> None:
+        self.inner = WordLlamaEmbedder()
+        self.name = self.inner.name
+        self.release = threading.Event()
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.typing.NDArray[np.float32]:
+        if threading.current_thread().name == "semantic-index":
+            assert self.release.wait(60)
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def memory(n: int, content: str) -> Memory:
+    return Memory(id=f"m{n}", content=content, type=MemoryType.EPISODIC)
+
+
+def test_memories_queued_for_the_worker_are_not_embedded_on_the_request_path() -> None:
+    embedder = HeldEmbedder()
+    index = SemanticIndex(embedder)
+    queued = [memory(n, text) for n, text in enumerate(MEMORIES)]
+    assert index.queue(queued) == 4
+    unseen = memory(9, "My kitten sleeps on the sofa all day")
+    sims = index.similarities("cat napping", [*queued, unseen])
+    assert set(sims) == {"m9"}  # the one never seen is embedded now; the queued ones wait
+    assert MEMORIES[0] not in embedder.texts
+    embedder.release.set()
+    assert index.wait(60) == 0
+    assert set(index.similarities("cat napping", [*queued, unseen])) == {
+        "m0",
+        "m1",
+        "m2",
+        "m3",
+        "m9",
+    }
+    assert "a second: about" in index.progress() or index.progress() == ""
+
+
+def test_a_query_embedded_ahead_is_the_same_vector_and_embedded_once() -> None:
+    embedder = HeldEmbedder()
+    embedder.release.set()
+    index = SemanticIndex(embedder)
+    index.encode_ahead("dog playing outside")
+    index.encode_ahead("dog playing outside")  # already on its way: not again
+    ahead = index.query_vector("dog playing outside")
+    assert np.array_equal(ahead, WordLlamaEmbedder().embed(["dog playing outside"])[0])
+    assert embedder.texts.count("dog playing outside") == 1
+    assert index.query_vector("dog playing outside") is ahead  # cached
