@@ -93,6 +93,14 @@ clean: ## Remove .venv, .tools, demo data and caches
 EVAL_DATASET ?= ../shared/datasets/locomo/locomo-dev.json
 EVAL_BACKEND ?= embedded
 EVAL_OUT ?= eval-out/$(EVAL_BACKEND)
+# EVAL_BACKEND=mnemon runs over a real Mnemon: $(MNEMON_BINARY) (default: $$MNEMON_REAL_BINARY,
+# else the build kept beside the checkout), with Mnemon's auto-prune off (a case's store must
+# keep every turn it ingests).
+MNEMON_REAL_BINARY ?= $(abspath ../shared/mnemon/bin/mnemon)
+MNEMON_BINARY ?= $(MNEMON_REAL_BINARY)
+ifeq ($(EVAL_BACKEND),mnemon)
+EVAL_ENV := ORCHESTRATOR_MNEMON__BINARY=$(MNEMON_BINARY) ORCHESTRATOR_MNEMON__MAX_INSIGHTS=0
+endif
 
 .PHONY: eval tune
 eval: setup ## LoCoMo dev split: raw vs orchestrated vs expanded (EVAL_BACKEND=embedded), into ./eval-out
@@ -100,7 +108,9 @@ eval: setup ## LoCoMo dev split: raw vs orchestrated vs expanded (EVAL_BACKEND=e
 		echo "make eval: no dataset at $(EVAL_DATASET) (the LoCoMo dev split kept beside this checkout on the project's machines)." >&2; \
 		echo "  Get LoCoMo's locomo10.json (https://github.com/snap-research/locomo) and run: make eval EVAL_DATASET=/path/to/locomo10.json" >&2; \
 		echo "  or run the shipped set: make eval EVAL_DATASET=golden" >&2; exit 2; } ;; esac
-	$(BIN)/orchestrator eval --dataset $(EVAL_DATASET) --backend $(EVAL_BACKEND) --k 5,10 \
+	@if [ "$(EVAL_BACKEND)" = mnemon ] && [ ! -x "$(MNEMON_BINARY)" ]; then \
+		echo "make eval: no mnemon binary at $(MNEMON_BINARY); set MNEMON_BINARY=/path/to/mnemon" >&2; exit 2; fi
+	$(EVAL_ENV) $(BIN)/orchestrator eval --dataset $(EVAL_DATASET) --backend $(EVAL_BACKEND) --k 5,10 \
 		--format table --out $(EVAL_OUT)
 
 tune: setup ## Re-derive the locomo-dev ranking preset (coordinate search on the dev split)
@@ -129,11 +139,15 @@ mnemon: ## Install Mnemon v0.2.9 into .tools/bin with go install (not part of de
 		echo "make mnemon: go install $(MNEMON_MODULE)@$(MNEMON_VERSION) failed: $$first" >&2; exit 1; \
 	fi
 
-test-mnemon-real: setup ## Run the Mnemon adapter tests against a real mnemon binary only
-	$(BIN)/pytest -q -m mnemon_real tests/integration/test_mnemon_adapter.py
+test-mnemon-real: setup ## Run only the tests over the real mnemon binary (MNEMON_REAL_BINARY, else ../shared/mnemon)
+	MNEMON_REAL_BINARY=$(MNEMON_REAL_BINARY) $(BIN)/pytest -q -m mnemon_real
 
 bench-mnemon: setup ## Process starts per request for each tool over the Mnemon double
 	$(BIN)/python bench/bench_mnemon.py
+
+.PHONY: bench-mnemon-latency
+bench-mnemon-latency: setup ## memory_context vs one lone recall on the real Mnemon at 1k and 10k memories
+	$(BIN)/python bench/bench_mnemon_latency.py --binary $(MNEMON_BINARY) --sizes 1000,10000
 
 # ---------------------------------------------------------------- npm MCP stores (issue 6)
 # The real servers behind the mnemon-mcp and kg-memory backends, installed into .tools/npm.

@@ -3,11 +3,12 @@
 Over Mnemon a process start is the real cost (tens of ms on the real binary), so this counts
 them: for `memory_search`, `memory_context` (direct and expanded), `memory_expand`,
 `memory_write` and `memory_health`, with the adapter's direct store-file reads on (the
-default) and off (CLI only). It runs against the contract double (tests/mnemon_double), so
-it reports process counts only: the double's timings and ranking are not Mnemon's and are
-not reported. Not a test: it asserts nothing.
+default) and off (CLI only). It runs against the contract double (tests/mnemon_double), or a
+real binary with `--binary`; it reports process counts only (timings over a real Mnemon are
+bench/bench_mnemon_latency.py's). Not a test: it asserts nothing.
 
-    .venv/bin/python bench/bench_mnemon.py [--memories 200] [--queries 30] [--json OUT]
+    .venv/bin/python bench/bench_mnemon.py [--memories 200] [--queries 30] [--binary PATH]
+        [--json OUT]
 
 `--concurrent N` instead runs `--queries` searches from N clients at once (one backend) and
 reports processes per search and failures, for `read_lock_wait_s` 0 (retries only) and the
@@ -75,8 +76,10 @@ def sample(size: int) -> tuple[list[NewMemory], list[str]]:
     return memories, [f"what did Person{i % 9} say about firmware" for i in range(size)]
 
 
-async def measure(direct: bool, size: int, queries: int, folder: Path) -> dict[str, Any]:
-    binary = fast_launcher(folder / "bin")
+async def measure(
+    direct: bool, size: int, queries: int, folder: Path, real: Path | None = None
+) -> dict[str, Any]:
+    binary = real or fast_launcher(folder / "bin")
     settings = load_settings(data_dir=folder / "orch", backend="mnemon")
     backend = MnemonBackend(
         MnemonSettings(binary=binary, data_dir=folder / f"mnemon-{direct}", direct_reads=direct)
@@ -134,9 +137,9 @@ async def measure(direct: bool, size: int, queries: int, folder: Path) -> dict[s
 
 
 async def measure_concurrent(
-    clients: int, size: int, queries: int, folder: Path, lock_wait_s: float
+    clients: int, size: int, queries: int, folder: Path, lock_wait_s: float, real: Path | None
 ) -> dict[str, Any]:
-    binary = fast_launcher(folder / "bin")
+    binary = real or fast_launcher(folder / "bin")
     backend = MnemonBackend(
         MnemonSettings(binary=binary, data_dir=folder / "mnemon", read_lock_wait_s=lock_wait_s)
     )
@@ -174,8 +177,8 @@ def concurrent(args: argparse.Namespace) -> None:
         for wait in (0.0, MnemonSettings().read_lock_wait_s):
             folder = Path(tmp) / f"wait-{wait}"
             run = partial(measure_concurrent, args.concurrent, args.memories, args.queries)
-            results.append(anyio.run(run, folder, wait))
-    print(f"{args.queries} searches from {args.concurrent} concurrent clients (contract double)")
+            results.append(anyio.run(run, folder, wait, args.binary))
+    print(f"{args.queries} searches from {args.concurrent} concurrent clients ({_over(args)})")
     for row in results:
         print(
             f"read_lock_wait_s={row['read_lock_wait_s']:<4g} recall processes"
@@ -187,6 +190,10 @@ def concurrent(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(results, indent=2))
 
 
+def _over(args: argparse.Namespace) -> str:
+    return f"real mnemon {args.binary}" if args.binary else "contract double"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -195,6 +202,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--concurrent", type=int, default=0, help="clients searching at once")
+    parser.add_argument(
+        "--binary", type=Path, default=None, help="a real mnemon (default: the contract double)"
+    )
     args = parser.parse_args()
     if args.concurrent:
         concurrent(args)
@@ -204,8 +214,10 @@ def main() -> None:
         for direct in (True, False):
             print(f"measuring direct_reads={direct} ...", file=sys.stderr)
             folder = Path(tmp) / f"direct-{direct}"
-            results.append(anyio.run(measure, direct, args.memories, args.queries, folder))
-    print("mnemon process starts per request (contract double; counts only, no timings)")
+            results.append(
+                anyio.run(measure, direct, args.memories, args.queries, folder, args.binary)
+            )
+    print(f"mnemon process starts per request ({_over(args)}; counts only, no timings)")
     print(f"{'tool':<17} {'reads':<10} {'mean':>5} {'min':>4} {'max':>4} {'first':>5}  by command")
     for result in results:
         reads = "file" if result["direct_reads"] else "cli"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from memory_orchestrator.settings import Settings, load_settings
+from tests.mnemon_double import real_binary, real_expected, real_problem
 from tests.pg_fixtures import pg_dsn, pg_server
 
 __all__ = ["pg_dsn", "pg_server"]  # a real PostgreSQL (tests/pg_fixtures.py)
@@ -25,6 +26,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "mnemon_real: runs the real `mnemon` binary (`make test-mnemon-real`)"
     )
+    # Under CI, a real Mnemon that is expected here (`../shared/mnemon` beside the checkout,
+    # or $MNEMON_REAL_BINARY) but missing or failing fails the run: it is never skipped.
+    if os.environ.get("CI") and real_expected():
+        problem = real_problem()
+        if problem is not None:
+            raise pytest.UsageError(f"CI expects a real Mnemon here, but: {problem}")
+
+
+@pytest.fixture(scope="session")
+def mnemon_real() -> Path:
+    """The real Mnemon binary (`tests.mnemon_double.real_binary`: $MNEMON_REAL_BINARY, else
+    `../shared/mnemon/bin/mnemon`, ...). Skipped with the reason where none is found; under
+    CI, where one is expected, `pytest_configure` has failed the run before this."""
+    found = real_binary()
+    if found is None:
+        pytest.skip(real_problem() or "no real mnemon binary")
+    return found
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +55,9 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # after `make models`; tests pin it off so that each one ranks by the same rules on every
     # machine, and the tests of the semantic stage turn it on themselves (`semantic_auto`).
     monkeypatch.setenv("ORCHESTRATOR_SEMANTIC__ENABLED", "false")
+    # The store's lists are waited for (no `retrieval.list_budget_s`): whether a slow store's
+    # list makes a time budget depends on the machine; the tests of the budget set it.
+    monkeypatch.setenv("ORCHESTRATOR_RETRIEVAL__LIST_BUDGET_S", "0")
     monkeypatch.chdir(tmp_path)
 
 

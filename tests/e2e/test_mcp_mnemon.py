@@ -1,6 +1,7 @@
 """The six MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
-a real server process (`python -m memory_orchestrator.faces.mcp.server`), with the Mnemon contract
-double behind it (the real binary cannot be installed here; see tests/mnemon_double)."""
+a real server process (`python -m memory_orchestrator.faces.mcp.server`), with the Mnemon
+contract double behind it, then the real binary (`../shared/mnemon/bin/mnemon`, or
+$MNEMON_REAL_BINARY; see `tests.mnemon_double.kinds`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from tests.e2e.test_mcp_stdio import (
     Client,
     _text,
 )
-from tests.mnemon_double import fast_launcher
+from tests.mnemon_double import fast_launcher, kinds, real_binary
 
 pytestmark = pytest.mark.integration
 
@@ -54,14 +55,22 @@ async def _session(data_dir: Path, binary: Path) -> AsyncIterator[ClientSession]
             yield session
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("mcp-mnemon")
+@pytest.fixture(scope="module", params=kinds())
+def data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp(f"mcp-mnemon-{request.param}")
+    if request.param == "real":
+        binary = real_binary()
+        assert binary is not None
+        (folder / "bin").mkdir()
+        (folder / "bin" / "mnemon").symlink_to(binary)
+    else:
+        fast_launcher(folder / "bin")
+    return folder
 
 
 @pytest.fixture(scope="module")
 def client(data_dir: Path) -> Iterator[Client]:
-    binary = fast_launcher(data_dir / "bin")
+    binary = data_dir / "bin" / "mnemon"
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(_session(data_dir, binary)) as session,
@@ -130,6 +139,14 @@ def test_expand_walks_mnemons_graph(client: Client, written: list[str]) -> None:
     assert reached
     assert seed["memory_id"] not in reached
     assert reached <= set(written)
+    # the edges Mnemon built on write (entity, temporal, causal, semantic) are what was walked,
+    # and the trace names them, as does every reached item's reason
+    trace = client.ok("memory_explain", {"trace_id": result["trace_id"]})["trace"]
+    walked = {d["edge_type"] for d in trace["expansions"] if d["accepted"]}
+    assert walked
+    assert walked <= {"entity", "temporal", "causal", "semantic"}
+    for item in result["items"]:
+        assert any(" via " in reason for reason in item["reasons"]), item["reasons"]
 
 
 def test_explain_reads_back_a_trace(client: Client, written: list[str]) -> None:

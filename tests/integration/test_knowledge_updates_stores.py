@@ -29,7 +29,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import MnemonSettings, Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.mnemon_double import fast_launcher
+from tests.mnemon_double import JUNE_2026, fast_launcher, real_binary
 from tests.npm_servers import require_script
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,10 @@ pytestmark = pytest.mark.integration
 T = TypeVar("T")
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 RATE = "The API rate limit for the billing service is {} requests per minute."
-STORES = ["mnemon-mcp", "kg-memory", "mnemonic", "mnemon", "fused"]
+# Mnemon: the contract double, the double acting as the June 2026 build, the real binary
+MNEMONS = ["mnemon", "mnemon-june", "mnemon-real"]
+REAL = [pytest.param("mnemon-real", marks=pytest.mark.mnemon_real)] if real_binary() else []
+STORES = ["mnemon-mcp", "kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"]
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -52,8 +55,9 @@ def make_store(kind: str, folder: Path) -> MemoryBackend:
         return KgMemoryBackend(folder / "g.jsonl", script=script, timeout_s=20)
     if kind == "mnemonic":
         return MnemonicBackend(folder / "notes", rescan_s=0.0)
-    if kind == "mnemon":
-        binary = fast_launcher(folder / "bin")
+    if kind in MNEMONS:
+        version = JUNE_2026 if kind == "mnemon-june" else None
+        binary = real_binary() if kind == "mnemon-real" else fast_launcher(folder / "bin", version)
         return MnemonBackend(MnemonSettings(binary=binary, data_dir=folder / "mnemon"))
     primary = MnemonicBackend(folder / "notes", rescan_s=0.0)
     other = EmbeddedBackend(folder / "e.db")
@@ -186,7 +190,7 @@ def test_a_look_alike_is_added_in_every_store_and_both_stay_current(orch: Orches
     assert {staging, prod} <= {i.memory_id for i in found.items}
 
 
-@pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "fused"])
+@pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"])
 def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
     kind: str, settings: Settings, tmp_path: Path
 ) -> None:
@@ -220,10 +224,6 @@ def test_a_reversal_back_to_a_corrected_value_is_written_again(
             request = WriteRequest(memory=NewMemory(content=content))
             reports.append(run(lambda r=request: o.write(r)))  # type: ignore[misc]
         actions = [r.action for r in reports]
-        if kind == "mnemon":  # its `remember` refuses a text it holds, superseded or not
-            assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.SKIPPED]
-            assert "the store refused it as a copy of" in reports[2].reason
-            return
         assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.UPDATED]
         assert reports[2].supersedes == reports[1].id
         assert reports[2].id not in (reports[0].id, reports[1].id)

@@ -1,9 +1,14 @@
-"""The Mnemon adapter against the contract double and, when one is found, the real binary.
+"""The Mnemon adapter against the contract double and the real binary.
 
-Every test runs over both (`[double]`, `[real]`); the real run is skipped with the reason
-when no binary is found (`make mnemon` installs one into `.tools/bin`; `make
-test-mnemon-real` runs only those). A few tests use test knobs only the double has (a log of
-its argv, a hang, a held write lock, an older version): they say so and skip on the real one.
+Every test that describes Mnemon runs over three binaries: `[double]` (the contract double,
+v0.2.9), `[june]` (the double acting as the June 2026 build in `../shared/mnemon` does: no
+`show`, no `supersedes`, near-duplicates replaced, a `--readonly` that writes) and `[real]`
+(the real binary: $MNEMON_REAL_BINARY, else `../shared/mnemon/bin/mnemon`; see
+`tests.mnemon_double.real_binary`; under CI a real binary that is expected but missing or
+failing fails the run). Where builds differ, a test finds out from what the binary does and
+asserts per feature found, never per version string. A few tests use knobs only the double
+has (a log of its argv, a hang, an older version): they take the `double` fixture and run
+on the double alone, so no `[real]` test is ever skipped.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +40,10 @@ from memory_orchestrator.backends.mnemon import (
     MnemonVersion,
     importance_in,
     importance_out,
+    store_file,
 )
+from memory_orchestrator.backends.mnemon.mapping import outcome
+from memory_orchestrator.backends.mnemon.store_file import SUPERSEDED_BY
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     MemoryType,
@@ -45,7 +54,15 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service.store_calls import StoreCalls, store_checks
 from memory_orchestrator.settings import MnemonSettings, Settings, load_settings
-from tests.mnemon_double import fast_launcher, npm_launcher, real_binary, renaming_binary
+from tests.mnemon_double import (
+    JUNE_2026,
+    fast_launcher,
+    kinds,
+    npm_launcher,
+    real_binary,
+    real_problem,
+    renaming_binary,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +80,7 @@ AWKWARD = [
 
 @dataclass
 class Mnemon:
-    """One binary (the double or the real one) and a fresh data dir."""
+    """One binary (`double`, `june` or `real`) and a fresh data dir."""
 
     kind: str
     binary: Path
@@ -87,25 +104,28 @@ class Mnemon:
             argv, check=False, capture_output=True, text=True, env=full_env, timeout=30
         )
 
-    def double_only(self, why: str) -> None:
-        if self.kind != "double":
-            pytest.skip(f"uses a test knob of the contract double: {why}")
+    def active(self) -> list[str]:
+        """The contents of the live memories, in insertion order, read from the store file."""
+        with sqlite3.connect(f"{self.db.as_uri()}?mode=ro", uri=True) as conn:
+            rows = conn.execute(
+                "SELECT content FROM insights WHERE deleted_at IS NULL ORDER BY rowid"
+            ).fetchall()
+        conn.close()
+        return [r[0] for r in rows]
 
 
 REAL = real_binary()
-NO_REAL = (
-    "no real mnemon binary: `make mnemon` (go install github.com/mnemon-dev/mnemon@v0.2.9 into"
-    " .tools/bin) or MNEMON_REAL_BINARY=/path; the Go module proxy reachable from this"
-    " project's machines refuses it, so only the contract double ran"
-)
-KINDS = ["double", *([pytest.param("real", marks=pytest.mark.mnemon_real)] if REAL else [])]
+KINDS = kinds("june")
 
 
 @pytest.mark.mnemon_real
-def test_the_real_binary_runs_this_whole_suite_when_one_is_found() -> None:
-    """Every test below is parametrised over the double and, when found, the real binary."""
-    if REAL is None:
-        pytest.skip(NO_REAL)
+def test_the_real_binary_runs_this_whole_suite_when_one_is_found(mnemon_real: Path) -> None:
+    """Every test below that describes Mnemon is parametrised over the real binary too (the
+    fixture skips, with the reason, where none is found; under CI, where one is expected,
+    the run has failed before)."""
+    assert mnemon_real == REAL
+    assert real_problem() is None
+    assert any(getattr(kind, "values", ()) == ("real",) for kind in KINDS)
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -115,13 +135,20 @@ def binary(
     if request.param == "real":
         assert REAL is not None
         return "real", REAL
-    return "double", fast_launcher(tmp_path_factory.mktemp("bin"))
+    version = JUNE_2026 if request.param == "june" else None
+    return request.param, fast_launcher(tmp_path_factory.mktemp("bin"), version)
 
 
 @pytest.fixture
 def mnemon(binary: tuple[str, Path], tmp_path: Path) -> Mnemon:
     kind, path = binary
     return Mnemon(kind, path, tmp_path / "mnemon-data")
+
+
+@pytest.fixture
+def double(tmp_path: Path) -> Mnemon:
+    """The contract double alone, for its test knobs (`MNEMON_DOUBLE_*`)."""
+    return Mnemon("double", fast_launcher(tmp_path / "double-bin"), tmp_path / "mnemon-data")
 
 
 def run(body: Callable[[], Awaitable[T]]) -> T:
@@ -133,9 +160,8 @@ def mem(content: str, **fields: Any) -> NewMemory:
 
 
 @pytest.fixture
-def double_log(mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def double_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The double's log: one JSON line (argv, pid, embed endpoint) per process."""
-    mnemon.double_only("MNEMON_DOUBLE_LOG")
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("MNEMON_DOUBLE_LOG", str(log))
     return log
@@ -258,28 +284,55 @@ def test_mnemons_skipped_id_is_a_fresh_id_that_was_never_stored(mnemon: Mnemon) 
     assert skipped["action"] == "skipped"
     assert skipped["replaced_id"] == first["id"]
     assert skipped["id"] != first["id"]
+    with sqlite3.connect(f"{mnemon.db.as_uri()}?mode=ro", uri=True) as conn:
+        stored = {row[0] for row in conn.execute("SELECT id FROM insights")}
+    conn.close()
+    assert stored == {first["id"]}
     shown = mnemon.cli("show", "--", skipped["id"])
     assert shown.returncode == 1
     assert shown.stdout == ""
-    assert "no rows in result set" in shown.stderr
+    if 'unknown command "show"' not in shown.stderr:  # a build with `show` (v0.2.x)
+        assert "no rows in result set" in shown.stderr
 
 
-def test_an_older_builds_update_is_reported_as_updated(
-    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+NEAR = (
+    "the atlas release train leaves every second tuesday",
+    "the atlas release train leaves every second thursday",
+)
+
+
+def test_near_duplicates_stay_two_memories_whatever_mnemons_own_diff_does(
+    mnemon: Mnemon,
 ) -> None:
-    mnemon.double_only("MNEMON_DOUBLE_DIFF=legacy (near-duplicates replaced, as older builds do)")
-    monkeypatch.setenv("MNEMON_DOUBLE_DIFF", "legacy")
+    """Mnemon's own diff, as this build has it: v0.2.x keeps both texts; the June 2026 build
+    soft-deletes the first (`updated`). Through the adapter (`--no-diff`) both stay."""
+    old = json.loads(mnemon.cli("--store", "raw", "remember", "--", NEAR[0]).stdout)
+    new = json.loads(mnemon.cli("--store", "raw", "remember", "--", NEAR[1]).stdout)
+    replaces = new["action"] == "updated"
+    if replaces:  # the build's own answer to a near-duplicate: the older one is gone
+        assert new["replaced_id"] == old["id"]
+        assert new["diff_suggestion"] in ("UPDATE", "CONFLICT")
+    else:
+        assert new["action"] == "added"
     backend = mnemon.backend()
 
     async def main() -> None:
-        old = await backend.write(mem("the atlas release train leaves every second tuesday"))
-        new = await backend.write(mem("the atlas release train leaves every second thursday"))
-        assert new.action is WriteAction.UPDATED
-        assert new.existing_id == old.id
-        assert new.id != old.id
-        assert await backend.get_memories([old.id]) == []
+        first = await backend.write(mem(NEAR[0]))
+        second = await backend.write(mem(NEAR[1]))
+        assert (first.action, second.action) == (WriteAction.ADDED, WriteAction.ADDED)
+        got = await backend.get_memories([first.id, second.id])
+        assert [m.content for m in got] == list(NEAR)
 
     run(main)
+    assert backend.notes == ()
+
+
+def test_mnemons_updated_answer_names_the_memory_it_replaced() -> None:
+    """A build that refused `--no-diff` would answer `updated` itself: reported as it is."""
+    data = {"action": "updated", "id": "new-id", "replaced_id": "old-id"}
+    got = outcome(data, "remember")
+    assert (got.action, got.id, got.existing_id) == (WriteAction.UPDATED, "new-id", "old-id")
+    assert "replaced old-id" in got.detail
 
 
 # ---------------------------------------------------------------- bulk write
@@ -310,6 +363,30 @@ def test_write_many_is_one_import_process_and_keeps_times(mnemon: Mnemon) -> Non
         ]
 
     run(main)
+    assert sorted(mnemon.active()) == sorted(m.content for m in memories)  # six stay six
+
+
+def test_byte_identical_repeats_in_one_batch_are_written_once(mnemon: Mnemon) -> None:
+    backend = mnemon.backend()
+    texts = [
+        "Dana owns the Atlas budget",
+        "Lee owns the radio firmware",
+        "Dana owns the Atlas budget",
+    ]
+
+    async def main() -> None:
+        outcomes = await backend.write_many([mem(t) for t in texts])
+        assert [o.action for o in outcomes] == [
+            WriteAction.ADDED,
+            WriteAction.ADDED,
+            WriteAction.SKIPPED,
+        ]
+        assert outcomes[2].id == outcomes[2].existing_id == outcomes[0].id
+        again = await backend.write_many([mem(texts[1])])
+        assert (again[0].action, again[0].id) == (WriteAction.SKIPPED, outcomes[1].id)
+
+    run(main)
+    assert mnemon.active() == texts[:2]
 
 
 def test_a_memory_over_mnemons_limits_is_refused_before_anything_runs(mnemon: Mnemon) -> None:
@@ -398,6 +475,28 @@ def test_get_memories_reads_the_store_file_without_a_process(mnemon: Mnemon) -> 
     run(main)
 
 
+def test_get_memories_with_more_ids_than_one_sql_statement_takes(mnemon: Mnemon) -> None:
+    """900 ids (the store file is asked in chunks of SQL_CHUNK, under SQLite's variable
+    limit): every live one comes back once, in the order asked, with no process."""
+    assert store_file.SQL_CHUNK * 2 < 900
+    backend = mnemon.backend()
+
+    async def main() -> None:
+        texts = [f"Ticket {n} was triaged by the on-call engineer" for n in range(900)]
+        outcomes = await backend.write_many([mem(t) for t in texts])
+        ids = [o.id for o in outcomes]
+        assert len(set(ids)) == 900
+        assert await backend.forget(ids[450])
+        calls = backend.process_calls
+        asked = [*reversed(ids), "unknown-id", *ids[:5]]
+        got = await backend.get_memories(asked)
+        assert [m.id for m in got] == [i for i in reversed(ids) if i != ids[450]]
+        assert [m.content for m in got[:2]] == [texts[899], texts[898]]
+        assert backend.process_calls == calls
+
+    run(main)
+
+
 def test_a_store_file_of_an_unknown_schema_is_read_through_the_cli_and_noted(
     mnemon: Mnemon,
 ) -> None:
@@ -414,15 +513,23 @@ def test_a_store_file_of_an_unknown_schema_is_read_through_the_cli_and_noted(
 
 
 def test_get_memories_through_the_cli_asks_show_per_id(mnemon: Mnemon) -> None:
+    """`show` per id; a build without `show` refuses the first and is listed once instead
+    (one `recall --basic`), and is never asked `show` again."""
     backend = mnemon.backend(direct_reads=False, max_processes=1)  # no lock retries
 
     async def main() -> None:
         ids = await _three_linked(backend)()
-        before = backend.calls_by_command["show"]
-        got = await backend.get_memories([ids[2], "unknown-id", ids[0]])
-        assert [m.id for m in got] == [ids[2], ids[0]]
-        assert backend.calls_by_command["show"] - before == 3
-        assert got[0].entities == ("Procurement",)
+        for _ in range(2):
+            before = Counter(backend.calls_by_command)
+            got = await backend.get_memories([ids[2], "unknown-id", ids[0]])
+            assert [m.id for m in got] == [ids[2], ids[0]]
+            assert got[0].entities == ("Procurement",)
+            spent = backend.calls_by_command - before
+            if backend.features.has("show"):
+                assert spent == Counter(show=3)
+            else:  # refused once (the first call), then listed (the count from `status`)
+                shown = 1 if before["show"] == 0 else 0
+                assert (spent["show"], spent["recall"]) == (shown, 1)
 
     run(main)
 
@@ -468,15 +575,17 @@ def test_link_writes_a_typed_weighted_edge_with_string_metadata(mnemon: Mnemon) 
     backend = mnemon.backend()
 
     async def main() -> None:
-        a, _, c = await _three_linked(backend)()
+        a, b, c = await _three_linked(backend)()
         edge = await backend.link(a, c, "causal", 0.4, {"why": "escalation", "n": 2})
         assert (edge.type, edge.weight) == ("causal", 0.4)
         assert edge.meta["why"] == "escalation"
         assert edge.meta["n"] == "2"
         update = await backend.link(c, a, "update", 1.0)
-        assert update.type == "supersedes"
-        assert update.meta.get("relation") == "update"
-        odd = await backend.link(a, c, "blocks", 0.5)
+        if backend.features.has("supersedes"):  # learned from the binary's answer
+            assert (update.type, update.meta.get("relation")) == ("supersedes", "update")
+        else:  # a build without the edge type: the direction is kept in the metadata
+            assert (update.type, update.meta["supersedes"]) == ("semantic", a)
+        odd = await backend.link(a, b, "blocks", 0.5)
         assert odd.type == "semantic"
         assert odd.meta.get("relation") == "blocks"
         with pytest.raises(BackendError, match="not found"):
@@ -720,15 +829,22 @@ def test_a_store_that_stays_locked_gives_a_clear_transient_error(mnemon: Mnemon)
 
 
 def test_a_read_keeps_retrying_a_locked_store_for_its_time_budget(mnemon: Mnemon) -> None:
-    """Reads meet the lock often (every Mnemon open takes it briefly): they retry for
-    `read_lock_wait_s`, not just `retries` times; writes keep their count."""
+    """Where this build's reads meet a held write lock at open (v0.2.x: every open runs a
+    write), they retry for `read_lock_wait_s`, not just `retries` times; the June 2026 build's
+    reads never meet it (its open ignores the busy error), so one process answers. Writes
+    keep their count on every build."""
     backend = mnemon.backend(retries=0, retry_backoff_s=0.02, read_lock_wait_s=60)
     run(lambda: backend.write(mem("the lighthouse keeper logs the storm")))
     with write_locked(mnemon.db) as held:
-        release_when(held, lambda: backend.calls_by_command["recall"] >= 2)
+        meets_lock = mnemon.cli("recall", "--", "lighthouse").returncode != 0
+        if meets_lock:
+            release_when(held, lambda: backend.calls_by_command["recall"] >= 2)
         hits = run(lambda: backend.search("lighthouse storm", 3))
     assert [h.memory.content for h in hits] == ["the lighthouse keeper logs the storm"]
-    assert backend.calls_by_command["recall"] >= 2  # met the lock, retried past `retries`
+    if meets_lock:
+        assert backend.calls_by_command["recall"] >= 2  # met the lock, retried past `retries`
+    else:
+        assert backend.calls_by_command["recall"] == 1
     with write_locked(mnemon.db), pytest.raises(BackendError, match="gave up after 1 tries"):
         run(lambda: backend.write(mem("a write still gives up after its retries")))
 
@@ -761,10 +877,10 @@ def test_concurrent_writes_through_two_backends_lose_nothing(mnemon: Mnemon) -> 
 
 
 def test_a_process_past_its_timeout_is_killed(
-    mnemon: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
+    double: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")
-    backend = mnemon.backend(timeout_s=3)  # ample for the process to start and log itself
+    backend = double.backend(timeout_s=3)  # ample for the process to start and log itself
     with pytest.raises(MnemonTimeout, match=r"timed out after 3s and was killed"):
         run(lambda: backend.status(fresh=True))
     (entry,) = logged(double_log)
@@ -773,10 +889,10 @@ def test_a_process_past_its_timeout_is_killed(
 
 
 def test_a_caller_giving_up_kills_the_process_at_once(
-    mnemon: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
+    double: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")
-    backend = mnemon.backend(timeout_s=60)
+    backend = double.backend(timeout_s=60)
 
     async def main() -> float:
         async with anyio.create_task_group() as group:
@@ -811,7 +927,7 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
 
 @pytest.mark.parametrize("ignores_sigterm", [False, True])
 def test_a_timeout_stops_the_binary_behind_an_npm_style_launcher(
-    mnemon: Mnemon,
+    double: Mnemon,
     double_log: Path,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -822,9 +938,9 @@ def test_a_timeout_stops_the_binary_behind_an_npm_style_launcher(
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")
     if ignores_sigterm:
         monkeypatch.setenv("MNEMON_DOUBLE_IGNORE_TERM", "1")
-    launcher = npm_launcher(tmp_path / "npm-bin", mnemon.binary)
+    launcher = npm_launcher(tmp_path / "npm-bin", double.binary)
     # a timeout ample for the launcher and the binary to start (the binary sleeps 30 s)
-    backend = MnemonBackend(MnemonSettings(binary=launcher, data_dir=mnemon.data_dir, timeout_s=3))
+    backend = MnemonBackend(MnemonSettings(binary=launcher, data_dir=double.data_dir, timeout_s=3))
     with pytest.raises(MnemonTimeout, match="timed out after 3s"):
         run(lambda: backend.status(fresh=True))
     (entry,) = logged(double_log)  # the binary itself, a child of the launcher
@@ -847,7 +963,9 @@ def test_reads_and_writes_start_no_version_check(mnemon: Mnemon) -> None:
     run(main)
     assert "--version" not in backend.calls_by_command
     assert backend.calls_by_command["recall"] >= 4  # more when an open met a lock and retried
-    assert backend.notes == ()
+    lacks_show = 'unknown command "show"' in mnemon.cli("show", "--", "some-id").stderr
+    assert [n for n in backend.notes if "has no `show`" not in n or not lacks_show] == []
+    assert any("has no `show`" in n for n in backend.notes) is lacks_show
 
 
 def test_health_asks_version_and_status_at_once(tmp_path: Path) -> None:
@@ -949,6 +1067,45 @@ def test_records_without_an_id_are_an_error_never_no_results(
     assert statuses["features"] is Status.DEGRADED
 
 
+def test_the_correction_marks_start_from_the_edges_never_from_every_insight(
+    mnemon: Mnemon,
+) -> None:
+    """Every read looks up correction marks: its plan must find edges by target first (a
+    join let SQLite walk every live insight instead: 3 s per page of 500 at 10k memories)."""
+    run(_three_linked(mnemon.backend()))
+    ids = [f"id-{n}" for n in range(200)]  # a page of ids, as a read asks
+    marks = ",".join("?" * len(ids))
+    with sqlite3.connect(f"{mnemon.db.as_uri()}?mode=ro", uri=True) as conn:
+        query = "EXPLAIN QUERY PLAN " + SUPERSEDED_BY.format(marks=marks)
+        plan = conn.execute(query, ids).fetchall()
+    conn.close()
+    steps = [str(row[-1]) for row in plan]
+    assert not [s for s in steps if s.startswith("SCAN") or "idx_insights_deleted" in s], steps
+
+
+def test_a_build_without_no_diff_is_written_to_without_it_and_says_so(tmp_path: Path) -> None:
+    """A (fake) build that refuses `--no-diff`: the write is made again without it, once,
+    and the note says Mnemon's own duplicate check applies."""
+    fake = _fake_binary(
+        tmp_path / "bin",
+        "import json\n"
+        "if '--no-diff' in sys.argv:\n"
+        "    sys.stderr.write('Error: unknown flag: --no-diff\\n')\n"
+        "    sys.exit(1)\n"
+        "print(json.dumps({'id': 'new-id', 'action': 'updated', 'replaced_id': 'old-id'}))",
+    )
+    backend = MnemonBackend(MnemonSettings(binary=fake, data_dir=tmp_path, direct_reads=False))
+
+    async def main() -> None:
+        first = await backend.write(mem("a note"))
+        assert (first.action, first.existing_id) == (WriteAction.UPDATED, "old-id")
+        await backend.write(mem("another note"))
+
+    run(main)
+    assert backend.calls_by_command["remember"] == 3  # refused once, then never asked again
+    assert any("has no `no-diff`" in note for note in backend.notes)
+
+
 def test_output_that_is_not_json_is_a_backend_error(tmp_path: Path) -> None:
     fake = _fake_binary(
         tmp_path / "bin",
@@ -981,31 +1138,35 @@ def test_stderr_becomes_the_error_message_and_warnings_do_not_fail(tmp_path: Pat
 
 
 def test_arguments_are_a_list_with_free_text_after_a_double_dash(
-    mnemon: Mnemon, double_log: Path
+    double: Mnemon, double_log: Path
 ) -> None:
-    backend = mnemon.backend()
+    backend = double.backend()
     run(lambda: backend.write(mem("--store=evil -- text", tags=["t"])))
     run(lambda: backend.search("--limit 999", 3))
     calls = {
         entry["argv"][4]: entry["argv"] for entry in logged(double_log) if len(entry["argv"]) > 4
     }
     remember = calls["remember"]
-    assert remember[:5] == ["--data-dir", str(mnemon.data_dir), "--store", "default", "remember"]
+    assert remember[:5] == ["--data-dir", str(double.data_dir), "--store", "default", "remember"]
     assert remember[-2:] == ["--", "--store=evil -- text"]
     assert calls["recall"][-2:] == ["--", "--limit 999"]
 
 
 def test_the_embedding_probe_is_pointed_at_an_address_that_fails_at_once(
-    mnemon: Mnemon, double_log: Path
+    double: Mnemon, double_log: Path
 ) -> None:
-    run(lambda: mnemon.backend().write(mem("no embeddings here")))
-    run(lambda: mnemon.backend(embed_endpoint="http://127.0.0.1:9").search("embeddings", 3))
+    run(lambda: double.backend().write(mem("no embeddings here")))
+    run(lambda: double.backend(embed_endpoint="http://127.0.0.1:9").search("embeddings", 3))
     endpoints = [entry["embed_endpoint"] for entry in logged(double_log)]
     assert endpoints[0] == FAIL_FAST_ENDPOINT
     assert endpoints[-1] == "http://127.0.0.1:9"
 
 
 def test_readonly_reads_leave_no_trace_and_writes_are_refused(mnemon: Mnemon) -> None:
+    """On every build: the adapter refuses writes before any process (some builds' own
+    `--readonly` writes), reads leave the store's access counts alone, and the store stays a
+    WAL store (some builds' `--readonly` reads switch it out of WAL mode: those read a
+    snapshot instead, and a note says so)."""
     writer, reader = mnemon.backend(), mnemon.backend(readonly=True)
 
     async def main() -> None:
@@ -1014,22 +1175,35 @@ def test_readonly_reads_leave_no_trace_and_writes_are_refused(mnemon: Mnemon) ->
         assert [h.memory.id for h in await reader.search("readonly zeppelin", 3)] == [outcome.id]
         after = (await writer.get_memories([outcome.id]))[0].metadata["access_count"]
         assert after == before
-        with pytest.raises(BackendError, match="unavailable with --readonly"):
-            await reader.write(mem("refused"))
+        calls = reader.process_calls
+        for write in (
+            lambda: reader.write(mem("refused")),
+            lambda: reader.write_many([mem("refused too")]),
+            lambda: reader.forget(outcome.id),
+        ):
+            with pytest.raises(BackendError, match="unavailable with --readonly"):
+                await write()
+        assert reader.process_calls == calls
         await writer.search("readonly zeppelin", 3)
         bumped = (await writer.get_memories([outcome.id]))[0].metadata["access_count"]
         assert isinstance(before, int)
         assert bumped == before + 1
+        await reader.close()
 
     run(main)
+    assert mnemon.active() == ["the readonly zeppelin"]
+    with sqlite3.connect(mnemon.db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    honoured = reader.readonly.honoured
+    assert any("--readonly still writes" in n for n in reader.notes) is (honoured is False)
 
 
 def test_an_older_build_runs_on_fallbacks_and_says_which(
-    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+    double: Mnemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mnemon.double_only("MNEMON_DOUBLE_VERSION (pretends to be v0.1.8: no show, import, --verbose)")
     monkeypatch.setenv("MNEMON_DOUBLE_VERSION", "0.1.8")
-    backend = mnemon.backend(direct_reads=False)
+    backend = double.backend(direct_reads=False)
 
     async def main() -> None:
         outcomes = await backend.write_many([mem("old build note one"), mem("old build note two")])
@@ -1074,12 +1248,11 @@ def test_version_text_is_parsed() -> None:
 
 
 def test_a_build_from_source_versioned_dev_is_healthy_and_adds_no_note(
-    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+    double: Mnemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`go install` builds print `mnemon version dev`: nothing is assumed from that."""
-    mnemon.double_only("MNEMON_DOUBLE_VERSION=dev")
     monkeypatch.setenv("MNEMON_DOUBLE_VERSION", "dev")
-    backend = mnemon.backend()
+    backend = double.backend()
     run(lambda: backend.write(mem("a build from source still finds this")))
     assert [h.memory.content for h in run(lambda: backend.search("build from source", 3))]
     checks = {c.name: c for c in run(backend.health)}

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters
+from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters, SearchHit
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
-from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.pipeline.retriever import Prefetch, Retrieval, SubQuery, retrieve
 from tests.factories import NOW
 from tests.faults import FaultyBackend
 
@@ -138,3 +138,68 @@ def test_a_store_without_a_graph_skips_expansion_with_a_note(
     got = anyio.run(lambda: expand(flat, [ids[3]], limits()))
     assert got.candidates == []
     assert got.notes == ["store has no graph; expansion skipped"]
+
+
+def _listed(memory_ids: list[str], backend: EmbeddedBackend) -> Prefetch:
+    async def fetch() -> list[tuple[SubQuery, list[SearchHit]]]:
+        found = await backend.get_memories(memory_ids)
+        hits = [SearchHit(memory=m, rank=n, score=1.0) for n, m in enumerate(found, start=1)]
+        return [(SubQuery("local index"), hits)]
+
+    return fetch
+
+
+def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_in(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    """A store that never answers costs its list, not the request's time (`timeout_s` is a
+    minute here): with the local index's list in, the call is stopped at the budget."""
+    backend, ids = chain
+    stuck = FaultyBackend(backend, {"search": "hang"})
+
+    async def main() -> Retrieval:
+        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
+            return await retrieve(
+                stuck,
+                [SubQuery("topic3")],
+                per_query=5,
+                timeout_s=60,
+                prefetch=_listed([ids[7]], backend),
+                list_budget_s=0,
+            )
+
+    got = anyio.run(main)
+    assert [c.memory.id for c in got.candidates] == [ids[7]]
+    assert got.failed == 1
+    assert any("not in 0s after the start and was left out" in n for n in got.notes), got.notes
+
+
+def test_without_local_lists_the_store_is_waited_for(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    backend, ids = chain
+    gate = anyio.Event()
+
+    class Gated(FaultyBackend):
+        async def search(
+            self, query: str, top_k: int, filters: SearchFilters | None = None
+        ) -> list[SearchHit]:
+            await gate.wait()
+            return await backend.search(query, top_k, filters)
+
+    async def nothing() -> list[tuple[SubQuery, list[SearchHit]]]:
+        gate.set()  # the store answers only once the (empty) local lists are in
+        return []
+
+    got = anyio.run(
+        lambda: retrieve(
+            Gated(backend, {}),
+            [SubQuery("topic3")],
+            per_query=5,
+            timeout_s=60,
+            prefetch=nothing,
+            list_budget_s=0,
+        )
+    )
+    assert [c.memory.id for c in got.candidates][:1] == [ids[3]]
+    assert got.failed == 0

@@ -33,7 +33,7 @@ from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import MnemonSettings, Settings
 from memory_orchestrator.state.outbox import Outbox
-from tests.mnemon_double import fast_launcher
+from tests.mnemon_double import fast_launcher, kinds, real_binary
 from tests.npm_servers import kill_children, require_script
 
 pytestmark = pytest.mark.integration
@@ -190,11 +190,21 @@ def mnemon(double: Path, data: Path, **options: object) -> MnemonBackend:
     return MnemonBackend(MnemonSettings(binary=double, data_dir=data, **options))
 
 
+@pytest.fixture(params=kinds())
+def any_mnemon(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The contract double, then the real binary where one is found."""
+    if request.param != "real":
+        return fast_launcher(tmp_path / "bin")
+    found = real_binary()
+    assert found is not None
+    return found
+
+
 def test_mnemon_with_a_locked_store_queues_the_write_until_the_lock_clears(
-    double: Path, settings: Settings, tmp_path: Path
+    any_mnemon: Path, settings: Settings, tmp_path: Path
 ) -> None:
     data = tmp_path / "mnemon-data"
-    o = service(mnemon(double, data, retries=1, retry_backoff_s=0.01), settings, timeout_s=10)
+    o = service(mnemon(any_mnemon, data, retries=1, retry_backoff_s=0.01), settings, timeout_s=10)
     try:
         write(o, "The staging cluster runs Postgres 16.")
         db = data / "data" / "default" / "mnemon.db"

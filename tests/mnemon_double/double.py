@@ -23,9 +23,12 @@ Its ranking is deliberately simple token overlap, entity overlap and a small gra
 Never use it to report retrieval quality, and its timings are not Mnemon's.
 
 Test knobs (environment): `MNEMON_DOUBLE_VERSION` (pretend to be another version: before
-0.2.0 there is no `show` and no `supersedes`, before 0.1.10 no `import`, before 0.1.9 recall
-has no `--verbose`/`--brief` and prints the full shape), `MNEMON_DOUBLE_DIFF=legacy` (older
-builds: near-duplicates are `skipped`, close ones `updated`), `MNEMON_DOUBLE_LOG=<file>`
+0.2.0 it behaves as the real June 2026 build in `../shared/mnemon` does: no `show`, no
+`supersedes`, near-duplicates replaced by `remember` and `import` (`updated`, the older
+memory soft-deleted; that build's diff rules), `--readonly` that writes and switches the store
+out of WAL mode, and reads that do not meet a held write lock at open; before 0.1.10 no
+`import`, before 0.1.9 recall has no `--verbose`/`--brief` and prints the full shape),
+`MNEMON_DOUBLE_DIFF=legacy` (that replacing diff on any version), `MNEMON_DOUBLE_LOG=<file>`
 (one JSON line per run: argv, pid, embed endpoint), `MNEMON_DOUBLE_SLEEP_S` (hang first),
 `MNEMON_DOUBLE_HOLD_S` (keep the write transaction open that long),
 `MNEMON_DOUBLE_IGNORE_TERM=1` (ignore SIGTERM: only SIGKILL stops it).
@@ -123,8 +126,21 @@ def has(feature: str) -> bool:
         "import": (0, 1, 10),
         "compact": (0, 1, 9),
         "entity-mode": (0, 1, 4),
+        # v0.2.x: remember/import skip only byte-identical text; before, Mnemon's diff
+        # replaced near-duplicates (`updated`), as the June 2026 build does
+        "exact-diff": (0, 2, 0),
+        # v0.2.x: --readonly opens an immutable snapshot; the June 2026 build's open drops
+        # `mode=ro` (no `file:` prefix): writes land, reads switch the store out of WAL
+        "readonly": (0, 2, 0),
+        # v0.2.x runs an UPDATE on every open (it meets a held write lock); the June 2026
+        # build's migration probe swallows the busy error, so its reads never meet it
+        "open-lock": (0, 2, 0),
     }[feature]
     return version_tuple() >= minimum
+
+
+def replaces_near_duplicates() -> bool:
+    return os.environ.get("MNEMON_DOUBLE_DIFF") == "legacy" or not has("exact-diff")
 
 
 # ---------------------------------------------------------------- argument parsing (cobra-like)
@@ -400,9 +416,18 @@ class Store:
     """One opened `mnemon.db` (a single connection, no busy timeout, like Mnemon)."""
 
     def __init__(self, data_dir: str, name: str, *, readonly: bool) -> None:
-        self.readonly = readonly
+        self.readonly = readonly and has("readonly")
+        self.asked_readonly = readonly  # the June 2026 build: no access counts either way
         self.dir = os.path.join(data_dir, "data", name)
         self.path = os.path.join(self.dir, "mnemon.db")
+        if readonly and not has("readonly"):  # the June 2026 build: not read-only at all
+            if not os.path.exists(self.path):
+                raise CliError(f"open database: database not found: {self.path}")
+            self.conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA journal_mode = DELETE")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            return
         if readonly:
             if not os.path.exists(self.path):
                 raise CliError(f"open database: database not found: {self.path}")
@@ -422,9 +447,14 @@ class Store:
                 if known < 3:
                     self.conn.executescript(SCHEMA)
                 # Mnemon's migrations probe the edges table with an INSERT (rolled back) on
-                # every open, so every command, reads too, briefly takes the write lock.
-                self.conn.execute("BEGIN IMMEDIATE")
-                self.conn.execute("ROLLBACK")
+                # every open, so every command, reads too, briefly takes the write lock
+                # (the June 2026 build ignores the busy error of that probe).
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    if has("open-lock"):
+                        raise
         except sqlite3.Error as exc:
             raise CliError(f"open database: migrate: {sql_message(exc)}") from None
 
@@ -479,7 +509,7 @@ class Store:
     def record_read(self, ids: Iterable[str], operation: str, detail: str) -> None:
         """Bump access counts and log the read (best effort; nothing under --readonly), as
         Mnemon's reads do. A locked store makes this silently do nothing."""
-        if self.readonly:
+        if self.asked_readonly:
             return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -657,6 +687,40 @@ def diff_candidates(store: Store, content: str) -> list[tuple[Json, float]]:
     return scored[:5]
 
 
+CHANGE_WORDS = (
+    "no longer",
+    "don't",
+    "doesn't",
+    "never",
+    "switched from",
+    "instead of",
+    "rather than",
+    "replaced",
+    "deprecated",
+)
+
+
+def replacing_diff(content: str, candidates: list[tuple[Json, float]]) -> tuple[str, str]:
+    """The June 2026 build's diff (its `internal/search/diff.go`, as read): each candidate's
+    token Jaccard; < 0.5 ADD; >= 0.7 with a change phrase in either text CONFLICT; > 0.9
+    DUPLICATE; else UPDATE. DUPLICATE anywhere wins, else the closest candidate's label.
+    Returns the suggestion and the memory it names ("" for ADD)."""
+    labels = []
+    for item, sim in candidates:
+        both = (content + " " + item["content"]).lower()
+        if sim < 0.5:
+            label = "ADD"
+        elif sim >= 0.7 and any(word in both for word in CHANGE_WORDS):
+            label = "CONFLICT"
+        else:
+            label = "DUPLICATE" if sim > 0.9 else "UPDATE"
+        labels.append((label, item["id"]))
+    for label, item_id in labels:
+        if label == "DUPLICATE":
+            return label, item_id
+    return labels[0] if labels and labels[0][0] != "ADD" else ("ADD", "")
+
+
 def suggestion(content: str, best: tuple[Json, float] | None) -> str:
     if best is None or best[1] < 0.5:
         return "ADD"
@@ -745,15 +809,17 @@ def cmd_remember(store: Store, flags: dict[str, Any], args: list[str]) -> int:
     candidates = [] if flags["no-diff"] else diff_candidates(store, content)
     best = candidates[0] if candidates else None
     advice = "ADD" if flags["no-diff"] else suggestion(content, best)
-    legacy = os.environ.get("MNEMON_DOUBLE_DIFF") == "legacy"
+    legacy, named = replaces_near_duplicates(), ""
+    if legacy and not flags["no-diff"]:
+        advice, named = replacing_diff(content, candidates)
     if not flags["no-diff"]:
         same = store.conn.execute(
             "SELECT id FROM insights WHERE deleted_at IS NULL AND content = ? LIMIT 1",
             (content,),
         ).fetchone()
         kept = same[0] if same else None
-        if kept is None and legacy and advice == "DUPLICATE" and best is not None:
-            kept = best[0]["id"]
+        if legacy:
+            kept = named if advice == "DUPLICATE" else None
         if kept is not None:
             store.log("remember:skip", kept)
             emit(
@@ -779,8 +845,8 @@ def cmd_remember(store: Store, flags: dict[str, Any], args: list[str]) -> int:
     store.begin()
     replaced = ""
     action = "added"
-    if legacy and advice == "UPDATE" and best is not None and best[1] >= 0.6:
-        replaced, action = best[0]["id"], "updated"
+    if legacy and advice in ("UPDATE", "CONFLICT"):
+        replaced, action = named, "updated"
         store.soft_delete(replaced)
     store.insert(item, created=created)
     counts = auto_edges(store, item, created)
@@ -909,9 +975,14 @@ def _import_rows(
     results: list[Json] = []
     ids: list[str] = []
     counts = {"imported": 0, "updated": 0, "skipped": 0, "errors": 0}
+    legacy = replaces_near_duplicates()
     for index, row in enumerate(rows):
-        same = None
-        if not no_diff:
+        same, replaced = None, ""
+        if not no_diff and legacy:  # the June 2026 build: each row through the diff
+            advice, named = replacing_diff(row["content"], diff_candidates(store, row["content"]))
+            same = (named,) if advice == "DUPLICATE" else None
+            replaced = named if advice in ("UPDATE", "CONFLICT") else ""
+        elif not no_diff:
             same = store.conn.execute(
                 "SELECT id FROM insights WHERE deleted_at IS NULL AND content = ? LIMIT 1",
                 (row["content"],),
@@ -927,6 +998,8 @@ def _import_rows(
         item["id"] = new_id()
         item["entities"] = list(dict.fromkeys(row["entities"]))
         created = row["created"] or now()
+        if replaced:
+            store.soft_delete(replaced)
         store.insert(item, created=created)
         for entity in item["entities"]:
             sharers = store.conn.execute(
@@ -938,9 +1011,10 @@ def _import_rows(
                 store.add_edge_once(item["id"], other, "entity", 1.0, {"entity": entity})
                 store.add_edge_once(other, item["id"], "entity", 1.0, {"entity": entity})
         ids.append(item["id"])
-        counts["imported"] += 1
+        action = "updated" if replaced else "added"
+        counts["updated" if replaced else "imported"] += 1
         results.append(
-            {"index": index, "id": item["id"], "content": row["content"], "action": "added"}
+            {"index": index, "id": item["id"], "content": row["content"], "action": action}
         )
     return ids, results, counts
 

@@ -1,7 +1,8 @@
 """Stage 2: run the subqueries concurrently against the store and fuse the lists with RRF.
 
 A failed or slow call does not fail the request: the others still count, and the trace says
-which call was lost and why.
+which call was lost and why. A store call still running `list_budget_s` after the start, when
+the local index's lists are in, is stopped: it costs its list, not the request's time.
 """
 
 from __future__ import annotations
@@ -47,53 +48,107 @@ async def retrieve(
     rrf_k: int = 60,
     prefetch: Prefetch | None = None,
     max_chars: int | None = None,
+    list_budget_s: float | None = None,
 ) -> Retrieval:
     """Search every subquery at once, and run `prefetch` (ranked lists from elsewhere, e.g.
     the derived local indexes') alongside; fuse them all; apply filters the store could not
     apply. `prefetch` must not raise (it reports its own failures).
 
     With `max_chars`, no store receives a longer query: a longer subquery is cut at a word
-    boundary (a note says so)."""
-    results: list[list[SearchHit] | None] = [None] * len(subqueries)
-    notes: list[str] = []
-
-    async def one(index: int, sub: SubQuery) -> None:
-        text = sub.text if max_chars is None else cut_at_word(sub.text, max_chars)
-        if text != sub.text:
-            notes.append(f"a subquery was cut to {len(text)} characters (max {max_chars})")
-        try:
-            with anyio.fail_after(timeout_s):
-                results[index] = await backend.search(text, per_query, sub.filters)
-        except TimeoutError:
-            notes.append(f"search {sub.text!r} timed out after {timeout_s:g}s; partial results")
-        except Exception as exc:  # a store error must not fail the request
-            notes.append(
-                f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
-            )
-
-    prefetched: list[tuple[SubQuery, list[SearchHit]]] = []
-
-    async def other(fetch: Prefetch) -> None:
-        prefetched.extend(await fetch())
-
-    async with anyio.create_task_group() as group:
-        # the store's searches first: they wait in worker threads (the store's own I/O)
-        # while `prefetch` does its work on this one
-        for index, sub in enumerate(subqueries):
-            group.start_soon(one, index, sub)
-        if prefetch is not None:
-            group.start_soon(other, prefetch)
-
+    boundary (a note says so). With `list_budget_s`, a store call still running that long
+    after the start, once `prefetch` has given a non-empty list, is stopped and its list left
+    out (a note says so): a slow or locked store costs a list, not the request's time.
+    Without such a list every store call has its whole `timeout_s`."""
+    calls = _Calls(backend, per_query, timeout_s, max_chars, list_budget_s)
+    await calls.run(subqueries, prefetch)
+    notes = calls.notes
     for sub in subqueries:
         for name in missing_filter_support(sub.filters, backend.capabilities):
             notes.append(f"store cannot filter by {name}; filtered after retrieval")
 
-    lists = [*zip(subqueries, results, strict=True), *prefetched]
+    lists = [*zip(subqueries, calls.results, strict=True), *calls.prefetched]
     candidates = _fuse([(sub, hits) for sub, hits in lists if hits is not None], rrf_k)
-    failed = sum(1 for hits in results if hits is None)
+    failed = sum(1 for hits in calls.results if hits is None)
     return Retrieval(
         candidates=candidates, notes=sorted(set(notes)), calls=len(subqueries), failed=failed
     )
+
+
+class _Calls:
+    """One retrieval's store calls and prefetch, run at once (see `retrieve`)."""
+
+    def __init__(
+        self,
+        backend: MemoryBackend,
+        per_query: int,
+        timeout_s: float,
+        max_chars: int | None,
+        list_budget_s: float | None,
+    ) -> None:
+        self.backend, self.per_query, self.timeout_s = backend, per_query, timeout_s
+        self.max_chars, self.budget = max_chars, list_budget_s
+        self.results: list[list[SearchHit] | None] = []
+        self.notes: list[str] = []
+        self.prefetched: list[tuple[SubQuery, list[SearchHit]]] = []
+        self._running: dict[int, anyio.CancelScope] = {}
+        self._lists_in = anyio.Event()
+
+    async def run(self, subqueries: Sequence[SubQuery], prefetch: Prefetch | None) -> None:
+        self.results = [None] * len(subqueries)
+        started = anyio.current_time()
+        async with anyio.create_task_group() as watch:
+            if prefetch is not None and self.budget is not None:
+                watch.start_soon(self._cut_late, started + self.budget)
+            async with anyio.create_task_group() as group:
+                # the store's searches first: they wait in worker threads (the store's own
+                # I/O) while `prefetch` does its work on this one
+                for index, sub in enumerate(subqueries):
+                    group.start_soon(self._one, index, sub)
+                if prefetch is not None:
+                    group.start_soon(self._other, prefetch)
+            watch.cancel_scope.cancel()
+
+    async def _one(self, index: int, sub: SubQuery) -> None:
+        text = sub.text if self.max_chars is None else cut_at_word(sub.text, self.max_chars)
+        if text != sub.text:
+            self.notes.append(
+                f"a subquery was cut to {len(text)} characters (max {self.max_chars})"
+            )
+        with anyio.CancelScope() as scope:
+            self._running[index] = scope
+            try:
+                with anyio.fail_after(self.timeout_s):
+                    found = await self.backend.search(text, self.per_query, sub.filters)
+                self.results[index] = found
+            except TimeoutError:
+                self.notes.append(
+                    f"search {sub.text!r} timed out after {self.timeout_s:g}s; partial results"
+                )
+            except Exception as exc:  # a store error must not fail the request
+                self.notes.append(
+                    f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
+                )
+        self._running.pop(index, None)
+        if scope.cancelled_caught:
+            self.notes.append(
+                f"search {sub.text!r}: the store's list was not in {self.budget:g}s after the"
+                " start and was left out (the local index's lists were in)"
+            )
+
+    async def _other(self, fetch: Prefetch) -> None:
+        try:
+            self.prefetched.extend(await fetch())
+        finally:
+            self._lists_in.set()
+
+    async def _cut_late(self, deadline: float) -> None:
+        """Once the prefetched lists are in and one holds something: at `deadline`, stop
+        the store calls still running."""
+        await self._lists_in.wait()
+        if any(hits for _, hits in self.prefetched):
+            await anyio.sleep_until(deadline)
+            for scope in list(self._running.values()):
+                scope.cancel()
 
 
 def _fuse(lists: Sequence[tuple[SubQuery, list[SearchHit]]], rrf_k: int) -> list[Candidate]:

@@ -247,6 +247,7 @@ class ReadPath:
             rrf_k=ret.rrf_k,
             prefetch=prefetch,
             max_chars=self._settings.limits.max_query_chars,
+            list_budget_s=ret.list_budget_s or None,
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)

@@ -35,6 +35,15 @@ class RetrievalSettings(Section):
     )
     rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
     timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
+    list_budget_s: float = Field(
+        default=0.3,
+        ge=0,
+        le=120,
+        description="how long after a request's start a store search may still run once the"
+        " local index's lists are in; a later list is left out, noted in the trace (a slow or"
+        " locked store costs a list, not the request's time); 0 = wait for every list (up to"
+        " timeout_s)",
+    )
     fuzzy_names: bool = Field(
         default=True,
         description="read a name the store does not know as the known name it misspells",

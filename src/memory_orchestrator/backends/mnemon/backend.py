@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import tempfile
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,30 +19,25 @@ from memory_orchestrator.backends.mnemon.health import health_checks
 from memory_orchestrator.backends.mnemon.mapping import (
     CATEGORIES_FOR,
     NATIVE_EDGES,
-    RELATIONS,
     Json,
-    category_and_tags,
-    check_new,
     has_signal,
-    import_row,
-    importance_out,
-    linked_edge,
     normalized,
-    outcome,
     recall_results,
     related_neighbors,
     require_id,
     to_memory,
 )
 from memory_orchestrator.backends.mnemon.process import Cached, MnemonRunner
+from memory_orchestrator.backends.mnemon.readonly import ReadOnly, refusal
 from memory_orchestrator.backends.mnemon.store_file import (
+    Anchor,
     StoreFile,
-    edge_between,
     entity_names,
     list_page,
     locate,
     rows_by_id,
 )
+from memory_orchestrator.backends.mnemon.writing import Writes
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Capabilities,
@@ -66,7 +60,6 @@ T = TypeVar("T")
 
 WALK_EDGES = frozenset(NATIVE_EDGES[:4])  # what `related` follows without --edge
 NOT_FOUND = ("no rows in result set", "not found")
-IMPORT_CHUNK = 1000
 
 
 class MnemonBackend:
@@ -88,21 +81,25 @@ class MnemonBackend:
         entity_index=True,
         soft_delete=True,
         listing=True,  # from the store file; off with direct_reads = false
+        supersede=True,  # marks read from the store file; off with direct_reads = false
         edge_types=NATIVE_EDGES,
     )
 
     def __init__(self, settings: MnemonSettings | None = None) -> None:
         self.settings = settings or MnemonSettings()
         if not self.settings.direct_reads:  # the CLI has no listing that resumes
-            self.capabilities = self.capabilities.model_copy(update={"listing": False})
+            update = {"listing": False, "supersede": False}
+            self.capabilities = self.capabilities.model_copy(update=update)
         where = locate(self.settings)
         self.data_dir, self.store, self.store_error = where.data_dir, where.store, where.store_error
         self.db_path = where.db_path
         self._notes: dict[str, None] = {}
         self.runner = MnemonRunner(self.settings)
-        self.features = Features(self.runner, self.settings.cache_ttl_s, self._note)
-        self.file = StoreFile(self.db_path, enabled=self.settings.direct_reads, note=self._note)
+        self.features = Features(self.runner, self.settings.cache_ttl_s, self.note)
+        self.file = StoreFile(self.db_path, enabled=self.settings.direct_reads, note=self.note)
         self._status = Cached(self._fetch_status, self.settings.cache_ttl_s)
+        self.readonly = ReadOnly(self.runner, self.db_path, self.store, self.note)
+        self.writes = Writes(self)
 
     @property
     def process_calls(self) -> int:
@@ -117,8 +114,13 @@ class MnemonBackend:
         """Fallbacks in effect (older build, unreadable store file), one line each."""
         return tuple(self._notes)
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """Record a fallback in effect (`notes`), once."""
         self._notes.setdefault(text, None)
+
+    def written(self) -> None:
+        """A write landed: the cached `status` is stale."""
+        self._status.clear()
 
     def _check_store(self) -> None:
         """An invalid store name stops every call before any process starts."""
@@ -138,19 +140,21 @@ class MnemonBackend:
         positional: Sequence[str] = (),
         *,
         binary: str | None = None,
+        data_dir: Path | None = None,
+        readonly: bool | None = None,
     ) -> list[str]:
         """`mnemon <global flags> <command> <flags> -- <positional>`, a list for exec (never a
         shell). Free text (queries, content, ids) is only ever positional, after `--`, so no
         text can be read as a flag. Raises BackendError when no binary is found."""
-        argv = [binary or str(self.binary()), "--data-dir", str(self.data_dir)]
+        argv = [binary or str(self.binary()), "--data-dir", str(data_dir or self.data_dir)]
         argv += ["--store", self.store]
-        if self.settings.readonly:
+        if self.settings.readonly if readonly is None else readonly:
             argv.append("--readonly")
         if self.settings.embed_model:
             argv += ["--embed-model", self.settings.embed_model]
         return [*argv, command, *flags, "--", *positional]
 
-    async def _json(
+    async def call(
         self,
         command: str,
         flags: Sequence[str] = (),
@@ -158,20 +162,26 @@ class MnemonBackend:
         *,
         write: bool = False,
         timeout: float | None = None,
+        held: bool = False,
     ) -> Any:
-        """`mnemon ... <command>` (see `argv`), its JSON output. Raises BackendError."""
+        """`mnemon ... <command>` (see `argv`), its JSON output (`held`: the caller holds the
+        store's write lock). With `readonly`, a write is refused before any process and a
+        read runs where `ReadOnly` says. Raises BackendError."""
         self._check_store()
-        argv = self.argv(command, flags, positional)
-        out = await self.runner.run(argv, command, store=self.db_path, write=write, timeout=timeout)
+        data_dir, readonly = self.data_dir, False
+        if self.settings.readonly:
+            if write:
+                raise refusal(command)
+            data_dir, readonly = await self.readonly.reads(self.data_dir)
+        argv = self.argv(command, flags, positional, data_dir=data_dir, readonly=readonly)
+        out = await self.runner.run(
+            argv, command, store=self.db_path, write=write, timeout=timeout, held=held
+        )
         try:
             return normalized(json.loads(out))
         except ValueError as exc:
             head = out.strip()[:200]
             raise BackendError(f"mnemon {command} printed no valid JSON ({exc}): {head!r}") from exc
-
-    @staticmethod
-    async def _first(outcomes: Awaitable[list[WriteOutcome]]) -> WriteOutcome:
-        return (await outcomes)[0]
 
     async def version(self) -> MnemonVersion:
         """`mnemon --version`, cached for `cache_ttl_s`."""
@@ -182,12 +192,12 @@ class MnemonBackend:
         return await self._status.get(fresh=fresh)
 
     async def _fetch_status(self) -> Json:
-        data = await self._json("status")
+        data = await self.call("status")
         if not isinstance(data, dict):
             raise BackendError(f"mnemon status printed {type(data).__name__}, not an object")
         return data
 
-    async def _direct(self, read: Callable[[sqlite3.Connection | None], T]) -> T | None:
+    async def direct(self, read: Callable[[sqlite3.Connection | None], T]) -> T | None:
         """`read` on the store file (see `StoreFile.read`); None: read through the CLI."""
         self._check_store()
         return await self.file.read(read)
@@ -216,13 +226,13 @@ class MnemonBackend:
         data = await self.features.or_else(
             "verbose",
             "recall prints its full shape by default",
-            lambda: self._json("recall", [*flags, "--verbose"], [text]),
-            lambda: self._json("recall", flags, [text]),
+            lambda: self.call("recall", [*flags, "--verbose"], [text]),
+            lambda: self.call("recall", flags, [text]),
         )
         try:
             results = recall_results(data)
         except BackendError as exc:
-            self._note(f"search: {exc}")
+            self.note(f"search: {exc}")
             raise
         hits = []
         for result in results:
@@ -233,45 +243,68 @@ class MnemonBackend:
                 continue
             score = result.get("score")
             hits.append((memory, float(score) if isinstance(score, int | float) else 0.0))
+        marked = await self._marked([memory for memory, _ in hits[:top_k]])
         return [
             SearchHit(memory=memory, rank=rank, score=score)
-            for rank, (memory, score) in enumerate(hits[:top_k], start=1)
+            for rank, (memory, (_, score)) in enumerate(zip(marked, hits, strict=False), start=1)
         ]
+
+    async def _marked(self, memories: list[Memory]) -> list[Memory]:
+        """`memories` with the corrections the store file records (`store_file.marked`;
+        nothing without direct reads)."""
+        if not memories:
+            return memories
+        found = await self.direct(lambda conn: store_file.marked(conn, memories))
+        return memories if found is None else found
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         wanted = kit.clean_ids(ids, argv_safe=True)
         if not wanted:
             return []
-        found = await self._direct(lambda conn: rows_by_id(conn, wanted))
-        if found is None:
-            found = await self._get_by_cli(wanted)
+
+        def read(conn: sqlite3.Connection | None) -> list[Memory]:
+            rows = rows_by_id(conn, wanted)
+            return store_file.marked(conn, [to_memory(rows[i]) for i in wanted if i in rows])
+
+        got = await self.direct(read)
+        if got is not None:
+            return got
+        found = await self._get_by_cli(wanted)
         return [to_memory(found[i]) for i in wanted if i in found]
 
     async def _get_by_cli(self, wanted: list[str]) -> dict[str, Json]:
-        """`show` per id in parallel; one `recall --basic` listing on builds without it."""
+        """`show` per id in parallel (the first one alone until `show` has answered once: a
+        build without it refuses one process, not one per id); one `recall --basic` listing
+        on builds without it."""
         found: dict[str, Json] = {}
         refused: list[BackendError] = []
 
         async def one(memory_id: str) -> None:
             try:
-                item = await self._json("show", (), [memory_id])
+                item = await self.call("show", (), [memory_id])
             except BackendError as exc:
                 if any(marker in str(exc) for marker in NOT_FOUND):
+                    self.features.saw("show")  # its answer for an unknown id
                     return
                 if self.features.missing("show", exc, "get_memories lists with `recall --basic`"):
                     refused.append(exc)
                     return
                 raise
+            self.features.saw("show")
             found[memory_id] = require_id(item, "show")
 
         if self.features.has("show"):
+            rest = wanted
+            if not self.features.seen("show"):
+                await one(wanted[0])
+                rest = wanted[1:] if not refused else []
             async with anyio.create_task_group() as group:
-                for memory_id in wanted:
+                for memory_id in rest:
                     group.start_soon(one, memory_id)
             if not refused:
                 return found
         total = int((await self.status()).get("total_insights") or 0)
-        listing = await self._json("recall", ["--basic", "--limit", str(max(total, 1))], [""])
+        listing = await self.call("recall", ["--basic", "--limit", str(max(total, 1))], [""])
         wanted_set = set(wanted)
         for item in listing if isinstance(listing, list) else []:
             if require_id(item, "recall --basic")["id"] in wanted_set:
@@ -287,14 +320,19 @@ class MnemonBackend:
         is listed, and `notes` says why."""
         rowid, _, mem_id = (cursor or "").partition(":")
         anchor = (int(rowid), mem_id) if rowid.isdigit() and mem_id else None
-        found = await self._direct(lambda conn: list_page(conn, anchor, max(1, limit)))
+
+        def read(conn: sqlite3.Connection | None) -> tuple[list[Memory], Anchor | None]:
+            rows, last = list_page(conn, anchor, max(1, limit))
+            return store_file.marked(conn, [to_memory(r) for r in rows]), last
+
+        found = await self.direct(read)
         if found is None:
-            self._note("list_memories: nothing listed, the store file is not read directly")
+            self.note("list_memories: nothing listed, the store file is not read directly")
             return [], cursor
-        rows, last = found
-        if not rows or last is None:
+        memories, last = found
+        if not memories or last is None:
             return [], cursor
-        return [to_memory(r) for r in rows], f"{last[0]}:{last[1]}"
+        return memories, f"{last[0]}:{last[1]}"
 
     async def neighbors(
         self,
@@ -308,27 +346,33 @@ class MnemonBackend:
         )
         if walk is None:
             return []
-        found = await self._direct(lambda conn: store_file.walk(conn, walk))
-        if found is not None:
-            return found
-        return await self._related(walk.seeds, walk.allowed, hops, limit)
+
+        def read(conn: sqlite3.Connection | None) -> list[Neighbor]:
+            near = store_file.walk(conn, walk)
+            marked = store_file.marked(conn, [n.memory for n in near])
+            return [n.model_copy(update={"memory": m}) for n, m in zip(near, marked, strict=True)]
+
+        found = await self.direct(read)
+        if found is None:
+            return await self._related(walk.seeds, walk.allowed, hops, limit)
+        return found
 
     async def _related(
         self, seeds: list[str], allowed: frozenset[str] | None, hops: int, limit: int
     ) -> list[Neighbor]:
         """`related` per seed: breadth-first, both directions, no limit; it prints neither
         the edge weight nor the node a neighbour was reached through."""
-        self._note("neighbors via `mnemon related`: no edge weights (1.0 is used), no timestamps")
+        self.note("neighbors via `mnemon related`: no edge weights (1.0 is used), no timestamps")
         flags = ["--depth", str(hops)]
         if allowed is not None and len(allowed) == 1:
             flags += ["--edge", next(iter(allowed))]
         elif allowed is not None and not allowed.issuperset(WALK_EDGES):
-            self._note("`related` takes one --edge type; other types are filtered after the walk")
+            self.note("`related` takes one --edge type; other types are filtered after the walk")
         per_seed: dict[str, list[Json]] = {}
 
         async def one(seed: str) -> None:
             try:
-                data = await self._json("related", flags, [seed])
+                data = await self.call("related", flags, [seed])
             except BackendError as exc:
                 if any(marker in str(exc) for marker in NOT_FOUND):
                     return
@@ -343,7 +387,7 @@ class MnemonBackend:
         return related_neighbors(per_seed, seeds, allowed)[:limit]
 
     async def known_entities(self, limit: int = 500) -> list[str]:
-        found = await self._direct(lambda conn: entity_names(conn, max(limit, 0)))
+        found = await self.direct(lambda conn: entity_names(conn, max(limit, 0)))
         if found is not None:
             return found
         top = (await self.status()).get("top_entities") or []
@@ -354,89 +398,11 @@ class MnemonBackend:
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
         self._check_store()
-        check_new(memory)
-        if memory.created_at is not None:  # `or_else` falls back where import is missing
-            return await self.features.or_else(
-                "import",
-                "a memory's created_at is not kept (remember has no time flag)",
-                lambda: self._first(self._import([memory])),
-                lambda: self._remember(memory),
-            )
-        return await self._remember(memory)
-
-    async def _remember(self, memory: NewMemory) -> WriteOutcome:
-        category, tags = category_and_tags(memory)
-        flags = ["--cat", category]
-        if memory.importance is not None:
-            flags += ["--imp", str(importance_out(memory.importance))]
-        if tags:
-            flags += ["--tags", ",".join(tags)]
-        if memory.entities:
-            flags += ["--entities", ",".join(memory.entities)]
-        if memory.source:
-            flags += ["--source", memory.source]
-        text = [memory.content]
-        if self.settings.entity_mode == "merge":
-            data = await self._json("remember", flags, text, write=True)
-        else:
-            data = await self.features.or_else(
-                "entity-mode",
-                "Mnemon merges the entities it finds",
-                lambda: self._json(
-                    "remember",
-                    [*flags, "--entity-mode", self.settings.entity_mode],
-                    text,
-                    write=True,
-                ),
-                lambda: self._json("remember", flags, text, write=True),
-            )
-        self._status.clear()
-        if not isinstance(data, dict):
-            raise BackendError("mnemon remember printed no JSON object")
-        return outcome(data, "remember")
+        return await self.writes.write(memory)
 
     async def write_many(self, memories: Sequence[NewMemory]) -> list[WriteOutcome]:
         self._check_store()
-        batch = list(memories)
-        for index, memory in enumerate(batch):
-            check_new(memory, index)
-        if not batch:
-            return []
-
-        async def imported() -> list[WriteOutcome]:
-            outcomes: list[WriteOutcome] = []
-            for start in range(0, len(batch), IMPORT_CHUNK):
-                outcomes += await self._import(batch[start : start + IMPORT_CHUNK])
-            return outcomes
-
-        async def one_by_one() -> list[WriteOutcome]:
-            return [await self.write(m) for m in batch]
-
-        return await self.features.or_else(
-            "import", "write_many runs one remember per memory", imported, one_by_one
-        )
-
-    async def _import(self, batch: list[NewMemory]) -> list[WriteOutcome]:
-        draft = {"schema_version": "1", "insights": [import_row(m) for m in batch]}
-        with tempfile.TemporaryDirectory(prefix="mnemon-import-") as folder:
-            path = Path(folder) / "draft.json"
-            path.write_text(json.dumps(draft, ensure_ascii=False), encoding="utf-8")
-            timeout = self.settings.timeout_s + 0.05 * len(batch)
-            data = await self._json("import", (), [str(path)], write=True, timeout=timeout)
-        self._status.clear()
-        if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-            raise BackendError("mnemon import printed no result list")
-        rows = sorted(
-            (r for r in data["results"] if isinstance(r, dict)), key=lambda r: r.get("index", 0)
-        )
-        failed = [r for r in rows if r.get("error") or not r.get("action")]
-        if failed or len(rows) != len(batch):
-            first = failed[0].get("error") if failed else "result rows missing"
-            raise BackendError(
-                f"mnemon import: {len(failed) or len(batch) - len(rows)} of {len(batch)}"
-                f" memories failed (first: {first}); the others were stored"
-            )
-        return [outcome(r, "import") for r in rows]
+        return await self.writes.write_many(memories)
 
     async def link(
         self,
@@ -447,39 +413,19 @@ class MnemonBackend:
         meta: dict[str, MetaValue] | None = None,
     ) -> Edge:
         self._check_store()
-        relation = kit.checked_edge(source_id, target_id, relation, weight, argv_safe=True).type
-        kind = RELATIONS.get(relation, relation if relation in NATIVE_EDGES else "semantic")
-        metadata = {k: str(v) for k, v in (meta or {}).items() if v is not None}
-        if kind != relation:
-            metadata["relation"] = relation
-        if kind == "supersedes" and not self.features.has("supersedes"):
-            kind = "semantic"
-        if relation not in NATIVE_EDGES:
-            existing = await self._direct(lambda c: edge_between(c, source_id, target_id, kind))
-            if isinstance(existing, Edge):
-                return existing
-        extra = ["--weight", f"{weight:.6g}"]
-        if metadata:
-            extra += ["--meta", json.dumps(metadata, ensure_ascii=False)]
-        ends = [source_id, target_id]
-        if kind == "supersedes":
-            data = await self.features.or_else(
-                "supersedes",
-                "`update` links are made as `semantic` edges",
-                lambda: self._json("link", ["--type", "supersedes", *extra], ends, write=True),
-                lambda: self._json("link", ["--type", "semantic", *extra], ends, write=True),
-            )
-            kind = "supersedes" if self.features.has("supersedes") else "semantic"
-        else:
-            data = await self._json("link", ["--type", kind, *extra], ends, write=True)
-        self._status.clear()
-        return linked_edge(data, source_id, target_id, kind, weight)
+        return await self.writes.link(source_id, target_id, relation, weight, meta)
+
+    async def supersede(self, old_id: str, new_id: str) -> None:
+        """Mark `old_id` corrected by `new_id` (`SupersedingBackend`; see `writing`): it stays
+        in the store, and reads from the store file mark it `superseded_by`."""
+        self._check_store()
+        await self.writes.supersede(old_id, new_id)
 
     async def forget(self, memory_id: str) -> bool:
         if not kit.clean_ids([memory_id], argv_safe=True):
             return False
         try:
-            await self._json("forget", (), [memory_id], write=True)
+            await self.call("forget", (), [memory_id], write=True)
         except BackendError as exc:
             if "not found or already deleted" in str(exc):
                 return False
@@ -493,7 +439,8 @@ class MnemonBackend:
         return await health_checks(self)
 
     async def close(self) -> None:
-        """Nothing stays open between calls."""
+        """Nothing stays open between calls but a read-only snapshot, removed here."""
+        self.readonly.close()
 
 
 def from_settings(settings: Settings) -> MnemonBackend:

@@ -26,6 +26,7 @@ REFUSALS = {
     "import": 'unknown command "import"',
     "verbose": "unknown flag: --verbose",
     "entity-mode": "unknown flag: --entity-mode",
+    "no-diff": "unknown flag: --no-diff",
     "supersedes": 'invalid edge type "supersedes"',
 }
 
@@ -57,6 +58,7 @@ class Features:
         self._runner = runner
         self._note = note
         self._missing: set[str] = set()
+        self._seen: set[str] = set()
         self._version = Cached(self._fetch, ttl_s)
 
     async def version(self) -> MnemonVersion:
@@ -74,6 +76,13 @@ class Features:
     def has(self, feature: str) -> bool:
         """False once the binary has answered that it lacks `feature`."""
         return feature not in self._missing
+
+    def seen(self, feature: str) -> bool:
+        """Whether a call using `feature` has succeeded (it is there, not only not refused)."""
+        return feature in self._seen
+
+    def saw(self, feature: str) -> None:
+        self._seen.add(feature)
 
     def missing(self, feature: str, error: BackendError, fallback: str) -> bool:
         """Whether `error` is the binary saying it lacks `feature`; if so that is remembered

@@ -230,8 +230,9 @@ class MnemonRunner:
             return process.returncode or 0, bytes(out), bytes(err)
 
     @asynccontextmanager
-    async def _write_lock(self, store: Path) -> AsyncIterator[None]:
-        """One writer per store at a time, across every backend in this event loop."""
+    async def write_lock(self, store: Path) -> AsyncIterator[None]:
+        """One writer per store at a time, across every backend in this event loop (hold it
+        around a check and the write it decides, then `run(..., held=True)`)."""
         locks = _STORE_LOCKS.get(None)
         if locks is None:
             locks = {}
@@ -247,18 +248,19 @@ class MnemonRunner:
         store: Path,
         write: bool = False,
         timeout: float | None = None,
+        held: bool = False,
     ) -> str:
         """`argv`'s stdout. "database is locked" (on `store`) is retried with exponential
-        backoff: a `write` `retries` times (holding the store's write lock), a read until
-        `read_lock_wait_s` has passed (and at least `retries` times). Raises BackendError
-        with Mnemon's error text."""
+        backoff: a `write` `retries` times (holding the store's write lock, unless the caller
+        `held` it already), a read until `read_lock_wait_s` has passed (and at least `retries`
+        times). Raises BackendError with Mnemon's error text."""
         limit = timeout or self.settings.timeout_s
         attempt = 0
         started = time.monotonic()
         while True:
             try:
-                if write:
-                    async with self._write_lock(store):
+                if write and not held:
+                    async with self.write_lock(store):
                         return await self._once(argv, command, limit)
                 return await self._once(argv, command, limit)
             except _Locked as exc:

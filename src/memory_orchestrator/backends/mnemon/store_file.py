@@ -21,6 +21,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ import anyio.to_thread
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mnemon.mapping import Json, parse_time, to_memory
 from memory_orchestrator.errors import BackendError
-from memory_orchestrator.models import Edge, Neighbor
+from memory_orchestrator.models import Edge, Memory, Neighbor
 from memory_orchestrator.settings import MNEMON_STORE_NAME, MnemonSettings
 
 T = TypeVar("T")
@@ -280,3 +281,94 @@ def edge_between(
         weight=min(max(float(row[2] or 0.0), 0.0), 1.0),
         meta={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
     )
+
+
+# What marks a correction of `e.target_id`: a `supersedes` edge into it, or a `semantic` edge
+# into it that names it under `supersedes` (builds without that edge type), from a live
+# memory, looked up by key after the edges found by target (a join let SQLite start from every
+# live insight instead: seconds at 10k memories).
+CORRECTION = """(e.edge_type = 'supersedes' OR (e.edge_type = 'semantic'
+    AND json_valid(e.metadata) AND json_extract(e.metadata, '$.supersedes') = e.target_id))
+  AND EXISTS (SELECT 1 FROM insights s WHERE s.id = e.source_id AND s.deleted_at IS NULL)"""
+CORRECTED = f"EXISTS (SELECT 1 FROM edges e WHERE e.target_id = i.id AND {CORRECTION})"
+
+
+def exact_copies(conn: sqlite3.Connection | None, contents: Sequence[str]) -> dict[str, str]:
+    """The current insight holding each of `contents` byte for byte (the oldest when several
+    do), keyed by content: the repeats a write skips (Mnemon's `--no-diff` would insert
+    them). A memory a later one corrected does not count: writing its text again is a
+    reversal, a new fact."""
+    found: dict[str, str] = {}
+    wanted = list(dict.fromkeys(contents))
+    if conn is None:
+        return found
+    for start in range(0, len(wanted), SQL_CHUNK):
+        chunk = wanted[start : start + SQL_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        sql = (
+            f"SELECT content, id FROM insights i WHERE content IN ({marks})"
+            f" AND deleted_at IS NULL AND NOT {CORRECTED} ORDER BY rowid DESC"
+        )
+        found.update((str(content), str(mem_id)) for content, mem_id in conn.execute(sql, chunk))
+    return found
+
+
+# When: the correcting memory's own time (a memory written with its `created_at` corrects as
+# of then, as on every store), else the edge's (when the link was written).
+SUPERSEDED_BY = (
+    "SELECT e.target_id, e.source_id,"
+    " COALESCE((SELECT s.created_at FROM insights s WHERE s.id = e.source_id), e.created_at)"
+    f" FROM edges e WHERE e.target_id IN ({{marks}}) AND {CORRECTION}"
+)
+
+
+def superseded_by(
+    conn: sqlite3.Connection | None, ids: Sequence[str]
+) -> dict[str, tuple[str, datetime | None]]:
+    """For each of `ids` a live memory corrected, that memory and when: a `supersedes` edge
+    into it, or (builds without that edge type) a `semantic` edge whose metadata names it
+    under `supersedes` (`MnemonBackend.supersede` writes those). The latest correction wins."""
+    marks: dict[str, tuple[str, datetime | None]] = {}
+    wanted = list(dict.fromkeys(ids))
+    if conn is None:
+        return marks
+    for start in range(0, len(wanted), SQL_CHUNK):
+        chunk = wanted[start : start + SQL_CHUNK]
+        sql = SUPERSEDED_BY.format(marks=",".join("?" * len(chunk)))
+        for old, new, when in conn.execute(sql, chunk):
+            moment = parse_time(when)
+            known = marks.get(str(old))
+            if known is None or (moment is not None and (known[1] is None or moment > known[1])):
+                marks[str(old)] = (str(new), moment)
+    return marks
+
+
+def marked(conn: sqlite3.Connection | None, memories: list[Memory]) -> list[Memory]:
+    """`memories` with `superseded_by` and `superseded_at` where the store file records a
+    correction of them (`superseded_by`)."""
+    marks = superseded_by(conn, [m.id for m in memories]) if memories else {}
+    if not marks:
+        return memories
+    return [
+        m.model_copy(update={"superseded_by": marks[m.id][0], "superseded_at": marks[m.id][1]})
+        if m.id in marks
+        else m
+        for m in memories
+    ]
+
+
+def snapshot(source: Path, target: Path) -> None:
+    """A consistent copy of the store file `source` at `target` (SQLite's backup, read-only
+    on the source: a live WAL store is copied as any reader sees it)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(source.as_uri() + "?mode=ro", uri=True, timeout=2.0)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        raise BackendError(f"mnemon store {source} cannot be copied: {exc}") from exc
+    finally:
+        src.close()
