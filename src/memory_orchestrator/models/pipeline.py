@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from pydantic import Field
+
 from memory_orchestrator.models.memory import Frozen, Memory, MemoryType, TimeRange
 
 
@@ -32,21 +34,49 @@ class Strategy(StrEnum):
 class QueryPlan(Frozen):
     """The planner's reading of a request: what to ask the store, and how broadly."""
 
-    raw_query: str
-    canonical_query: str
-    terms: tuple[str, ...]  # stemmed content terms, stop words removed
-    keywords: tuple[str, ...]  # the same content words, unstemmed
-    entities: tuple[str, ...]
-    intent: Intent
-    question_type: QuestionType
-    time_window: TimeRange | None = None
-    time_phrase: str | None = None
-    subqueries: tuple[str, ...]
-    strategy: Strategy
-    hop_budget: int
-    preferred_types: tuple[MemoryType, ...] = ()
-    confidence: float
-    notes: tuple[str, ...] = ()
+    raw_query: str = Field(description="The question as it was asked.")
+    canonical_query: str = Field(description="Its content words in their base form, in order.")
+    terms: tuple[str, ...] = Field(
+        description=(
+            "Its stemmed content terms (Snowball), stop words removed: what relevance matches."
+        )
+    )
+    keywords: tuple[str, ...] = Field(description="The same content words, unstemmed.")
+    entities: tuple[str, ...] = Field(
+        description=(
+            "The names found in it: the store's known entities, identifiers, capitalised names."
+        )
+    )
+    intent: Intent = Field(
+        description="direct, multi_hop (needs facts joined) or episodic (about a time)."
+    )
+    question_type: QuestionType = Field(
+        description="why, when, who, where, how, what or other: read from its first words."
+    )
+    time_window: TimeRange | None = Field(
+        None, description='The window a time phrase named ("last week", "in March 2023"), if any.'
+    )
+    time_phrase: str | None = Field(None, description="The words the time window was read from.")
+    subqueries: tuple[str, ...] = Field(
+        description=(
+            "What was asked of the store: the question and its parts (one list each, fused by RRF)."
+        )
+    )
+    strategy: Strategy = Field(
+        description="direct, expanded (graph expansion from the best candidates) or episodic."
+    )
+    hop_budget: int = Field(description="How many hops graph expansion may walk from a seed.")
+    preferred_types: tuple[MemoryType, ...] = Field(
+        (), description="Memory types the question points at (they gain type_match)."
+    )
+    confidence: float = Field(
+        description=(
+            "How much the planner had to go on (terms, names, question word, time), 0 to 0.95."
+        )
+    )
+    notes: tuple[str, ...] = Field(
+        (), description="The planner's remarks (e.g. a time phrase it could not place)."
+    )
 
 
 # The query labels of the derived indexes' candidate lists (`derived/`), as a SourceRank names them.
@@ -57,10 +87,15 @@ SEMANTIC_SOURCE = "(semantic index)"
 class SourceRank(Frozen):
     """Where a candidate came from: which subquery (or expansion) and at what rank."""
 
-    query: str
-    rank: int
-    score: float
-    store: str = ""
+    query: str = Field(
+        description=(
+            'The subquery whose list found it, or the derived index\'s label ("(local index)", '
+            '"(semantic index)").'
+        )
+    )
+    rank: int = Field(description="Its rank in that list, from 1.")
+    score: float = Field(description="The list's own score for it (the store's, or the index's).")
+    store: str = Field("", description="The store that answered, where several are fused.")
 
 
 class Candidate(Frozen):
@@ -76,18 +111,65 @@ class Candidate(Frozen):
 class ScoreBreakdown(Frozen):
     """Each signal in [0, 1] and the weight it got. `total` is the weighted sum."""
 
-    relevance: float
-    lexical: float
-    fused: float
-    recency: float
-    graph: float
-    type_match: float
-    cross_reference: float
-    duplicate_penalty: float = 0.0
-    noise_penalty: float = 0.0
-    semantic: float | None = None  # cosine to the question, when semantic relevance is on
-    weights: dict[str, float]
-    total: float
+    relevance: float = Field(
+        description=(
+            "How well it answers the question, 0 to 1: its own words, the store's signal, the "
+            "local index and the semantic similarity blended (see the score formula)."
+        )
+    )
+    lexical: float = Field(
+        description=(
+            "The IDF-weighted share of the question's terms in its text and entities (and, at a "
+            "discount, in its neighbours in time)."
+        )
+    )
+    fused: float = Field(
+        description=(
+            "The store's signal: its fused rank across the lists that found it, blended with the "
+            "store's own scores."
+        )
+    )
+    recency: float = Field(
+        description=(
+            "1 inside an asked time window (fading outside it); else halving every half-life of "
+            "its memory type; 0.5 without a time."
+        )
+    )
+    graph: float = Field(
+        description=(
+            "1 for a memory the retrieval found; for one reached by expansion, the edge weight "
+            "divided by 1 + its hops."
+        )
+    )
+    type_match: float = Field(description="1 when its memory type is one the question points at.")
+    cross_reference: float = Field(
+        description=(
+            "How much its entities recur among the other candidates (full at three), the "
+            "question's names counted as far as they are trusted; 0 to 1."
+        )
+    )
+    duplicate_penalty: float = Field(
+        0.0,
+        description=(
+            "0 at dedup.soft_threshold similarity to a better-ranked item, rising to 1 at "
+            "dedup.threshold (where the two merge)."
+        ),
+    )
+    noise_penalty: float = Field(
+        0.0,
+        description=(
+            "1 for a store hit that shares no term with the question; 0.5 for fewer than three "
+            "content words; else 0."
+        ),
+    )
+    semantic: float | None = Field(
+        None,
+        description="The cosine similarity of question and memory, when the semantic stage ran.",
+    )
+    weights: dict[str, float] = Field(
+        description="The weight each signal got (`[ranking.weights]`)."
+    )
+    total: float = Field(description="The weighted sum: the score it was ranked by.")
 
 
 class ScoredItem(Frozen):
@@ -119,17 +201,26 @@ class DropReason(StrEnum):
 
 
 class Dropped(Frozen):
-    id: str
-    reason: DropReason
-    stage: str
-    detail: str = ""
-    score: float | None = None
+    id: str = Field(description="The memory left out.")
+    reason: DropReason = Field(
+        description=(
+            "Why: duplicate, below_relevance_floor, filtered, over_budget, fanout_cap, "
+            "edge_type_not_allowed, already_present or superseded."
+        )
+    )
+    stage: str = Field(description="The pipeline stage that dropped it.")
+    detail: str = Field(
+        "", description="What exactly (e.g. the memory it duplicates and how alike they are)."
+    )
+    score: float | None = Field(
+        None, description="Its score when it was dropped, where it had one."
+    )
 
 
 class ExpansionDecision(Frozen):
-    seed_id: str
-    neighbor_id: str
-    edge_type: str
-    hops: int
-    accepted: bool
-    reason: str
+    seed_id: str = Field(description="The memory expansion walked from.")
+    neighbor_id: str = Field(description="The memory the edge leads to.")
+    edge_type: str = Field(description="The edge's type (temporal, entity, causal, semantic, ...).")
+    hops: int = Field(description="How far from the seed.")
+    accepted: bool = Field(description="Whether the neighbour was added to the candidates.")
+    reason: str = Field(description="Why it was or was not added.")
