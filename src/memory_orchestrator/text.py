@@ -104,3 +104,12 @@ def content_word_count(text: str) -> int:
 def all_stems(text: str) -> list[str]:
     """Every word stemmed, stop words included (for indexing, where recall matters)."""
     return [s for s in (stem(w) for w in words(text)) if s]
+
+
+def duration(seconds: float) -> str:
+    """A span of time for people: "45 s", "12 min", "2.5 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

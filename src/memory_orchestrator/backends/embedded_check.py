@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from memory_orchestrator.backends.embedded_conn import Connections
 from memory_orchestrator.errors import BackendError, describe
+from memory_orchestrator.text import duration
 
 __all__ = ["EVERY_S", "WAIT_S", "Integrity"]
 
@@ -44,14 +45,6 @@ class _Done:
     why: str  # what made it due
     opened: int  # `Connections.opened` when it ran: which opening of the file it checked
     faults: int  # `Connections.faults` then
-
-
-def _ago(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class Integrity:
@@ -182,9 +175,9 @@ class Integrity:
             shown = "; ".join(latest.problems[:_SHOWN])
             if shown.startswith("could not run"):
                 raise BackendError(f"integrity check (quick_check) {shown}")
-            raise BackendError(f"integrity check failed {_ago(now - latest.at)} ago: {shown}")
+            raise BackendError(f"integrity check failed {duration(now - latest.at)} ago: {shown}")
         period = max(self.every_s, _SHARE * latest.took_ms / 1000)
         detail = (
-            f"quick_check ok {_ago(now - latest.at)} ago ({latest.took_ms:g} ms, {latest.why});"
+            f"quick_check ok {duration(now - latest.at)} ago ({latest.took_ms:g} ms, {latest.why});"
         )
-        return f"{detail} {under_way or f'checked again every {_ago(period)}'}"
+        return f"{detail} {under_way or f'checked again every {duration(period)}'}"

@@ -43,6 +43,7 @@ from memory_orchestrator.derived.embedders import (
 from memory_orchestrator.derived.vectors import VectorFile
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import Memory
+from memory_orchestrator.text import duration
 
 if TYPE_CHECKING:
     import numpy as np
@@ -438,15 +439,7 @@ class _Rate:
         if not count or seconds <= 0:
             return ""
         per_s = count / seconds
-        return f" ({per_s:.0f} a second: about {_duration(left / per_s)} left)"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+        return f" ({per_s:.0f} a second: about {duration(left / per_s)} left)"
 
 
 def _cosines(matrix: Matrix, vector: Matrix) -> Matrix:

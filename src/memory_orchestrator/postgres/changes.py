@@ -53,6 +53,8 @@ class Changes:
         return self._count if self._listening else None
 
     def start(self) -> None:
+        if self._thread is not None:  # asked on every pull: no lock once it runs
+            return
         with self._lock:
             if self._thread is not None or self._closed.is_set():
                 return
