@@ -33,7 +33,7 @@ from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state.traces import TraceStore
 
 
-async def run(data: Path, size: int, queries: int, top: int) -> None:
+async def run(data: Path, size: int, queries: int, top: int, sort: str) -> None:
     turns, questions = bc.locomo_turns()
     if not questions:
         questions = [f"what happened with project vendor w{i}" for i in range(queries + 15)]
@@ -60,7 +60,7 @@ async def run(data: Path, size: int, queries: int, top: int) -> None:
     profile.disable()
     calls = len(questions[15:])
     print(f"{(time.perf_counter() - started) * 1000 / max(calls, 1):.2f} ms per call ({calls})")
-    pstats.Stats(profile).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(profile).sort_stats(sort).print_stats(top)
     await orch.close()
 
 
@@ -72,8 +72,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=45)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sort", choices=["cumulative", "tottime"], default="cumulative")
     args = parser.parse_args()
-    anyio.run(run, args.data, args.size, args.queries, args.top)
+    anyio.run(run, args.data, args.size, args.queries, args.top, args.sort)
 
 
 if __name__ == "__main__":

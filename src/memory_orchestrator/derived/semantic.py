@@ -33,6 +33,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memory_orchestrator.derived.coarse import Coarse
 from memory_orchestrator.derived.embedders import (
     Embedder,
     MiniLMEmbedder,
@@ -109,6 +110,8 @@ class SemanticIndex:
         self._size = 0
         self._queries = _QueryVectors(embedder)
         self._generation = 0  # counts the changes to the matrix: a result ahead must be current
+        self._coarse = Coarse()  # the first pass at scale (from 20,000 memories)
+        self._replaced: set[int] = set()  # rows whose vector changed since the first pass saw
         self._ranked_ahead: OrderedDict[tuple[str, int], Future[tuple[int, Ranked]]] = OrderedDict()
         # the feed adds from a worker thread while requests read and add on the event loop
         self._lock = threading.Lock()
@@ -260,7 +263,9 @@ class SemanticIndex:
 
     def _put(self, memory: Memory, vector: Matrix) -> None:
         row = self._rows.get(memory.id)
-        if row is None:
+        if row is not None:
+            self._replaced.add(row)
+        else:
             if self._size >= self.max_memories:
                 return
             row = self._size
@@ -309,6 +314,13 @@ class SemanticIndex:
             while len(self._ranked_ahead) > _AHEAD:  # asked for and never read (a failure)
                 self._ranked_ahead.popitem(last=False)
 
+    def pending(self, query: str, k: int) -> Future[tuple[int, Ranked]] | None:
+        """The ranking `rank_ahead(query, k)` started, while it is still running (else None):
+        a caller on an event loop awaits it off the loop, then reads `ranked`."""
+        with self._lock:
+            ahead = self._ranked_ahead.get((query, k))
+        return None if ahead is None or ahead.done() else ahead
+
     def ranked(self, query: str, k: int) -> Ranked:
         """Ids and cosines of the `k` indexed memories nearest to `query`, best first."""
         with self._lock:
@@ -325,11 +337,25 @@ class SemanticIndex:
 
         with self._lock:
             matrix, size, generation = self._matrix, self._size, self._generation
+            first = None
+            if matrix is not None and size > 0:
+                first = self._coarse.sync(matrix, size, self._replaced)
+                self._replaced.clear()
         if matrix is None or size == 0 or k < 1:
             return generation, []
-        sims = _cosines(matrix[:size], self.query_vector(query))
-        k = min(k, size)
+        vector = self.query_vector(query)
+        if first is not None and k <= first.pool:  # at scale: the exact cosine of a pool
+            rows = first.pool_of(vector)
+            sims = _cosines(matrix[rows], vector)
+        else:
+            rows, sims = None, _cosines(matrix[:size], vector)
+        k = min(k, len(sims))
         top = np.argpartition(-sims, k - 1)[:k]
+        if rows is not None:
+            sims, top = sims[top], rows[top]
+            position = {int(r): n for n, r in enumerate(top.tolist())}
+            order = sorted(position, key=lambda r: (-float(sims[position[r]]), self._ids[r]))
+            return generation, [(self._ids[r], _clip(float(sims[position[r]]))) for r in order]
         # best first; equal similarities by id, so the order never depends on insert order
         order = sorted(top.tolist(), key=lambda r: (-float(sims[r]), self._ids[r]))
         return generation, [(self._ids[r], _clip(float(sims[r]))) for r in order]
@@ -444,30 +470,26 @@ class _Rate:
 
 def _cosines(matrix: Matrix, vector: Matrix) -> Matrix:
     """Each row's dot product with `vector` (cosines: both are L2-normalised): numpy's BLAS
-    product, held to one thread (the calling one) while it runs. Its threads wait on each
-    other when the machine's cores are busy: on two shared cores a 10k x 384 product took
-    0.1 ms or 19 ms from one call to the next that way, 0.3-0.9 ms on one thread (the same
-    numbers to the last bit). Without threadpoolctl, numpy's own threads."""
-    blas = _blas()
-    if blas is None:  # pragma: no cover - the semantic extra brings threadpoolctl
-        sims: Matrix = matrix @ vector
-        return sims
-    with _BLAS_LOCK, blas.limit(limits=1, user_api="blas"):
-        sims = matrix @ vector
+    product on the calling thread. The BLAS's own threads wait on each other when the
+    machine's cores are busy: on two shared cores a 10k x 384 product took 0.1 ms or 19 ms
+    from one call to the next that way, 0.3-0.9 ms on one thread (the same numbers to the
+    last bit). So the BLAS is held to one thread, once for the process: limiting it around
+    each product (threadpoolctl's context) cost 0.5 ms a call, as much as the product."""
+    _one_blas_thread()
+    sims: Matrix = matrix @ vector
     return sims
 
 
-_BLAS_LOCK = threading.Lock()  # one product at a time changes the BLAS's thread count
-
-
 @lru_cache(maxsize=1)
-def _blas() -> Any:
-    """threadpoolctl's controller of the BLAS numpy loaded (None without threadpoolctl)."""
+def _one_blas_thread() -> None:
+    """Hold numpy's BLAS to one thread, for the rest of the process (nothing else in the
+    service runs a BLAS product worth a second thread). Without threadpoolctl (the semantic
+    extra brings it), the BLAS's own threads."""
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover
-        return None
-    return ThreadpoolController()
+        return
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def _clip(value: float) -> float:
