@@ -118,3 +118,15 @@ def test_the_index_ranks_through_the_first_pass_at_scale() -> None:
     small._coarse = Coarse(dims=8, pool=120, from_rows=10_000)
     small.add(memories)
     assert all(small.ranked(t, 10) == exact.ranked(t, 10) for t in texts[:20])
+
+
+def test_prepare_works_the_first_pass_out_before_the_first_query() -> None:
+    index = SemanticIndex(ClusteredEmbedder())
+    index._coarse = Coarse(dims=8, pool=50, from_rows=200)
+    index.add([memory(f"m{i}", f"memory number {i}") for i in range(300)])
+    assert index._coarse._basis is None  # nothing asked yet
+    index.prepare()
+    basis = index._coarse._basis
+    assert basis is not None
+    index.ranked("memory number 3", 5)
+    assert index._coarse._basis is basis  # the query found it ready

@@ -164,6 +164,8 @@ class DerivedIndexes:
             await self._pull(indexes, wait=False)
             if indexes.local is not None:
                 await anyio.to_thread.run_sync(indexes.local.prepare, abandon_on_cancel=True)
+            if indexes.semantic is not None:
+                await anyio.to_thread.run_sync(indexes.semantic.prepare, abandon_on_cancel=True)
         except Exception as exc:  # caches: the first query loads them as it would have
             log.warning("derived indexes: warm-up failed: %s", exc)
         finally:

@@ -33,7 +33,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memory_orchestrator.derived.coarse import Coarse
+from memory_orchestrator.derived.coarse import Coarse, Pass
 from memory_orchestrator.derived.embedders import (
     Embedder,
     MiniLMEmbedder,
@@ -111,6 +111,7 @@ class SemanticIndex:
         self._queries = _QueryVectors(embedder)
         self._generation = 0  # counts the changes to the matrix: a result ahead must be current
         self._coarse = Coarse()  # the first pass at scale (from 20,000 memories)
+        self._coarse_lock = threading.Lock()
         self._replaced: set[int] = set()  # rows whose vector changed since the first pass saw
         self._ranked_ahead: OrderedDict[tuple[str, int], Future[tuple[int, Ranked]]] = OrderedDict()
         # the feed adds from a worker thread while requests read and add on the event loop
@@ -337,12 +338,9 @@ class SemanticIndex:
 
         with self._lock:
             matrix, size, generation = self._matrix, self._size, self._generation
-            first = None
-            if matrix is not None and size > 0:
-                first = self._coarse.sync(matrix, size, self._replaced)
-                self._replaced.clear()
         if matrix is None or size == 0 or k < 1:
             return generation, []
+        first = self._first_pass(matrix, size)
         vector = self.query_vector(query)
         if first is not None and k <= first.pool:  # at scale: the exact cosine of a pool
             rows = first.pool_of(vector)
@@ -359,6 +357,26 @@ class SemanticIndex:
         # best first; equal similarities by id, so the order never depends on insert order
         order = sorted(top.tolist(), key=lambda r: (-float(sims[r]), self._ids[r]))
         return generation, [(self._ids[r], _clip(float(sims[r]))) for r in order]
+
+    def prepare(self) -> None:
+        """Work out the first pass now (at scale: a few hundred milliseconds at 100,000
+        memories), so that the first query does not (the servers' warm-up calls it)."""
+        with self._lock:
+            matrix, size = self._matrix, self._size
+        if matrix is not None and size > 0:
+            self._first_pass(matrix, size)
+
+    def _first_pass(self, matrix: Matrix, size: int) -> Pass | None:
+        """The first pass over `matrix[:size]` (rows below `size` are written whole: they
+        were, under the lock, before `size` counted them), brought up to date outside the
+        index's lock: embedding and reads go on while it is worked out. A row replaced
+        meanwhile is projected again at the next call."""
+        if not self._coarse.active(size):
+            return None
+        with self._lock:
+            replaced, self._replaced = self._replaced, set()
+        with self._coarse_lock:
+            return self._coarse.sync(matrix, size, replaced)
 
     def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
         """The `k` indexed memories nearest to `query`, best first, with their cosine (those
