@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent import futures
 from dataclasses import dataclass
 
 import anyio
@@ -189,10 +188,7 @@ class DerivedIndexes:
     async def candidate_lists(
         self, indexes: Indexes, query: str, filters: SearchFilters | None, trace: Trace
     ) -> list[tuple[SubQuery, list[SearchHit]]]:
-        """The indexes' candidate lists for `query`, read back from the store: the local
-        index's at once, while the query worker still embeds the query and ranks every vector
-        (the event loop is free meanwhile: the store's own searches come in), then those only
-        the semantic index found."""
+        """The indexes' candidate lists for `query`, read back from the store in one call."""
         li, sem = self._settings.local_index, self._settings.semantic
         lists: list[tuple[str, float, list[tuple[str, float]]]] = []  # (label, weight, ids)
         if indexes.local is not None:
@@ -203,54 +199,29 @@ class DerivedIndexes:
                 query, li.candidates, meaning=meaning, share=li.semantic_share
             )
             lists.append((LOCAL_SOURCE, li.weight, [(m.id, score) for m, score in local]))
-        live: dict[str, Memory] = {}
-        asked: set[str] = set()
-        if not await self._read_back(lists, live, asked, trace):
-            return []
         if indexes.semantic is not None and sem.candidates > 0:
             # by id: vectors kept from an earlier run count before the store lists them again;
             # only memories close enough in meaning to be worth a look
             floor = sem.min_similarity
             if floor is None:
                 floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
-            pending = indexes.semantic.pending(query, sem.candidates)
-            if pending is not None:
-                await anyio.to_thread.run_sync(futures.wait, [pending], abandon_on_cancel=True)
             near = indexes.semantic.ranked(query, sem.candidates)
             lists.append((SEMANTIC_SOURCE, sem.weight, [(i, s) for i, s in near if s >= floor]))
-            if not await self._read_back(lists, live, asked, trace):
-                return []
-        if not any(found for _, _, found in lists):
+        wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
+        if not wanted:
             return []
+        got = await self._calls.bounded(
+            trace, "local index candidates", lambda: self._store.get_memories(wanted), None
+        )
+        if got is None:
+            return []
+        live = {m.id: m for m in got}
         out = []
         for label, weight, found in lists:
             kept = [(live[i], score) for i, score in found if i in live]
             hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
-
-    async def _read_back(
-        self,
-        lists: Sequence[tuple[str, float, list[tuple[str, float]]]],
-        live: dict[str, Memory],
-        asked: set[str],
-        trace: Trace,
-    ) -> bool:
-        """Read the listed memories not asked for yet from the store into `live` (the store
-        stays the source of truth: one forgotten since the index saw it is not in `live`).
-        False when the store call failed (a trace note says so)."""
-        wanted = [i for _, _, found in lists for i, _ in found if i not in asked]
-        wanted = list(dict.fromkeys(wanted))
-        if not wanted:
-            return True
-        asked.update(wanted)
-        got = await self._calls.bounded(
-            trace, "local index candidates", lambda: self._store.get_memories(wanted), None
-        )
-        if got is None:
-            return False
-        live.update((m.id, m) for m in got)
-        return True
 
     async def close(self) -> None:
         """Stop the semantic index's background workers (what is still queued is embedded

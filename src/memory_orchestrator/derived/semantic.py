@@ -315,13 +315,6 @@ class SemanticIndex:
             while len(self._ranked_ahead) > _AHEAD:  # asked for and never read (a failure)
                 self._ranked_ahead.popitem(last=False)
 
-    def pending(self, query: str, k: int) -> Future[tuple[int, Ranked]] | None:
-        """The ranking `rank_ahead(query, k)` started, while it is still running (else None):
-        a caller on an event loop awaits it off the loop, then reads `ranked`."""
-        with self._lock:
-            ahead = self._ranked_ahead.get((query, k))
-        return None if ahead is None or ahead.done() else ahead
-
     def ranked(self, query: str, k: int) -> Ranked:
         """Ids and cosines of the `k` indexed memories nearest to `query`, best first."""
         with self._lock:
