@@ -1,0 +1,183 @@
+"""Where a `memory_context` call's wall time goes, stage by stage, and when each stage ends.
+
+Opens a store kept by `bench/bench_context.py --keep DIR` (e.g. DIR/embedded-10000), waits
+until the semantic index holds every memory, then asks `--queries` LoCoMo questions as that
+benchmark's `context_direct` does (the question's vector cached by a `memory_search` on the
+same question just before, untimed: what that benchmark meets three times out of four;
+`--new-questions`: no such search, the question is embedded in the call's time). It wraps
+the pipeline's stages with timers and prints, for each, the median milliseconds it took and
+the median moment it ended, counted from the start of the read (the worker threads' stages
+too), with the call's median wall and CPU time (the process's, all threads) against the raw
+store search's. The timers cost a few microseconds each. Not a test: it asserts nothing.
+
+    .venv/bin/python bench/timeline_context.py --data DIR/embedded-10000 [--queries 200]
+    ORCHESTRATOR_SEMANTIC__ENABLED=false .venv/bin/python bench/timeline_context.py --data ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_context as bc
+
+from memory_orchestrator.backends import embedded, embedded_conn
+from memory_orchestrator.backends.embedded import EmbeddedBackend
+from memory_orchestrator.derived import indexes, local_index, semantic
+from memory_orchestrator.models import ContextRequest, SearchRequest
+from memory_orchestrator.service import Orchestrator, reading
+from memory_orchestrator.service import orchestrator as orchestrator_module
+from memory_orchestrator.settings import load_settings
+from memory_orchestrator.state.traces import TraceStore
+
+TOOK: dict[str, list[float]] = {}  # label -> milliseconds each time
+ENDED: dict[str, list[float]] = {}  # label -> milliseconds from the read's start
+STATE = {"on": False, "start": 0.0}
+
+
+def record(label: str, started: float) -> None:
+    if STATE["on"]:
+        now = time.perf_counter()
+        TOOK.setdefault(label, []).append((now - started) * 1000)
+        ENDED.setdefault(label, []).append((now - STATE["start"]) * 1000)
+
+
+def timed(owner: Any, name: str, label: str) -> None:
+    """Wrap `owner.name` (a function or an async one) with a timer named `label`."""
+    fn: Callable[..., Any] = getattr(owner, name)
+    if getattr(fn, "__code__", None) is not None and fn.__code__.co_flags & 0x80:  # async
+
+        @functools.wraps(fn)
+        async def waited(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                record(label, started)
+
+        setattr(owner, name, waited)
+        return
+
+    @functools.wraps(fn)
+    def ran(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            record(label, started)
+
+    setattr(owner, name, ran)
+
+
+def instrument() -> None:
+    run = reading.ReadPath.run
+
+    async def started_read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        STATE["start"] = time.perf_counter()
+        return await run(self, *args, **kwargs)
+
+    reading.ReadPath.run = started_read  # type: ignore[method-assign]
+    timed(reading.ReadPath, "run", "read path (whole)")
+    for name in ("plan_query", "retrieve", "add_context_neighbours", "current_only", "rank"):
+        timed(reading, name, name)
+    for name in ("dedupe", "newest_first", "with_reasons"):
+        timed(reading, name, name)
+    timed(orchestrator_module, "package", "package")
+    timed(indexes.DerivedIndexes, "refresh", "indexes: refresh")
+    timed(indexes.DerivedIndexes, "candidate_lists", "indexes: candidate lists")
+    timed(local_index.LocalIndex, "search", "local index: search")
+    timed(local_index.LocalIndex, "around", "local index: around")
+    timed(semantic._QueryVectors, "_embed", "query worker: embed the question")
+    timed(semantic.SemanticIndex, "_ranked", "query worker: rank the vectors")
+    timed(semantic.SemanticIndex, "ranked", "semantic: take the ranking")
+    timed(semantic.SemanticIndex, "similarities", "semantic: similarities")
+    timed(embedded.EmbeddedBackend, "search", "store: search (awaited)")
+    timed(embedded.EmbeddedBackend, "get_memories", "store: get_memories (awaited)")
+    read = embedded_conn.Connections.read
+
+    def store_thread(self: Any, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        what = getattr(fn, "__qualname__", "?").split(".<locals>")[0].split(".")[-1]
+        started = time.perf_counter()
+        if STATE["on"]:
+            ENDED.setdefault(f"store thread: {what} starts", []).append(
+                (started - STATE["start"]) * 1000
+            )
+            TOOK.setdefault(f"store thread: {what} starts", []).append(0.0)
+        try:
+            return read(self, fn, **kwargs)
+        finally:
+            record(f"store thread: {what}", started)
+
+    embedded_conn.Connections.read = store_thread  # type: ignore[method-assign]
+
+
+async def measure(data: Path, queries: int, new_questions: bool) -> None:
+    _, questions = bc.locomo_turns()
+    questions = random.Random(11).sample(questions, min(len(questions), queries + 15))
+    settings = load_settings(data_dir=data)
+    backend = EmbeddedBackend(settings.embedded_path())
+    traces = TraceStore(settings.trace_path())
+    orch = Orchestrator(backend, settings, traces=traces)
+    for q in questions[:5]:
+        await orch.context(ContextRequest(query=q))
+    print("semantic:", await bc.settled(orch))
+    for q in questions[5:15]:
+        await orch.context(ContextRequest(query=q, expand=False))
+    wall: list[float] = []
+    cpu: list[float] = []
+    raw: list[float] = []
+    for q in questions[15:]:
+        started = time.perf_counter()
+        await backend.search(q, 10, None)
+        raw.append((time.perf_counter() - started) * 1000)
+        if not new_questions:
+            await orch.search(SearchRequest(query=q, top_k=10))
+            await anyio.to_thread.run_sync(traces.flush)
+        STATE["on"] = True
+        clock, started = time.process_time(), time.perf_counter()
+        await orch.context(ContextRequest(query=q, expand=False))
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - clock) * 1000)
+        STATE["on"] = False
+        await anyio.to_thread.run_sync(traces.flush)  # behind the request, outside the timing
+    await orch.close()
+    raw_p50, wall_p50 = statistics.median(raw), statistics.median(wall)
+    print(
+        f"raw store search p50 {raw_p50:.2f} ms; memory_context direct p50 {wall_p50:.2f} ms"
+        f" ({wall_p50 / raw_p50:.1f}x), CPU p50 {statistics.median(cpu):.2f} ms a call"
+        f" (all threads), {len(wall)} calls"
+    )
+    print(f"{'stage':40s} {'calls':>6s} {'took p50':>9s} {'ends at p50':>12s}")
+    order = sorted(TOOK, key=lambda k: statistics.median(ENDED[k]))
+    for label in order:
+        took, ended = TOOK[label], ENDED[label]
+        print(
+            f"{label:40s} {len(took):6d} {statistics.median(took):9.2f}"
+            f" {statistics.median(ended):12.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True, help="a store kept by bench_context")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--new-questions", action="store_true")
+    args = parser.parse_args()
+    instrument()
+    anyio.run(measure, args.data, args.queries, args.new_questions)
+
+
+if __name__ == "__main__":
+    main()
