@@ -5,6 +5,7 @@ rows, a replaced vector is projected again, and the directions follow the index'
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,3 +131,36 @@ def test_prepare_works_the_first_pass_out_before_the_first_query() -> None:
     assert basis is not None
     index.ranked("memory number 3", 5)
     assert index._coarse._basis is basis  # the query found it ready
+
+
+class SlowClusteredEmbedder(ClusteredEmbedder):
+    """The same vectors, 5 ms a batch: the background workers take a while."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        time.sleep(0.005)
+        return super().embed(texts)
+
+
+def test_ranking_at_scale_while_the_background_workers_embed() -> None:
+    """Rows appended by the workers while queries rank through the first pass: no error, and
+    once everything is in, the first pass has caught up and ranks as the exact index does."""
+    texts = [f"memory number {i}" for i in range(900)]
+    memories = [memory(f"m{i}", t) for i, t in enumerate(texts)]
+    exact = SemanticIndex(ClusteredEmbedder())
+    exact.add(memories)
+    index = SemanticIndex(SlowClusteredEmbedder())
+    index._coarse = Coarse(dims=8, pool=100, from_rows=200)
+    index.add(memories[:250])
+    index.queue(memories[250:])
+    asked = 0
+    while index.waiting():
+        found = index.ranked(texts[asked % 250], 5)
+        assert found[0][1] == 1.0  # the text itself (or one with its very vector)
+        asked += 1
+    assert asked > 0  # some rankings ran while rows were being added
+    assert index.wait(30) == 0
+    assert len(index) == 900
+    index.ranked(texts[0], 5)
+    assert index._coarse._done == 900  # every row projected
+    for text in texts[::37]:
+        assert index.ranked(text, 1) == exact.ranked(text, 1)
