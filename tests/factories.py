@@ -19,6 +19,15 @@ from memory_orchestrator.text import content_words, terms
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
+# four memories on four topics that share no word: the semantic stage's tests find each by
+# meaning ("dog playing outside" -> the first)
+TOPICS = (
+    "The puppy chased the ball around the garden all afternoon",
+    "Quarterly revenue grew in Europe after the price change",
+    "We booked a campsite near the lake for the weekend",
+    "The deploy of the billing service failed twice on Tuesday",
+)
+
 
 def memory(
     mem_id: str,

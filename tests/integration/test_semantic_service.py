@@ -20,16 +20,11 @@ from memory_orchestrator.models import (
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.factories import NOW
+from tests.factories import NOW, TOPICS
 
 pytestmark = pytest.mark.integration
 
-MEMORIES = [
-    "The puppy chased the ball around the garden all afternoon",
-    "Quarterly revenue grew in Europe after the price change",
-    "We booked a campsite near the lake for the weekend",
-    "The deploy of the billing service failed twice on Tuesday",
-]
+MEMORIES = TOPICS
 
 
 def orchestrator(settings: Settings, *, semantic: bool) -> Orchestrator:

@@ -99,11 +99,17 @@ class ClusteredEmbedder:
         return self._table[rows]
 
 
-def test_the_index_ranks_through_the_first_pass_at_scale() -> None:
-    texts = [f"memory number {i}" for i in range(600)]
+def numbered(count: int) -> tuple[list[str], list[Any], SemanticIndex]:
+    """`count` texts, their memories, and an exact index of them all."""
+    texts = [f"memory number {i}" for i in range(count)]
     memories = [memory(f"m{i}", t) for i, t in enumerate(texts)]
     exact = SemanticIndex(ClusteredEmbedder())
     exact.add(memories)
+    return texts, memories, exact
+
+
+def test_the_index_ranks_through_the_first_pass_at_scale() -> None:
+    texts, memories, exact = numbered(600)
     scaled = SemanticIndex(ClusteredEmbedder())
     scaled._coarse = Coarse(dims=8, pool=120, from_rows=300)
     scaled.add(memories)
@@ -144,10 +150,7 @@ class SlowClusteredEmbedder(ClusteredEmbedder):
 def test_ranking_at_scale_while_the_background_workers_embed() -> None:
     """Rows appended by the workers while queries rank through the first pass: no error, and
     once everything is in, the first pass has caught up and ranks as the exact index does."""
-    texts = [f"memory number {i}" for i in range(900)]
-    memories = [memory(f"m{i}", t) for i, t in enumerate(texts)]
-    exact = SemanticIndex(ClusteredEmbedder())
-    exact.add(memories)
+    texts, memories, exact = numbered(900)
     index = SemanticIndex(SlowClusteredEmbedder())
     index._coarse = Coarse(dims=8, pool=100, from_rows=200)
     index.add(memories[:250])

@@ -136,8 +136,7 @@ class DerivedIndexes:
         self._feed.stale()
         failed = semantic.failed if semantic is not None else 0
         await self._pull(indexes, wait=False)
-        if indexes.local is not None:
-            await anyio.to_thread.run_sync(indexes.local.prepare)
+        await self._prepare(indexes)
         if semantic is None:
             return
         total = left = semantic.waiting()
@@ -161,15 +160,21 @@ class DerivedIndexes:
                 await anyio.to_thread.run_sync(self._load_semantic, abandon_on_cancel=True)
             indexes = Indexes(self._local_index(), self._semantic)
             await self._pull(indexes, wait=False)
-            if indexes.local is not None:
-                await anyio.to_thread.run_sync(indexes.local.prepare, abandon_on_cancel=True)
-            if indexes.semantic is not None:
-                await anyio.to_thread.run_sync(indexes.semantic.prepare, abandon_on_cancel=True)
+            await self._prepare(indexes)
         except Exception as exc:  # caches: the first query loads them as it would have
             log.warning("derived indexes: warm-up failed: %s", exc)
         finally:
             self._warming = None
             done.set()
+
+    @staticmethod
+    async def _prepare(indexes: Indexes) -> None:
+        """Build, off the event loop, what the first query would: the local index, and the
+        semantic index's first pass (at scale)."""
+        if indexes.local is not None:
+            await anyio.to_thread.run_sync(indexes.local.prepare, abandon_on_cancel=True)
+        if indexes.semantic is not None:
+            await anyio.to_thread.run_sync(indexes.semantic.prepare, abandon_on_cancel=True)
 
     def _ready(self, trace: Trace) -> Indexes:
         """While `warm_up` loads: the semantic index once its model and vectors are in (it

@@ -13,11 +13,11 @@ but the planner's input checks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, overload
+from typing import Any
 
 import anyio
 
@@ -399,26 +399,12 @@ class _Pool(Mapping[str, ScoredItem]):
         return len(self._deduped.keys() | self._kept.keys())
 
 
-class _Chain(Sequence[ScoredItem]):
-    """Two sequences read as one, without copying (nor making) their items now."""
+class _Chain(Iterable[ScoredItem]):
+    """Two sequences read one after the other, as often as asked, without copying (nor
+    making) their items now."""
 
-    def __init__(self, first: Sequence[ScoredItem], second: Sequence[ScoredItem]) -> None:
+    def __init__(self, first: Iterable[ScoredItem], second: Iterable[ScoredItem]) -> None:
         self._first, self._second = first, second
-
-    def __len__(self) -> int:
-        return len(self._first) + len(self._second)
-
-    @overload
-    def __getitem__(self, index: int) -> ScoredItem: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[ScoredItem]: ...
-    def __getitem__(self, index: int | slice) -> ScoredItem | list[ScoredItem]:
-        if isinstance(index, slice):
-            return list(self)[index]
-        if index < 0:
-            index += len(self)
-        first = len(self._first)
-        return self._first[index] if index < first else self._second[index - first]
 
     def __iter__(self) -> Iterator[ScoredItem]:
         yield from self._first

@@ -9,7 +9,7 @@ health). Candidate records, the heaviest part, are made as the trace is stored (
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
@@ -81,7 +81,7 @@ class TraceRecorder:
         return trace
 
     def defer_candidates(
-        self, trace: Trace, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+        self, trace: Trace, items: Sequence[ScoredItem], ranked: Iterable[ScoredItem]
     ) -> None:
         """Record every candidate (final rank and score breakdown) as the trace is stored.
         Later entries win: `items` over `ranked`."""
@@ -126,12 +126,12 @@ class TraceRecorder:
         return summary
 
     def _fill_candidates(
-        self, trace: Trace, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+        self, trace: Trace, items: Sequence[ScoredItem], ranked: Iterable[ScoredItem]
     ) -> None:
         trace.candidates = self.candidate_traces(items, ranked)
 
     def candidate_traces(
-        self, items: Sequence[ScoredItem], ranked: Sequence[ScoredItem]
+        self, items: Sequence[ScoredItem], ranked: Iterable[ScoredItem]
     ) -> list[CandidateTrace]:
         if self._settings.traces.verbosity == "minimal":
             return []
