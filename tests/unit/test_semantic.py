@@ -119,13 +119,48 @@ def test_a_ranking_worked_out_ahead_is_the_one_asked_for_and_never_stale() -> No
     from tests.factories import memory
     from tests.unit.test_semantic_vectors import HashEmbedder
 
+    notes = [memory(f"m{i}", f"note number {i}") for i in range(50)]
+    index, inline = SemanticIndex(HashEmbedder()), SemanticIndex(HashEmbedder())
+    index.add(notes)
+    inline.add(notes)
+    index.rank_ahead("note number 7", 5)
+    assert index.ranked("note number 7", 5) == inline.ranked("note number 7", 5)  # the worker's
+    index.rank_ahead("note number 7", 6)
+    index._ranked_ahead[("note number 7", 6)].result()  # done before the change below
+    index.add([memory("new", "note number 7")])  # a vector changes meanwhile
+    assert ("new", 1.0) in index.ranked("note number 7", 6)  # worked out anew
+    assert index.ranked("note number 7", 6) == index.ranked("note number 7", 6)
+
+
+def test_a_ranking_is_kept_for_the_same_question_until_a_vector_changes() -> None:
+    from tests.factories import memory
+    from tests.unit.test_semantic_vectors import HashEmbedder
+
     index = SemanticIndex(HashEmbedder())
     index.add([memory(f"m{i}", f"note number {i}") for i in range(50)])
-    inline = index.ranked("note number 7", 5)
-    index.rank_ahead("note number 7", 5)
-    assert index.ranked("note number 7", 5) == inline  # taken from the worker
-    index.rank_ahead("note number 7", 5)
-    index._ranked_ahead[("note number 7", 5)].result()  # done before the change below
-    index.add([memory("new", "note number 7")])  # a vector changes meanwhile
-    assert ("new", 1.0) in index.ranked("note number 7", 5)  # worked out anew
-    assert index.ranked("note number 7", 5) == index.ranked("note number 7", 5)
+    worked: list[tuple[str, int]] = []
+    work = index._ranked
+
+    def counted(query: str, k: int) -> Any:
+        worked.append((query, k))
+        return work(query, k)
+
+    index._ranked = counted  # type: ignore[method-assign]
+    first = index.ranked("note number 7", 5)
+    assert index.ranked("note number 7", 5) == first
+    index.rank_ahead("note number 7", 5)  # kept: nothing to start
+    assert ("note number 7", 5) not in index._ranked_ahead
+    assert index.ranked("note number 7", 5) == first
+    assert worked == [("note number 7", 5)]
+    index.ranked("note number 7", 6)  # another depth is another ranking
+    index.ranked("note number 8", 5)
+    assert len(worked) == 3
+    index.add([memory("new", "note number 7")])  # a vector changes: worked out anew
+    again = index.ranked("note number 7", 5)
+    assert len(worked) == 4
+    fresh = SemanticIndex(HashEmbedder())
+    fresh.add(
+        [*(memory(f"m{i}", f"note number {i}") for i in range(50)), memory("new", "note number 7")]
+    )
+    assert again == fresh.ranked("note number 7", 5)
+    assert ("new", 1.0) in again

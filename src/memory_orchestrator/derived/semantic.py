@@ -114,6 +114,8 @@ class SemanticIndex:
         self._coarse_lock = threading.Lock()
         self._replaced: set[int] = set()  # rows whose vector changed since the first pass saw
         self._ranked_ahead: OrderedDict[tuple[str, int], Future[tuple[int, Ranked]]] = OrderedDict()
+        # the last rankings, each with the generation it was worked out at (current or unused)
+        self._rankings: OrderedDict[tuple[str, int], tuple[int, Ranked]] = OrderedDict()
         # the feed adds from a worker thread while requests read and add on the event loop
         self._lock = threading.Lock()
         # memories queued for the background worker, and how many it is embedding now
@@ -309,24 +311,51 @@ class SemanticIndex:
         product with every memory's vector (memory-bound: ~0.5 ms at 10k; ~4 ms at 100k
         through the first pass) runs while the request waits for the store; `ranked` then
         takes its result when no vector changed meanwhile, and works it out anew when one
-        did."""
+        did. Nothing to start when the ranking is kept from an earlier request."""
         with self._lock:
-            if (query, k) in self._ranked_ahead:
+            if (query, k) in self._ranked_ahead or self._kept(query, k) is not None:
                 return
             self._ranked_ahead[(query, k)] = self._queries.submit(self._ranked, query, k)
             while len(self._ranked_ahead) > _AHEAD:  # asked for and never read (a failure)
                 self._ranked_ahead.popitem(last=False)
 
     def ranked(self, query: str, k: int) -> Ranked:
-        """Ids and cosines of the `k` indexed memories nearest to `query`, best first."""
+        """Ids and cosines of the `k` indexed memories nearest to `query`, best first (not to
+        be changed: it is kept for the next request that asks the same while no vector
+        changes, e.g. an agent's memory_search and then memory_context on one question)."""
         with self._lock:
+            kept = self._kept(query, k)
             ahead = self._ranked_ahead.pop((query, k), None)
+        if kept is not None:
+            return kept
         if ahead is not None:
             generation, found = ahead.result()
             with self._lock:
                 if generation == self._generation:
+                    self._keep(query, k, generation, found)
                     return found
-        return self._ranked(query, k)[1]
+        generation, found = self._ranked(query, k)
+        with self._lock:
+            self._keep(query, k, generation, found)
+        return found
+
+    def _kept(self, query: str, k: int) -> Ranked | None:
+        """The ranking kept for `query` and `k` while it is current (call under the lock)."""
+        kept = self._rankings.get((query, k))
+        if kept is None or kept[0] != self._generation:
+            return None
+        self._rankings.move_to_end((query, k))
+        return kept[1]
+
+    def _keep(self, query: str, k: int, generation: int, found: Ranked) -> None:
+        """Keep a ranking worked out at `generation` (call under the lock); one from before
+        a change is not kept."""
+        if generation != self._generation:
+            return
+        self._rankings[(query, k)] = (generation, found)
+        self._rankings.move_to_end((query, k))
+        while len(self._rankings) > _QUERY_CACHE:
+            self._rankings.popitem(last=False)
 
     def _ranked(self, query: str, k: int) -> tuple[int, Ranked]:
         import numpy as np
