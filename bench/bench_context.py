@@ -9,7 +9,8 @@ semantic index took to embed every memory (the first start over an existing stor
 process's memory. Traces are stored behind the request: the benchmark waits for that between calls,
 outside the timing (as an agent's pause between calls would), and prints its p50 apart
 ("behind ms"). Each system meets a question after others did three times out of four (the
-question's vector is then cached); `context_fresh_q` is `memory_context` direct on questions
+question's vector, and its semantic ranking while no vector changed, are then kept, as after
+an agent's memory_search on the question it then asks memory_context); `context_fresh_q` is `memory_context` direct on questions
 no other system asks, as an agent's new question each turn: the query's embedding is in its
 time. Not a test: it asserts nothing.
 

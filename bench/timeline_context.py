@@ -2,8 +2,8 @@
 
 Opens a store kept by `bench/bench_context.py --keep DIR` (e.g. DIR/embedded-10000), waits
 until the semantic index holds every memory, then asks `--queries` LoCoMo questions as that
-benchmark's `context_direct` does (the question's vector cached by a `memory_search` on the
-same question just before, untimed: what that benchmark meets three times out of four;
+benchmark's `context_direct` does (the question's vector and semantic ranking kept by a
+`memory_search` on the same question just before, untimed: what that benchmark meets three times out of four;
 `--new-questions`: no such search, the question is embedded in the call's time). It wraps
 the pipeline's stages with timers and prints, for each, the median milliseconds it took and
 the median moment it ended, counted from the start of the read (the worker threads' stages
