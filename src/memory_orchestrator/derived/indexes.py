@@ -35,11 +35,10 @@ from memory_orchestrator.models import (
     HealthCheck,
     Memory,
     SearchFilters,
-    SearchHit,
     Status,
     Trace,
 )
-from memory_orchestrator.pipeline.retriever import SubQuery
+from memory_orchestrator.pipeline.retriever import Listed, SubQuery
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.settings import Settings
 
@@ -192,7 +191,7 @@ class DerivedIndexes:
 
     async def candidate_lists(
         self, indexes: Indexes, query: str, filters: SearchFilters | None, trace: Trace
-    ) -> list[tuple[SubQuery, list[SearchHit]]]:
+    ) -> list[tuple[SubQuery, list[Listed]]]:
         """The indexes' candidate lists for `query`, read back from the store in one call."""
         li, sem = self._settings.local_index, self._settings.semantic
         lists: list[tuple[str, float, list[tuple[str, float]]]] = []  # (label, weight, ids)
@@ -223,8 +222,7 @@ class DerivedIndexes:
         live = {m.id: m for m in got}
         out = []
         for label, weight, found in lists:
-            kept = [(live[i], score) for i, score in found if i in live]
-            hits = [SearchHit(memory=m, rank=n, score=s) for n, (m, s) in enumerate(kept, 1)]
+            hits = [Listed(live[i], score) for i, score in found if i in live]
             out.append((SubQuery(label, weight=weight, filters=filters), hits))
         return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import anyio
 
@@ -28,7 +29,17 @@ class SubQuery:
     filters: SearchFilters | None = None
 
 
-Prefetch = Callable[[], Awaitable[list[tuple[SubQuery, list[SearchHit]]]]]
+class Listed(NamedTuple):
+    """A hit of a list from elsewhere than the store (a derived index's): the memory, read back
+    from the store, and the list's own score; its rank is its place in the list. (A plain
+    tuple: the ~70 of each request's index lists are read once, by `_fuse`.)"""
+
+    memory: Memory
+    score: float
+
+
+Hit = SearchHit | Listed
+Prefetch = Callable[[], Awaitable[list[tuple[SubQuery, list[Listed]]]]]
 
 
 @dataclass
@@ -66,7 +77,10 @@ async def retrieve(
         for name in missing_filter_support(sub.filters, backend.capabilities):
             notes.append(f"store cannot filter by {name}; filtered after retrieval")
 
-    lists = [*zip(subqueries, calls.results, strict=True), *calls.prefetched]
+    lists: list[tuple[SubQuery, Sequence[Hit] | None]] = [
+        *zip(subqueries, calls.results, strict=True),
+        *calls.prefetched,
+    ]
     candidates = _fuse([(sub, hits) for sub, hits in lists if hits is not None], rrf_k)
     failed = sum(1 for hits in calls.results if hits is None)
     return Retrieval(
@@ -89,7 +103,7 @@ class _Calls:
         self.max_chars, self.budget = max_chars, list_budget_s
         self.results: list[list[SearchHit] | None] = []
         self.notes: list[str] = []
-        self.prefetched: list[tuple[SubQuery, list[SearchHit]]] = []
+        self.prefetched: list[tuple[SubQuery, list[Listed]]] = []
         self._running: dict[int, anyio.CancelScope] = {}
         self._lists_in = anyio.Event()
 
@@ -151,7 +165,7 @@ class _Calls:
                 scope.cancel()
 
 
-def _fuse(lists: Sequence[tuple[SubQuery, list[SearchHit]]], rrf_k: int) -> list[Candidate]:
+def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[Candidate]:
     """One candidate per memory, with every list's rank for it, ordered by weighted RRF."""
     found: dict[str, tuple[Memory, list[SourceRank]]] = {}
     rankings: list[list[str]] = []
