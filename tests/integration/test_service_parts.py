@@ -193,6 +193,44 @@ def test_known_entities_are_cached_for_their_ttl(
     assert len(asked) == 2
 
 
+def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
+    settings: Settings, store: EmbeddedBackend
+) -> None:
+    """The servers' warm-up asks the store for its entity names first: a request that comes
+    meanwhile takes that answer instead of asking again (on a store still being listed, a
+    second call waited 47 ms behind the listing in the first request after start)."""
+    spy = RecordingBackend(store)
+    asked: list[int] = []
+    gate = anyio.Event()
+
+    async def known(limit: int = 500) -> list[str]:
+        asked.append(limit)
+        await gate.wait()  # fault injection: the store's answer held back
+        return await store.known_entities(limit)
+
+    spy.known_entities = known  # type: ignore[method-assign]
+    entities = KnownEntities(spy, StoreCalls(settings), lambda: 60.0)
+    first, second = blank_trace(), blank_trace()
+    got: list[list[str]] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(entities.names, first)
+            await anyio.sleep(0.01)
+            group.start_soon(lambda: _append(got, entities.names(second)))
+            await anyio.sleep(0.01)
+            gate.set()
+
+    run(main)
+    assert got == [["Dana"]]
+    assert asked == [500]
+    assert second.cache_hits == 1
+
+
+async def _append(into: list[list[str]], names: Awaitable[list[str]]) -> None:
+    into.append(await names)
+
+
 # ---------------------------------------------------------------- DerivedIndexes
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
 
 import pytest
 from prometheus_client import REGISTRY
 
 from memory_orchestrator.models import CandidateTrace, Dropped, DropReason, Trace
+from memory_orchestrator.state import observability
 from memory_orchestrator.state.observability import (
     Metrics,
     Observer,
@@ -173,3 +177,75 @@ def test_a_request_finished_inside_a_call_names_its_caller() -> None:
     inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
     assert inside["caller"] == "dashboard"
     assert outside["caller"] is None
+
+
+class HeldLogger:
+    """Fault injection: making the request log's logger (structlog's imports, ~0.25 s) waits
+    until the test lets it go, as it does on a busy machine while the server starts."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started, self.release = threading.Event(), threading.Event()
+        self.real = real = observability._make_logger
+
+        def held(stream: TextIO | None) -> Any:
+            self.started.set()
+            assert self.release.wait(30)
+            return real(stream)
+
+        monkeypatch.setattr(observability, "_make_logger", held)
+
+
+def _lines(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_a_line_does_not_wait_while_the_warm_up_makes_the_logger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first request after start finished while the warm-up was still importing
+    structlog, and waited for it (~40 ms of a 55 ms first call): its line now waits instead,
+    and is written, in order, as soon as the logger is made."""
+    held, out = HeldLogger(monkeypatch), io.StringIO()
+    observer = Observer(out)
+    warm_up = threading.Thread(target=observer.prepare)
+    warm_up.start()
+    assert held.started.wait(30)
+
+    def requests() -> None:
+        observer.store_created(Path("/data/one"))
+        observer.finished(_trace())
+        observer.store_created(Path("/data/two"))
+
+    served = threading.Thread(target=requests)
+    served.start()
+    served.join(30)
+    assert not served.is_alive()  # (it would still wait for the logger)
+    assert out.getvalue() == ""
+    held.release.set()
+    warm_up.join(30)
+    lines = _lines(out)
+    assert [(line["event"], line.get("path")) for line in lines] == [
+        ("store created empty", "/data/one"),
+        ("request", None),
+        ("store created empty", "/data/two"),
+    ]
+    observer.store_created(Path("/data/three"))  # the logger is made: written at once
+    assert _lines(out)[-1]["path"] == "/data/three"
+
+
+def test_lines_still_waiting_for_the_logger_are_written_at_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    held, out = HeldLogger(monkeypatch), io.StringIO()
+    observer = Observer(out)
+    warm_up = threading.Thread(target=observer.prepare)
+    warm_up.start()
+    assert held.started.wait(30)
+    observer.store_created(Path("/data/one"))
+    monkeypatch.setattr(observability, "_make_logger", held.real)
+    observer.flush(timeout_s=0.01)  # the warm-up still held: close makes the logger itself
+    assert [line["path"] for line in _lines(out)] == ["/data/one"]
+    held.release.set()
+    warm_up.join(30)
+    observer.store_created(Path("/data/two"))
+    assert [line["path"] for line in _lines(out)] == ["/data/one", "/data/two"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import anyio
+
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Trace
 from memory_orchestrator.service.store_calls import StoreCalls
@@ -23,17 +25,28 @@ class KnownEntities:
     ) -> None:
         self._store, self._calls, self._ttl_s, self._clock = store, calls, ttl_s, clock
         self._cached: tuple[float, list[str]] | None = None
+        self._asking: anyio.Event | None = None  # set when the store call under way is done
 
     async def names(self, trace: Trace) -> list[str]:
         """The names (most frequent first); [] when the store keeps no entity index or the
-        call fails (with a note)."""
+        call fails (with a note). A request that comes while another (or the servers'
+        warm-up) is asking the store waits for that answer instead of asking again."""
         if not self._store.capabilities.entity_index:
             return []
         now = self._clock()
+        if self._asking is not None:
+            await self._asking.wait()
         if self._cached and now - self._cached[0] < self._ttl_s():
             trace.cache_hits += 1
             return self._cached[1]
-        names = await self._calls.bounded(trace, "known entities", self._store.known_entities, None)
+        self._asking = asking = anyio.Event()
+        try:
+            names = await self._calls.bounded(
+                trace, "known entities", self._store.known_entities, None
+            )
+        finally:
+            self._asking = None
+            asking.set()
         if names is None:
             return []
         self._cached = (now, names)

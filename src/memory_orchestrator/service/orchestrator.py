@@ -133,6 +133,7 @@ class Orchestrator:
             meaning=Meaning(self._indexes.embedder, words=self._word_vectors),
         )
         self._calls = calls
+        self._entities = entities
         self._observer = observer
         self._lister = lister
         self._inspection: Inspection | None = None
@@ -193,6 +194,10 @@ class Orchestrator:
         is ready (the indexes say they are warming before anything is awaited). With
         `wait_s`: then wait up to that long for the semantic index to embed its backlog."""
         async with anyio.create_task_group() as group:
+            # first the store's entity names, which the first request's plan reads (before
+            # the listing below keeps the store's threads busy); a request meanwhile waits
+            # for this answer instead of asking again
+            group.start_soon(self._entities.names, self._recorder.begin("warm-up", {}))
             if self._observer is not None:
                 prepare = self._observer.prepare
                 group.start_soon(partial(anyio.to_thread.run_sync, prepare, abandon_on_cancel=True))
@@ -478,6 +483,8 @@ class Orchestrator:
         finally:
             self._recorder.close()
             self._writes.close()
+            if self._observer is not None:  # log lines still waiting for the logger
+                await anyio.to_thread.run_sync(self._observer.flush)
 
     # ------------------------------------------------------------------ internals
 

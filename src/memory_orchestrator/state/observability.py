@@ -125,54 +125,79 @@ class Observer:
         self.metrics = metrics or Metrics()
         self._stream = stream
         self._logger: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the logger, the lines waiting for it, and the writing
+        self._making = threading.Condition(self._lock)  # told when `prepare` is done
+        self._busy = False  # `prepare` is making the logger (on the warm-up's thread)
+        self._waiting: list[tuple[str, str, dict[str, Any]]] = []  # (level, event, fields)
 
     def prepare(self) -> None:
         """Make the logger now (the servers' warm-up does, behind `initialize`): structlog
         brings rich along, a quarter of a second of imports an agent would otherwise wait
-        for when the server starts."""
-        _ = self._log
-
-    @property
-    def _log(self) -> Any:
+        for when the server starts. A request that finishes meanwhile does not wait for it:
+        its line is written, in order, as soon as the logger is made."""
         with self._lock:
-            if self._logger is None:
-                import structlog
+            if self._logger is not None or self._busy:
+                return
+            self._busy = True
+        made: Any = None
+        try:
+            made = _make_logger(self._stream)
+        finally:
+            with self._lock:
+                self._busy = False
+                if made is not None:
+                    self._logger = made
+                    self._write_waiting()
+                self._making.notify_all()
 
-                # A private logger (wrap_logger), not structlog.configure(): the host process
-                # keeps its own logging setup.
-                self._logger = structlog.wrap_logger(
-                    structlog.PrintLogger(self._stream or sys.stderr),
-                    processors=[
-                        structlog.processors.add_log_level,
-                        structlog.processors.TimeStamper(fmt="iso", utc=True),
-                        structlog.processors.JSONRenderer(sort_keys=False),
-                    ],
-                )
-            return self._logger
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Write the lines still waiting for the logger (at close): wait up to `timeout_s` for
+        a `prepare` under way, else make the logger here."""
+        with self._lock:
+            if not self._waiting:
+                return
+            self._making.wait_for(lambda: not self._busy, timeout_s)
+            if self._logger is None:
+                self._logger = _make_logger(self._stream)
+            self._write_waiting()
+
+    def _emit(self, level: str, event: str, **fields: Any) -> None:
+        """One log line; while `prepare` makes the logger, queued behind it instead of
+        waiting (written by `prepare` when it is done, or by `flush`)."""
+        with self._lock:
+            if self._logger is None and self._busy:
+                self._waiting.append((level, event, fields))
+                return
+            if self._logger is None:
+                self._logger = _make_logger(self._stream)
+            self._waiting.append((level, event, fields))
+            self._write_waiting()
+
+    def _write_waiting(self) -> None:
+        """(Under the lock, with a logger.)"""
+        waiting, self._waiting = self._waiting, []
+        for level, event, fields in waiting:
+            getattr(self._logger, level)(event, **fields)
 
     def finished(self, trace: Trace) -> None:
         """One JSON log line for a finished (or failed) request."""
         fields = request_fields(trace)
         fields["caller"] = _caller.get()
-        if trace.error:
-            self._log.error("request", **fields)
-        else:
-            self._log.info("request", **fields)
+        self._emit("error" if trace.error else "info", "request", **fields)
 
     def refused(
         self, status: int, path: str, token: str | None, reason: str, peer: str | None
     ) -> None:
         """A request the HTTP auth check turned away: a warning line and a count."""
         self.metrics.refusals.labels(status=str(status)).inc()
-        self._log.warning(
-            "refused", status=status, path=path, token=token, reason=reason, peer=peer
+        self._emit(
+            "warning", "refused", status=status, path=path, token=token, reason=reason, peer=peer
         )
 
     def store_created(self, path: Path) -> None:
         """A warning line: the store file did not exist and was created empty (a mistyped
         data dir shows here, not as an agent that finds no memories)."""
-        self._log.warning("store created empty", path=str(path))
+        self._emit("warning", "store created empty", path=str(path))
 
     def tool_call(self, tool: str, seconds: float, *, ok: bool, backend: str | None) -> None:
         """Count one tool call; `backend` names the store when the store made it fail."""
@@ -274,3 +299,18 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     except ValueError:
         raise ValueError(f"invalid --since {text!r}: use 30m, 2h, 7d or an ISO date/time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _make_logger(stream: TextIO | None) -> Any:
+    import structlog
+
+    # A private logger (wrap_logger), not structlog.configure(): the host process keeps its
+    # own logging setup.
+    return structlog.wrap_logger(
+        structlog.PrintLogger(stream or sys.stderr),
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(sort_keys=False),
+        ],
+    )
