@@ -10,9 +10,9 @@ process's memory. Traces are stored behind the request: the benchmark waits for 
 outside the timing (as an agent's pause between calls would), and prints its p50 apart
 ("behind ms"). Each system meets a question after others did three times out of four (the
 question's vector, and its semantic ranking while no vector changed, are then kept, as after
-an agent's memory_search on the question it then asks memory_context); `context_fresh_q` is `memory_context` direct on questions
-no other system asks, as an agent's new question each turn: the query's embedding is in its
-time. Not a test: it asserts nothing.
+an agent's memory_search on the question it then asks memory_context); `context_fresh_q` is
+`memory_context` direct on questions no other system asks, as an agent's new question each
+turn: the query's embedding is in its time. Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
         [--keep DIR]  # reuse the stores and their vectors from an earlier run

@@ -3,12 +3,13 @@
 Opens a store kept by `bench/bench_context.py --keep DIR` (e.g. DIR/embedded-10000), waits
 until the semantic index holds every memory, then asks `--queries` LoCoMo questions as that
 benchmark's `context_direct` does (the question's vector and semantic ranking kept by a
-`memory_search` on the same question just before, untimed: what that benchmark meets three times out of four;
-`--new-questions`: no such search, the question is embedded in the call's time). It wraps
-the pipeline's stages with timers and prints, for each, the median milliseconds it took and
-the median moment it ended, counted from the start of the read (the worker threads' stages
-too), with the call's median wall and CPU time (the process's, all threads) against the raw
-store search's. The timers cost a few microseconds each. Not a test: it asserts nothing.
+`memory_search` on the same question just before, untimed: what that benchmark meets three
+times out of four; `--new-questions`: no such search, the question is embedded in the call's
+time). It wraps the pipeline's stages with timers and prints, for each, the median
+milliseconds it took and the median moment it ended, counted from the start of the read (the
+worker threads' stages too), with the call's median wall and CPU time (the process's, all
+threads) against the raw store search's. The timers cost a few microseconds each. Not a
+test: it asserts nothing.
 
     .venv/bin/python bench/timeline_context.py --data DIR/embedded-10000 [--queries 200]
     ORCHESTRATOR_SEMANTIC__ENABLED=false .venv/bin/python bench/timeline_context.py --data ...

@@ -39,7 +39,7 @@ class Listed(NamedTuple):
 
 
 Hit = SearchHit | Listed
-Prefetch = Callable[[], Awaitable[list[tuple[SubQuery, list[Listed]]]]]
+Prefetch = Callable[[], Awaitable[Sequence[tuple[SubQuery, Sequence[Hit]]]]]
 
 
 @dataclass
@@ -103,7 +103,7 @@ class _Calls:
         self.max_chars, self.budget = max_chars, list_budget_s
         self.results: list[list[SearchHit] | None] = []
         self.notes: list[str] = []
-        self.prefetched: list[tuple[SubQuery, list[Listed]]] = []
+        self.prefetched: list[tuple[SubQuery, Sequence[Hit]]] = []
         self._running: dict[int, anyio.CancelScope] = {}
         self._lists_in = anyio.Event()
 
