@@ -201,10 +201,11 @@ def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
     second call waited 47 ms behind the listing in the first request after start)."""
     spy = RecordingBackend(store)
     asked: list[int] = []
-    gate = anyio.Event()
+    entered, gate = anyio.Event(), anyio.Event()
 
     async def known(limit: int = 500) -> list[str]:
         asked.append(limit)
+        entered.set()
         await gate.wait()  # fault injection: the store's answer held back
         return await store.known_entities(limit)
 
@@ -216,9 +217,9 @@ def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
     async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(entities.names, first)
-            await anyio.sleep(0.01)
+            await entered.wait()  # the first call is at the store
             group.start_soon(lambda: _append(got, entities.names(second)))
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()  # the second one waits too
             gate.set()
 
     run(main)

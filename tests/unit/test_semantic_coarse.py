@@ -5,7 +5,7 @@ rows, a replaced vector is projected again, and the directions follow the index'
 from __future__ import annotations
 
 import hashlib
-import time
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -139,11 +139,20 @@ def test_prepare_works_the_first_pass_out_before_the_first_query() -> None:
     assert index._coarse._basis is basis  # the query found it ready
 
 
-class SlowClusteredEmbedder(ClusteredEmbedder):
-    """The same vectors, 5 ms a batch: the background workers take a while."""
+class SteppedEmbedder(ClusteredEmbedder):
+    """The same vectors; the background workers embed a batch only when the test allows one
+    (`step`), so rankings and appends interleave however fast the machine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._allowed = threading.Semaphore(0)
+
+    def step(self) -> None:
+        self._allowed.release()
 
     def embed(self, texts: Sequence[str]) -> Any:
-        time.sleep(0.005)
+        if threading.current_thread().name == "semantic-index":
+            assert self._allowed.acquire(timeout=30)
         return super().embed(texts)
 
 
@@ -151,7 +160,8 @@ def test_ranking_at_scale_while_the_background_workers_embed() -> None:
     """Rows appended by the workers while queries rank through the first pass: no error, and
     once everything is in, the first pass has caught up and ranks as the exact index does."""
     texts, memories, exact = numbered(900)
-    index = SemanticIndex(SlowClusteredEmbedder())
+    embedder = SteppedEmbedder()
+    index = SemanticIndex(embedder)
     index._coarse = Coarse(dims=8, pool=100, from_rows=200)
     index.add(memories[:250])
     index.queue(memories[250:])
@@ -160,6 +170,7 @@ def test_ranking_at_scale_while_the_background_workers_embed() -> None:
         found = index.ranked(texts[asked % 250], 5)
         assert found[0][1] == 1.0  # the text itself (or one with its very vector)
         asked += 1
+        embedder.step()  # one more batch may be appended before the next ranking
     assert asked > 0  # some rankings ran while rows were being added
     assert index.wait(30) == 0
     assert len(index) == 900
