@@ -6,7 +6,7 @@ Every store sits behind `MemoryBackend`. The pipeline asks a backend what it can
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 from memory_orchestrator.models import (
@@ -106,6 +106,25 @@ class EnumerableBackend(Protocol):
     async def list_memories(
         self, cursor: str | None, limit: int
     ) -> tuple[list[Memory], str | None]: ...
+
+
+@runtime_checkable
+class VersionedBackend(Protocol):
+    """A store that can tell at once whether anything in it changed: the optional ability
+    that lets the derived indexes keep the memories their candidates were read back as
+    (`derived.readback`) instead of reading them again for every query.
+
+    Contract of `data_version()`: a token (compared with `==`) equal to an earlier one only
+    when no change committed in between, by this process or any other; None when the store
+    cannot tell now. It is called on the event loop for every query: it never waits (for a
+    lock, the disk's queue, the network) and takes microseconds."""
+
+    def data_version(self) -> Hashable | None: ...
+
+
+def versioned(backend: object) -> VersionedBackend | None:
+    """`backend` when it can say whether it changed (`VersionedBackend`); else None."""
+    return backend if isinstance(backend, VersionedBackend) else None
 
 
 @runtime_checkable

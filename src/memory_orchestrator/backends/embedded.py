@@ -28,7 +28,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -153,6 +153,11 @@ class EmbeddedBackend:
     def writing(self) -> bool:
         """True while a write holds (or waits for) the writer connection."""
         return self._conns.writing
+
+    def data_version(self) -> Hashable | None:
+        """`VersionedBackend`: moves whenever a change commits to the file, from this
+        process or another (SQLite's data_version), or the file changes on disk."""
+        return self._conns.version()
 
     # ------------------------------------------------------------------ plumbing
 

@@ -19,6 +19,10 @@
   back), else after a backoff that doubles up to `backoff_s[1]`.
 - `opened` and `faults` count the files opened and the I/O errors met: the integrity check
   (`embedded_check.py`) runs again when either moved.
+- `version` tells, on the caller's thread and without waiting, whether anything changed: a
+  token from the file's identity and shape on disk, the connections' generation and SQLite's
+  `PRAGMA data_version` on a connection kept for it (it moves when any other connection, of
+  this process or another, commits).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from memory_orchestrator.errors import BackendError
 
 T = TypeVar("T")
 Sig = tuple[int, int, int, int]  # device, inode, size, mtime (ns)
+Version = tuple[int, int, int, Sig]  # generation, watch connection, data_version, the file
 
 BROKEN = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file must be opened anew
 
@@ -129,6 +134,9 @@ class Connections:
         self.event: str | None = None  # the last reopen, reported once by `file_check`
         self.opened = 0  # files opened so far (a reopen counts): the integrity check's cue
         self.faults = 0  # I/O errors met so far: the integrity check's cue too
+        self._watching = threading.Lock()  # guards _watch and _watches
+        self._watch: tuple[int, sqlite3.Connection] | None = None  # `version`'s, by generation
+        self._watches = 0  # watch connections opened: a new one's data_version starts anew
 
     @property
     def writing(self) -> bool:
@@ -186,6 +194,40 @@ class Connections:
                 )
             return result
 
+    def version(self) -> Version | None:
+        """A token equal to an earlier one only when nothing committed to the store in
+        between (from any connection, of this process or another), the file on disk is the
+        same, unchanged in size and time, and was not opened anew; None when that cannot be
+        told at once (a lock held, the file gone, replaced, unwritable or broken, the store
+        in memory or closed). Never waits: safe on the event loop."""
+        if self._memory or not self._state.acquire(blocking=False):
+            return None
+        try:
+            fine, gen = self._check(), self._gen
+        except BackendError:
+            return None
+        finally:
+            self._state.release()
+        if not fine or not self._watching.acquire(blocking=False):
+            return None
+        try:
+            sig = signature(self.path)
+            if sig is None or sig[:2] != self._ident:
+                return None
+            if self._watch is None or self._watch[0] != gen:
+                if self._watch is not None:
+                    self._dispose(self._watch[1])
+                self._watch, self._watches = (gen, self._connect(0, reader=True)), self._watches + 1
+            changed = int(self._watch[1].execute("PRAGMA data_version").fetchone()[0])
+        except (sqlite3.Error, BackendError, OSError):
+            if self._watch is not None:
+                self._dispose(self._watch[1])
+                self._watch = None
+            return None
+        finally:
+            self._watching.release()
+        return (gen, self._watches, changed, sig)
+
     def probe_write_lock(self) -> str | None:
         """None when a write could start now; else why not ("database is locked")."""
         if not self._writing.acquire(blocking=False):
@@ -234,6 +276,10 @@ class Connections:
         with self._writing, self._state:
             self._closed = True
             self._drop()
+        with self._watching:
+            if self._watch is not None:
+                self._dispose(self._watch[1])
+                self._watch = None
 
     # ------------------------------------------------------------------ the file on disk
 

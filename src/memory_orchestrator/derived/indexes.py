@@ -5,8 +5,9 @@
 pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
 background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
 their candidate lists, read back from the store so that a memory deleted or changed there never
-comes back stale (`candidate_lists`). An evaluation waits, with no bound, until everything is
-embedded (`settle`), so that its answers do not depend on the machine's speed.
+comes back stale (`candidate_lists`; what was read is kept while the store says nothing changed:
+`readback`). An evaluation waits, with no bound, until everything is embedded (`settle`), so
+that its answers do not depend on the machine's speed.
 
 Loaded lazily by the first query, or ahead of it by `warm_up`, which the servers start in the
 background as they come up: the model, the kept vectors and the store's whole listing then load
@@ -17,7 +18,7 @@ off the event loop, and a query that comes meanwhile is served with the indexes 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -26,6 +27,7 @@ from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.derived.feed import Feed
 from memory_orchestrator.derived.local_index import LocalIndex
+from memory_orchestrator.derived.readback import ReadBack
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.derived.vectors import VectorFile, vector_path
 from memory_orchestrator.errors import EmbeddingFailed, SemanticUnavailable
@@ -65,12 +67,17 @@ class DerivedIndexes:
         store: MemoryBackend,
         calls: StoreCalls,
         settings: Settings,
+        *,
+        version: Callable[[], Hashable | None] | None = None,
     ) -> None:
         # `lister`: the store's own listing, a bulk read outside the per-call retries; None
         # when the store cannot list its memories. `store`: the guarded store, for reads.
-        # `settings`: read at each use (`local_index`, `semantic`).
+        # `settings`: read at each use (`local_index`, `semantic`). `version`: the store's
+        # `data_version` when it has one (the memories read back are then kept while it
+        # stays the same).
         self._lister, self._store, self._calls = lister, store, calls
         self._settings = settings
+        self.read_back = ReadBack(version)
         self._feed = Feed()
         self._local: LocalIndex | None = None
         self._semantic: SemanticIndex | None = None
@@ -214,12 +221,15 @@ class DerivedIndexes:
         wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
         if not wanted:
             return []
-        got = await self._calls.bounded(
-            trace, "local index candidates", lambda: self._store.get_memories(wanted), None
-        )
-        if got is None:
+
+        async def read(ids: list[str]) -> list[Memory] | None:
+            get = self._store.get_memories
+            what = "local index candidates"
+            return await self._calls.bounded(trace, what, lambda: get(ids), None)
+
+        live = await self.read_back.memories(wanted, read)
+        if live is None:
             return []
-        live = {m.id: m for m in got}
         out = []
         for label, weight, found in lists:
             hits = [Listed(live[i], score) for i, score in found if i in live]

@@ -27,7 +27,7 @@ from typing import cast
 import anyio
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, versioned
 from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes
@@ -120,7 +120,10 @@ class Orchestrator:
         # The store's own listing feeds the derived indexes: a bulk read, outside the
         # per-call retries.
         lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
-        self._indexes = DerivedIndexes(lister, store, calls, settings)
+        watch = versioned(backend)
+        self._indexes = DerivedIndexes(
+            lister, store, calls, settings, version=watch.data_version if watch else None
+        )
         self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)
         self._writes = WritePath(
