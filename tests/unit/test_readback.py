@@ -94,3 +94,14 @@ def test_what_was_read_while_another_query_saw_a_newer_version_is_not_kept() -> 
     assert anyio.run(first) == {"a": STORE["a"]}  # answered
     assert ask(kept, store, "a", "c") == {"a": STORE["a"], "c": STORE["c"]}
     assert store.asked == [["c"], ["a"], ["a"]]  # "a" (begun at 1) was not kept for 2
+
+
+def test_a_moment_without_a_version_reads_everything_and_drops_nothing() -> None:
+    store = Store()
+    kept = ReadBack(lambda: store.version)
+    ask(kept, store, "a")
+    store.version = None  # e.g. the store's lock held for a moment
+    assert ask(kept, store, "a") == {"a": STORE["a"]}
+    store.version = 1  # the same version: nothing committed meanwhile
+    ask(kept, store, "a")
+    assert store.asked == [["a"], ["a"]]

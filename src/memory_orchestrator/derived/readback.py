@@ -40,8 +40,10 @@ class ReadBack:
         """The live memories among `ids`, by id: those read at the store's current version,
         and the rest read now with `read` (None, as its answer, when it failed)."""
         at = self._version() if self._version is not None else None
-        if at is None or at != self._at:
+        if at is not None and at != self._at:
             self._at, self._kept, self._absent = at, {}, set()
+        # No version now (a lock held for a moment, the file away): everything is read, and
+        # what was kept stays for a later query that finds the same version again
         kept, absent = self._kept, self._absent
         missing = [i for i in ids if i not in kept and i not in absent] if at is not None else ids
         found: dict[str, Memory] = {}
