@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from memory_orchestrator.models import (
     Candidate,
     Intent,
     Memory,
     MemoryType,
+    NewMemory,
     QueryPlan,
     QuestionType,
     SourceRank,
@@ -27,6 +28,23 @@ TOPICS = (
     "We booked a campsite near the lake for the weekend",
     "The deploy of the billing service failed twice on Tuesday",
 )
+
+# a short chat, one turn a minute from NOW: the second turn never says "painting", and is found
+# for it only through the local index's context (the turn before it)
+CHAT = (
+    "Mel: we love painting together on weekends",
+    "Mel: here is our latest work, a sunset over the lake",
+    "Car: the support group met on Tuesday",
+    "Car: my grandma gave me this necklace",
+)
+
+
+def chat_turns() -> list[NewMemory]:
+    """`CHAT` as episodic memories to write, one a minute from `NOW`."""
+    return [
+        NewMemory(content=c, type=MemoryType.EPISODIC, created_at=NOW + timedelta(minutes=i))
+        for i, c in enumerate(CHAT)
+    ]
 
 
 def memory(

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import MemoryType, NewMemory, SearchRequest
+from memory_orchestrator.models import SearchRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.factories import NOW
+from tests.factories import CHAT, NOW, chat_turns
 
 pytestmark = pytest.mark.integration
-
-CHAT = [
-    "Mel: we love painting together on weekends",
-    "Mel: here is our latest work, a sunset over the lake",
-    "Car: the support group met on Tuesday",
-    "Car: my grandma gave me this necklace",
-]
 
 
 def search(
@@ -37,14 +28,7 @@ def search(
             EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None)
         )
         if not await o.store_search("lake", 1):  # an empty store: write the chat once
-            await o.ingest(
-                [
-                    NewMemory(
-                        content=c, type=MemoryType.EPISODIC, created_at=NOW + timedelta(minutes=i)
-                    )
-                    for i, c in enumerate(CHAT)
-                ]
-            )
+            await o.ingest(chat_turns())
         result = await o.search(SearchRequest(query=query, as_of=NOW))
         trace = o.trace(result.trace_id)
         await o.close()

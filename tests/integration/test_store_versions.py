@@ -6,27 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import MemoryType, NewMemory, SearchRequest
+from memory_orchestrator.models import NewMemory, SearchRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.factories import NOW
+from tests.factories import CHAT, NOW, chat_turns
 
 pytestmark = pytest.mark.integration
-
-CHAT = [
-    "Mel: we love painting together on weekends",
-    "Mel: here is our latest work, a sunset over the lake",
-    "Car: the support group met on Tuesday",
-    "Car: my grandma gave me this necklace",
-]
 
 
 def other_process(db: Path, sql: str, *args: object) -> None:
@@ -92,14 +84,7 @@ def test_a_kept_candidate_changed_or_deleted_by_another_process_is_read_anew(
     async def main() -> None:
         o = Orchestrator(EmbeddedBackend(db), settings, traces=TraceStore(None))
         try:
-            await o.ingest(
-                [
-                    NewMemory(
-                        content=c, type=MemoryType.EPISODIC, created_at=NOW + timedelta(minutes=i)
-                    )
-                    for i, c in enumerate(CHAT)
-                ]
-            )
+            await o.ingest(chat_turns())
             found, calls = await ask(o)
             assert CHAT[1] in found  # never says "painting": the local index found it
             again, fewer = await ask(o)

@@ -203,17 +203,14 @@ class Connections:
         if self._memory or not self._state.acquire(blocking=False):
             return None
         try:
-            fine, gen = self._check(), self._gen
+            sig, gen = self._on_disk(), self._gen
         except BackendError:
             return None
         finally:
             self._state.release()
-        if not fine or not self._watching.acquire(blocking=False):
+        if sig is None or not self._watching.acquire(blocking=False):
             return None
         try:
-            sig = signature(self.path)
-            if sig is None or sig[:2] != self._ident:
-                return None
             if self._watch is None or self._watch[0] != gen:
                 if self._watch is not None:
                     self._dispose(self._watch[1])
@@ -287,13 +284,17 @@ class Connections:
         """True when the open file is still the one on disk and writable (the caller holds
         `_state`); False when something must be done (`_ready`). Raises when the file is
         there but not writable, or the store is closed."""
+        return self._on_disk() is not None
+
+    def _on_disk(self) -> Sig | None:
+        """`_check`, with the open file's signature when it is fine."""
         if self._closed:
             raise BackendError(f"embedded store {self.path} is closed")
         if self._ident is None or self._broken:
-            return False
+            return None
         sig = signature(self.path)
         if sig is None or sig[:2] != self._ident:
-            return False
+            return None
         bad = unwritable(self.path)
         if bad:
             raise BackendError(
@@ -301,7 +302,7 @@ class Connections:
                 " immutable); the store is not touched until it is writable again",
                 transient=True,
             )
-        return True
+        return sig
 
     def _ready(self) -> None:
         """Check the file on disk and open it when needed (the caller holds `_writing` and
