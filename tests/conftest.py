@@ -10,7 +10,9 @@ local `async def main() -> None: ...` passed to `anyio.run(main)`; no async test
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,16 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # list makes a time budget depends on the machine; the tests of the budget set it.
     monkeypatch.setenv("ORCHESTRATOR_RETRIEVAL__LIST_BUDGET_S", "0")
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _heap() -> Iterator[None]:
+    """The garbage collector as it was before the test: a server's warm-up settles the heap
+    for its process (`service.heap`), which here is the test run's."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ the local index's lists are in, is stopped: it costs its list, not the request's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -105,22 +106,19 @@ class _Calls:
         self.notes: list[str] = []
         self.prefetched: list[tuple[SubQuery, Sequence[Hit]]] = []
         self._running: dict[int, anyio.CancelScope] = {}
-        self._lists_in = anyio.Event()
+        self._started = 0.0
+        self._cut_at = math.inf  # once the prefetched lists are in: when store calls stop
 
     async def run(self, subqueries: Sequence[SubQuery], prefetch: Prefetch | None) -> None:
         self.results = [None] * len(subqueries)
-        started = anyio.current_time()
-        async with anyio.create_task_group() as watch:
-            if prefetch is not None and self.budget is not None:
-                watch.start_soon(self._cut_late, started + self.budget)
-            async with anyio.create_task_group() as group:
-                # the store's searches first: they wait in worker threads (the store's own
-                # I/O) while `prefetch` does its work on this one
-                for index, sub in enumerate(subqueries):
-                    group.start_soon(self._one, index, sub)
-                if prefetch is not None:
-                    group.start_soon(self._other, prefetch)
-            watch.cancel_scope.cancel()
+        self._started = anyio.current_time()
+        async with anyio.create_task_group() as group:
+            # the store's searches first: they wait in worker threads (the store's own I/O)
+            # while `prefetch` does its work on this one
+            for index, sub in enumerate(subqueries):
+                group.start_soon(self._one, index, sub)
+            if prefetch is not None:
+                group.start_soon(self._other, prefetch)
 
     async def _one(self, index: int, sub: SubQuery) -> None:
         text = sub.text if self.max_chars is None else cut_at_word(sub.text, self.max_chars)
@@ -128,7 +126,7 @@ class _Calls:
             self.notes.append(
                 f"a subquery was cut to {len(text)} characters (max {self.max_chars})"
             )
-        with anyio.CancelScope() as scope:
+        with anyio.CancelScope(deadline=self._cut_at) as scope:
             self._running[index] = scope
             try:
                 with anyio.fail_after(self.timeout_s):
@@ -150,19 +148,14 @@ class _Calls:
             )
 
     async def _other(self, fetch: Prefetch) -> None:
-        try:
-            self.prefetched.extend(await fetch())
-        finally:
-            self._lists_in.set()
-
-    async def _cut_late(self, deadline: float) -> None:
-        """Once the prefetched lists are in and one holds something: at `deadline`, stop
-        the store calls still running."""
-        await self._lists_in.wait()
-        if any(hits for _, hits in self.prefetched):
-            await anyio.sleep_until(deadline)
+        """The prefetched lists; once they are in and one holds something, the store calls
+        still running at `list_budget_s` after the start are stopped then (at once when that
+        moment has passed): their scopes get that deadline."""
+        self.prefetched.extend(await fetch())
+        if self.budget is not None and any(hits for _, hits in self.prefetched):
+            self._cut_at = self._started + self.budget
             for scope in list(self._running.values()):
-                scope.cancel()
+                scope.deadline = self._cut_at
 
 
 def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[Candidate]:

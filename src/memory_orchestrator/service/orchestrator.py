@@ -65,6 +65,7 @@ from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
+from memory_orchestrator.service.heap import settle_heap
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
@@ -215,13 +216,18 @@ class Orchestrator:
     @asynccontextmanager
     async def warming(self) -> AsyncIterator[None]:
         """`warm_up` in the background while the block runs (the servers' lifespans: the
-        server answers at once and loads behind); cancelled when the block ends."""
+        server answers at once and loads behind), then the heap settled for a long-lived
+        process (`heap.settle_heap`); cancelled when the block ends."""
         async with anyio.create_task_group() as group:
-            group.start_soon(self.warm_up)
+            group.start_soon(self._warm_then_settle)
             try:
                 yield
             finally:
                 group.cancel_scope.cancel()
+
+    async def _warm_then_settle(self) -> None:
+        await self.warm_up()
+        settle_heap()
 
     @property
     def store_name(self) -> str:

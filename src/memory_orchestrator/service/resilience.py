@@ -377,7 +377,8 @@ def _clean_neighbors(found: object, seeds: Sequence[str], limit: int) -> list[Ne
         ):
             bad += 1
             continue
-        kept.append(n.model_copy(update={"memory": _clean_memory(n.memory)}))
+        memory = _clean_memory(n.memory)
+        kept.append(n if memory is n.memory else n.model_copy(update={"memory": memory}))
     _dropped("neighbors", bad)
     return kept[:limit]
 
