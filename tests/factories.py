@@ -12,7 +12,7 @@ from memory_orchestrator.models import (
     NewMemory,
     QueryPlan,
     QuestionType,
-    SourceRank,
+    Source,
     Strategy,
     TimeRange,
 )
@@ -75,7 +75,7 @@ def candidate(
     expanded_from: str | None = None,
     edge_weight: float = 1.0,
 ) -> Candidate:
-    sources = (SourceRank(query="q", rank=rank, score=1.0),) if hops == 0 else ()
+    sources = (Source("q", rank, 1.0),) if hops == 0 else ()
     return Candidate(
         memory=mem,
         sources=sources,

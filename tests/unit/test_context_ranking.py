@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
-from memory_orchestrator.models import Candidate, Memory, QuestionType, SourceRank
+from memory_orchestrator.models import Candidate, Memory, QuestionType, Source
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank, slot_neighbors
 from memory_orchestrator.settings import RankingSettings, Settings
@@ -109,7 +109,7 @@ def test_when_questions_lift_memories_that_carry_a_time_expression() -> None:
 
 def test_the_store_score_share_keeps_how_far_apart_the_stores_hits_are() -> None:
     def hit(mem_id: str, rank: int, score: float) -> Candidate:
-        source = SourceRank(query="q", rank=rank, score=score)
+        source = Source("q", rank, score)
         return Candidate(
             memory=memory(mem_id, "unrelated words"), sources=(source,), fused_score=1 / (60 + rank)
         )

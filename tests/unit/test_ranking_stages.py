@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -183,14 +184,14 @@ def test_time_expressions_are_found_in_memory_text() -> None:
 
 
 def test_local_share_blends_in_the_local_index_score_scaled_to_its_best_hit() -> None:
-    from memory_orchestrator.models import LOCAL_SOURCE, SourceRank
+    from memory_orchestrator.models import LOCAL_SOURCE, Source
 
     def found(mem_id: str, local: float | None) -> object:
         c = candidate(memory(mem_id, "Mel painted a sunset by the lake"))
         if local is None:
             return c
-        extra = SourceRank(query=LOCAL_SOURCE, rank=1, score=local)
-        return c.model_copy(update={"sources": (*c.sources, extra)})
+        extra = Source(LOCAL_SOURCE, 1, local)
+        return replace(c, sources=(*c.sources, extra))
 
     cands = [found("a", 8.0), found("b", 2.0), found("c", None)]
     off_settings = RankingSettings(local_share=0.0)

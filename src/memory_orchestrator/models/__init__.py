@@ -50,6 +50,7 @@ from memory_orchestrator.models.pipeline import (
     QuestionType,
     ScoreBreakdown,
     ScoredItem,
+    Source,
     SourceRank,
     Strategy,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "SearchHit",
     "SearchRequest",
     "SearchResult",
+    "Source",
     "SourceRank",
     "Status",
     "Strategy",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -98,9 +100,23 @@ class SourceRank(Frozen):
     store: str = Field("", description="The store that answered, where several are fused.")
 
 
-class Candidate(Frozen):
+class Source(NamedTuple):
+    """Where a candidate came from, as the pipeline carries it (a plain tuple: ~100 are made
+    a request); a trace shows it as a `SourceRank`."""
+
+    query: str  # the subquery whose list found it, or a derived index's label
+    rank: int  # its rank in that list, from 1
+    score: float  # the list's own score for it
+    store: str = ""  # the store that answered, where several are fused
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A memory the retrieval found (or a stage added), with every list's rank for it: a
+    plain frozen record on the request's hot path (~70 a request), read by the ranking."""
+
     memory: Memory
-    sources: tuple[SourceRank, ...] = ()
+    sources: tuple[Source, ...] = ()
     fused_score: float = 0.0
     hops: int = 0
     expanded_from: str | None = None

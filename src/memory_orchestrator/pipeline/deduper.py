@@ -9,7 +9,7 @@ penalty in proportion, so the top of the list is not a row of near-copies.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from rapidfuzz import fuzz, process
@@ -108,8 +108,8 @@ def _merge(winner: ScoredItem, loser: ScoredItem) -> ScoredItem:
     memory = winner.candidate.memory
     entities = tuple(dict.fromkeys((*memory.entities, *loser.candidate.memory.entities)))
     sources = tuple(dict.fromkeys((*winner.candidate.sources, *loser.candidate.sources)))
-    candidate = winner.candidate.model_copy(
-        update={"memory": memory.model_copy(update={"entities": entities}), "sources": sources}
+    candidate = replace(
+        winner.candidate, memory=memory.model_copy(update={"entities": entities}), sources=sources
     )
     stores = {memory.store, loser.candidate.memory.store}
     reason = (

@@ -174,20 +174,18 @@ def rank(
     entity_counts = _xref_counts(candidates, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     trust = _name_trust(candidates, relevance, query_entities, ctx.settings.name_trust_power)
+    score = _Scorer(ctx, reasons)
     rows = [
-        _score(
+        score(
             c,
-            ctx,
             lexical[c.memory.id],
             relevance[c.memory.id],
             store.get(c.memory.id, 0.0),
             _xref(c, entity_counts, query_entities, trust),
-            reasons,
         )
         for c in candidates
     ]
-    keys = {id(row): (-row.total, *tie_order(row.candidate.memory)) for row in rows}
-    rows.sort(key=lambda row: keys[id(row)])
+    rows.sort(key=lambda row: (-row.total, *tie_order(row.candidate.memory)))
     return rows
 
 
@@ -267,38 +265,79 @@ def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]
     return sorted(relevance, key=lambda i: (-relevance[i], *tie_order(memories[i])))
 
 
-def _score(
-    c: Candidate,
-    ctx: RankContext,
-    lexical: float,
-    relevance: float,
-    store: float,
-    xref: tuple[float, str | None],
-    explain: bool = True,
-) -> Scored:
-    settings = ctx.settings
-    recency, recency_reason = _recency(c, ctx)
-    graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
-    type_match = _type_match(c.memory.type, ctx.plan.preferred_types)
-    noise = _noise(c, lexical)
-    weights = settings.weights
-    gate = settings.xref_gate  # the boost counts in proportion to the memory's own relevance
-    xref = ((1.0 - gate + gate * relevance) * xref[0], xref[1])
-    total = weighted_total(
-        weights,
-        relevance=relevance,
-        recency=recency,
-        graph=graph,
-        type_match=type_match,
-        cross_reference=xref[0],
-        noise_penalty=noise,
-    )
-    semantic = ctx.semantic.get(c.memory.id) if ctx.semantic else None
-    signals = (lexical, store, recency, graph, type_match, xref[0], noise, semantic)
-    reasons: tuple[str, ...] = ()
-    if explain:
-        reasons = tuple(_reasons(c, ctx.plan, lexical, recency_reason, xref[1], noise, semantic))
-    return Scored(c, round(relevance, 6), round(total, 6), signals, ctx.weights_dump, reasons)
+class _Scorer:
+    """Scores candidates one by one against a request's `RankContext`: what does not depend
+    on the candidate (the weights, the question's time window and types, the moment of the
+    request) is read once, not once a candidate."""
+
+    def __init__(self, ctx: RankContext, explain: bool) -> None:
+        settings, w = ctx.settings, ctx.settings.weights
+        self.ctx, self.explain, self.dump = ctx, explain, ctx.weights_dump
+        self.weights = (
+            w.relevance,
+            w.recency,
+            w.graph,
+            w.type_match,
+            w.cross_reference,
+            w.duplicate,
+            w.noise,
+        )
+        self.gate = settings.xref_gate  # the boost counts in proportion to own relevance
+        self.preferred = ctx.plan.preferred_types
+        self.semantic = ctx.semantic
+        self.window = ctx.plan.time_window
+        self.half_lives = settings.half_life_days
+        self.now = to_utc(ctx.now)
+
+    def __call__(
+        self,
+        c: Candidate,
+        lexical: float,
+        relevance: float,
+        store: float,
+        xref: tuple[float, str | None],
+    ) -> Scored:
+        memory = c.memory
+        recency, recency_reason = self._recency(memory)
+        graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
+        preferred = self.preferred
+        type_match = (1.0 if memory.type in preferred else 0.0) if preferred else 0.5
+        noise = _noise(c, lexical)
+        gate = self.gate
+        cross = (1.0 - gate + gate * relevance) * xref[0]
+        w_relevance, w_recency, w_graph, w_type, w_xref, w_duplicate, w_noise = self.weights
+        # `weighted_total`, term by term in its order (no duplicate penalty yet)
+        total = (
+            w_relevance * relevance
+            + w_recency * recency
+            + w_graph * graph
+            + w_type * type_match
+            + w_xref * cross
+            - w_duplicate * 0.0
+            - w_noise * noise
+        )
+        semantic = self.semantic.get(memory.id) if self.semantic else None
+        signals = (lexical, store, recency, graph, type_match, cross, noise, semantic)
+        reasons: tuple[str, ...] = ()
+        if self.explain:
+            reasons = tuple(
+                _reasons(c, self.ctx.plan, lexical, recency_reason, xref[1], noise, semantic)
+            )
+        return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons)
+
+    def _recency(self, memory: Memory) -> tuple[float, str | None]:
+        """`_recency`, with the request's moment and settings read once."""
+        created = memory.created_at
+        if created is None:
+            return 0.5, None
+        if self.window is not None:
+            return _window_score(to_utc(created), self.window)
+        half_life = self.half_lives.get(memory.type)
+        if half_life is None:
+            return 1.0, None
+        age_days = max(0.0, (self.now - to_utc(created)).total_seconds() / _DAY)
+        score = 0.5 ** (age_days / half_life)
+        return score, (_age_reason(age_days, half_life) if score >= 0.5 else None)
 
 
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:

@@ -16,7 +16,7 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.filtering import matches
-from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, SourceRank
+from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, Source
 from memory_orchestrator.pipeline.filters import missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.reranker import tie_order
@@ -160,7 +160,7 @@ class _Calls:
 
 def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[Candidate]:
     """One candidate per memory, with every list's rank for it, ordered by weighted RRF."""
-    found: dict[str, tuple[Memory, list[SourceRank]]] = {}
+    found: dict[str, tuple[Memory, list[Source]]] = {}
     rankings: list[list[str]] = []
     weights: list[float] = []
     for sub, hits in lists:
@@ -168,7 +168,7 @@ def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[C
         rankings.append([hit.memory.id for hit in kept])
         weights.append(sub.weight)
         for rank, hit in enumerate(kept, start=1):
-            source = SourceRank(query=sub.text, rank=rank, score=hit.score, store=hit.memory.store)
+            source = Source(sub.text, rank, hit.score, hit.memory.store)
             found.setdefault(hit.memory.id, (hit.memory, []))[1].append(source)
     fused = rrf(rankings, k=rrf_k, weights=weights)
     candidates = [

@@ -18,6 +18,7 @@ from memory_orchestrator.models import (
     CandidateTrace,
     HealthCheck,
     ScoredItem,
+    SourceRank,
     Status,
     Trace,
     TraceSummary,
@@ -141,7 +142,7 @@ class TraceRecorder:
         return [
             CandidateTrace(
                 id=i.id,
-                sources=i.candidate.sources,
+                sources=tuple(SourceRank(**s._asdict()) for s in i.candidate.sources),
                 hops=i.candidate.hops,
                 expanded_from=i.candidate.expanded_from,
                 breakdown=i.breakdown,
