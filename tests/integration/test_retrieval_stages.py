@@ -10,8 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memory_orchestrator.backends import embedded
+from memory_orchestrator.backends.base import dispatching
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters, SearchHit
+from memory_orchestrator.pipeline import retriever
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.retriever import Prefetch, Retrieval, SubQuery, retrieve
 from tests.factories import NOW
@@ -203,3 +206,68 @@ def test_without_local_lists_the_store_is_waited_for(
     )
     assert [c.memory.id for c in got.candidates][:1] == [ids[3]]
     assert got.failed == 0
+
+
+def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
+    chain: tuple[EmbeddedBackend, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that says when its search reaches its database (`DispatchingBackend`): the
+    local lists' Python runs only then, so that it overlaps SQLite's work instead of
+    keeping the store's worker thread from Python's lock. (The wait's bound is an hour here:
+    the order is the mechanism's, not the machine's speed.)"""
+    backend, ids = chain
+    assert dispatching(backend)
+    order: list[str] = []
+    real = embedded.dispatched
+
+    def noted() -> None:
+        order.append("dispatched")  # (on the store's worker thread)
+        real()
+
+    monkeypatch.setattr(embedded, "dispatched", noted)
+    monkeypatch.setattr(retriever, "DISPATCH_WAIT_S", 3600.0)
+    lists = _listed([ids[7]], backend)
+
+    async def prefetch() -> list[tuple[SubQuery, list[SearchHit]]]:
+        order.append("lists")
+        return await lists()
+
+    async def main() -> Retrieval:
+        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
+            return await retrieve(
+                backend,
+                [SubQuery("topic3"), SubQuery("topic4")],
+                per_query=5,
+                timeout_s=60,
+                prefetch=prefetch,
+                dispatching=True,
+            )
+
+    got = anyio.run(main)
+    assert order[:3] == ["dispatched", "dispatched", "lists"], order
+    assert {ids[3], ids[4], ids[7]} <= {c.memory.id for c in got.candidates}
+
+
+def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
+    chain: tuple[EmbeddedBackend, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search that ends without saying it was dispatched (a store error first) counts as
+    done: the lists do not wait out the bound for it (an hour here)."""
+    backend, ids = chain
+    monkeypatch.setattr(retriever, "DISPATCH_WAIT_S", 3600.0)
+    faulty = FaultyBackend(backend, {"search": "error"})
+
+    async def main() -> Retrieval:
+        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
+            return await retrieve(
+                faulty,
+                [SubQuery("topic3")],
+                per_query=5,
+                timeout_s=60,
+                prefetch=_listed([ids[7]], backend),
+                dispatching=True,
+            )
+
+    got = anyio.run(main)
+    assert [c.memory.id for c in got.candidates] == [ids[7]]
+    assert got.failed == 1

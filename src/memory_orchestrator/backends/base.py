@@ -6,7 +6,9 @@ Every store sits behind `MemoryBackend`. The pipeline asks a backend what it can
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from memory_orchestrator.models import (
@@ -125,6 +127,47 @@ class VersionedBackend(Protocol):
 def versioned(backend: object) -> VersionedBackend | None:
     """`backend` when it can say whether it changed (`VersionedBackend`); else None."""
     return backend if isinstance(backend, VersionedBackend) else None
+
+
+@runtime_checkable
+class DispatchingBackend(Protocol):
+    """A store whose search runs on a worker thread and can say when its statement goes to
+    the database: the optional ability that lets the retrieval run its own Python (the local
+    index's lists) while the database searches, instead of before it (a worker thread needs
+    Python's lock for its own Python first, which the event loop's thread would hold).
+
+    Contract: each `search` calls `dispatched()` on its worker thread once its own Python work
+    is done, just before the statement that does the search's work (it may not, when it
+    fails before: the caller waits a bounded moment at most)."""
+
+    def says_when_dispatched(self) -> bool: ...
+
+
+def dispatching(backend: object) -> bool:
+    """Whether `backend` calls `dispatched()` in its searches (`DispatchingBackend`)."""
+    return isinstance(backend, DispatchingBackend) and backend.says_when_dispatched()
+
+
+_on_dispatched: ContextVar[Callable[[], None] | None] = ContextVar("on_dispatched", default=None)
+
+
+def dispatched() -> None:
+    """A store's worker thread: the search's statement goes to the database now (see
+    `DispatchingBackend`); tells the caller that asked (`on_dispatched`), if any."""
+    hook = _on_dispatched.get()
+    if hook is not None:
+        hook()
+
+
+@contextmanager
+def on_dispatched(hook: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a store's `dispatched()` calls `hook` (from its worker thread: the
+    hook must be thread-safe). The store's worker runs in a copy of the caller's context."""
+    token = _on_dispatched.set(hook)
+    try:
+        yield
+    finally:
+        _on_dispatched.reset(token)
 
 
 @runtime_checkable

@@ -36,6 +36,7 @@ import anyio.to_thread
 
 from memory_orchestrator import text
 from memory_orchestrator.backends import kit
+from memory_orchestrator.backends.base import dispatched
 from memory_orchestrator.backends.embedded_check import Integrity
 from memory_orchestrator.backends.embedded_conn import Connections
 from memory_orchestrator.backends.embedded_sql import (
@@ -154,6 +155,10 @@ class EmbeddedBackend:
         """True while a write holds (or waits for) the writer connection."""
         return self._conns.writing
 
+    def says_when_dispatched(self) -> bool:
+        """`DispatchingBackend`: each search calls `dispatched()` before its FTS statement."""
+        return True
+
     def data_version(self) -> Hashable | None:
         """`VersionedBackend`: moves whenever a change commits to the file, from this
         process or another (SQLite's data_version), or the file changes on disk."""
@@ -211,6 +216,7 @@ class EmbeddedBackend:
             args[0] = " OR ".join(
                 '"' + s.replace('"', '""') + '"' for s in self._prune(conn, stems)
             )
+            dispatched()  # (the caller's own Python may run while SQLite searches)
             rows = conn.execute(statement, args).fetchall()
             return [
                 SearchHit(memory=to_memory(r), rank=n, score=-r[12]) for n, r in enumerate(rows, 1)

@@ -7,14 +7,16 @@ the local index's lists are in, is stopped: it costs its list, not the request's
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, on_dispatched
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, Source
 from memory_orchestrator.pipeline.filters import missing_filter_support
@@ -43,6 +45,9 @@ Hit = SearchHit | Listed
 Prefetch = Callable[[], Awaitable[Sequence[tuple[SubQuery, Sequence[Hit]]]]]
 
 
+DISPATCH_WAIT_S = 0.002  # the longest the prefetched lists wait for the store's searches
+
+
 @dataclass
 class Retrieval:
     candidates: list[Candidate]
@@ -61,6 +66,7 @@ async def retrieve(
     prefetch: Prefetch | None = None,
     max_chars: int | None = None,
     list_budget_s: float | None = None,
+    dispatching: bool = False,
 ) -> Retrieval:
     """Search every subquery at once, and run `prefetch` (ranked lists from elsewhere, e.g.
     the derived local indexes') alongside; fuse them all; apply filters the store could not
@@ -70,8 +76,14 @@ async def retrieve(
     boundary (a note says so). With `list_budget_s`, a store call still running that long
     after the start, once `prefetch` has given a non-empty list, is stopped and its list left
     out (a note says so): a slow or locked store costs a list, not the request's time.
-    Without such a list every store call has its whole `timeout_s`."""
+    Without such a list every store call has its whole `timeout_s`.
+
+    `dispatching`: the store says when each search's statement goes to its database
+    (`backends.base.DispatchingBackend`); `prefetch` then waits for that (at most
+    `DISPATCH_WAIT_S`), so that its Python runs while the database searches: a store's worker
+    thread needs Python's lock for its own Python first, which this thread would hold."""
     calls = _Calls(backend, per_query, timeout_s, max_chars, list_budget_s)
+    calls.dispatching = dispatching
     await calls.run(subqueries, prefetch)
     notes = calls.notes
     for sub in subqueries:
@@ -108,10 +120,15 @@ class _Calls:
         self._running: dict[int, anyio.CancelScope] = {}
         self._started = 0.0
         self._cut_at = math.inf  # once the prefetched lists are in: when store calls stop
+        self.dispatching = False
+        self._dispatched: set[int] = set()  # the searches whose statement went to the store
+        self._all_dispatched = anyio.Event()
+        self._count = 0
 
     async def run(self, subqueries: Sequence[SubQuery], prefetch: Prefetch | None) -> None:
         self.results = [None] * len(subqueries)
         self._started = anyio.current_time()
+        self._count = len(subqueries)
         async with anyio.create_task_group() as group:
             # the store's searches first: they wait in worker threads (the store's own I/O)
             # while `prefetch` does its work on this one
@@ -126,10 +143,14 @@ class _Calls:
             self.notes.append(
                 f"a subquery was cut to {len(text)} characters (max {self.max_chars})"
             )
+        hook = self._hook(index)
         with anyio.CancelScope(deadline=self._cut_at) as scope:
             self._running[index] = scope
             try:
-                with anyio.fail_after(self.timeout_s):
+                with (
+                    anyio.fail_after(self.timeout_s),
+                    on_dispatched(hook) if hook else nullcontext(),
+                ):
                     found = await self.backend.search(text, self.per_query, sub.filters)
                 self.results[index] = found
             except TimeoutError:
@@ -141,16 +162,42 @@ class _Calls:
                     f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
                 )
         self._running.pop(index, None)
+        self._seen(index)  # (done: dispatched or not, nothing more to wait for)
         if scope.cancelled_caught:
             self.notes.append(
                 f"search {sub.text!r}: the store's list was not in {self.budget:g}s after the"
                 " start and was left out (the local index's lists were in)"
             )
 
+    def _hook(self, index: int) -> Callable[[], None] | None:
+        """What the store's worker thread calls when search `index` is dispatched: a note
+        to this loop (thread-safe); None when nothing waits for it (or not on asyncio)."""
+        if not self.dispatching:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another event loop (trio): the lists are made at once
+            return None
+
+        def hook() -> None:
+            with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(self._seen, index)
+
+        return hook
+
+    def _seen(self, index: int) -> None:
+        self._dispatched.add(index)
+        if len(self._dispatched) >= self._count:
+            self._all_dispatched.set()
+
     async def _other(self, fetch: Prefetch) -> None:
         """The prefetched lists; once they are in and one holds something, the store calls
         still running at `list_budget_s` after the start are stopped then (at once when that
-        moment has passed): their scopes get that deadline."""
+        moment has passed): their scopes get that deadline. With a `dispatching` store, the
+        lists are made once its searches are in its database's hands (or have ended)."""
+        if self.dispatching and self._count:
+            with anyio.move_on_after(DISPATCH_WAIT_S):
+                await self._all_dispatched.wait()
         self.prefetched.extend(await fetch())
         if self.budget is not None and any(hits for _, hits in self.prefetched):
             self._cut_at = self._started + self.budget

@@ -27,7 +27,12 @@ from typing import cast
 import anyio
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, versioned
+from memory_orchestrator.backends.base import (
+    EnumerableBackend,
+    MemoryBackend,
+    dispatching,
+    versioned,
+)
 from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes
@@ -126,6 +131,7 @@ class Orchestrator:
             lister, store, calls, settings, version=watch.data_version if watch else None
         )
         self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
+        self._reads.dispatching = dispatching(backend)
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)
         self._writes = WritePath(
             store,

@@ -133,6 +133,8 @@ class ReadPath:
         # limits), so a changed setting takes effect on the next request.
         self._store, self._settings, self._recorder = store, settings, recorder
         self._indexes, self._entities, self._clock = indexes, entities, clock
+        # the store says when its searches reach its database (`DispatchingBackend`)
+        self.dispatching = False
 
     async def run(self, req: ReadRequest, *, finish: bool = True) -> ReadOutcome:
         """Plan, retrieve, widen, expand and rank. With `finish=False` the caller finishes the
@@ -248,6 +250,7 @@ class ReadPath:
             prefetch=prefetch,
             max_chars=self._settings.limits.max_query_chars,
             list_budget_s=ret.list_budget_s or None,
+            dispatching=self.dispatching,
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
