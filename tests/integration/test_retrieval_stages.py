@@ -3,20 +3,20 @@ edge-type allowlist and fan-out cap."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
 import anyio
 import pytest
 
-from memory_orchestrator.backends import embedded
+from memory_orchestrator.backends import base, embedded
 from memory_orchestrator.backends.base import dispatching
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters, SearchHit
 from memory_orchestrator.pipeline import retriever
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
-from memory_orchestrator.pipeline.retriever import Prefetch, Retrieval, SubQuery, retrieve
+from memory_orchestrator.pipeline.retriever import Hit, Prefetch, Retrieval, SubQuery, retrieve
 from tests.factories import NOW
 from tests.faults import FaultyBackend
 
@@ -218,7 +218,7 @@ def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
     backend, ids = chain
     assert dispatching(backend)
     order: list[str] = []
-    real = embedded.dispatched
+    real = base.dispatched
 
     def noted() -> None:
         order.append("dispatched")  # (on the store's worker thread)
@@ -228,7 +228,7 @@ def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
     monkeypatch.setattr(retriever, "DISPATCH_WAIT_S", 3600.0)
     lists = _listed([ids[7]], backend)
 
-    async def prefetch() -> list[tuple[SubQuery, list[SearchHit]]]:
+    async def prefetch() -> Sequence[tuple[SubQuery, Sequence[Hit]]]:
         order.append("lists")
         return await lists()
 
