@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from memory_orchestrator.backends import base, embedded
-from memory_orchestrator.backends.base import dispatching
+from memory_orchestrator.backends.base import MemoryBackend, dispatching
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters, SearchHit
 from memory_orchestrator.pipeline import retriever
@@ -152,6 +153,21 @@ def _listed(memory_ids: list[str], backend: EmbeddedBackend) -> Prefetch:
     return fetch
 
 
+def _bounded(
+    backend: MemoryBackend, subqueries: list[SubQuery], prefetch: Prefetch, **options: Any
+) -> Retrieval:
+    """`retrieve` (per_query 5, a minute's timeout) within a 30 s bound on a hang: not a speed
+    assertion."""
+
+    async def main() -> Retrieval:
+        with anyio.fail_after(30):
+            return await retrieve(
+                backend, subqueries, per_query=5, timeout_s=60, prefetch=prefetch, **options
+            )
+
+    return anyio.run(main)
+
+
 def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_in(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
@@ -160,18 +176,9 @@ def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_
     backend, ids = chain
     stuck = FaultyBackend(backend, {"search": "hang"})
 
-    async def main() -> Retrieval:
-        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
-            return await retrieve(
-                stuck,
-                [SubQuery("topic3")],
-                per_query=5,
-                timeout_s=60,
-                prefetch=_listed([ids[7]], backend),
-                list_budget_s=0,
-            )
-
-    got = anyio.run(main)
+    got = _bounded(
+        stuck, [SubQuery("topic3")], prefetch=_listed([ids[7]], backend), list_budget_s=0
+    )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
     assert got.failed == 1
     assert any("not in 0s after the start and was left out" in n for n in got.notes), got.notes
@@ -232,18 +239,9 @@ def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
         order.append("lists")
         return await lists()
 
-    async def main() -> Retrieval:
-        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
-            return await retrieve(
-                backend,
-                [SubQuery("topic3"), SubQuery("topic4")],
-                per_query=5,
-                timeout_s=60,
-                prefetch=prefetch,
-                dispatching=True,
-            )
-
-    got = anyio.run(main)
+    got = _bounded(
+        backend, [SubQuery("topic3"), SubQuery("topic4")], prefetch=prefetch, dispatching=True
+    )
     assert order[:3] == ["dispatched", "dispatched", "lists"], order
     assert {ids[3], ids[4], ids[7]} <= {c.memory.id for c in got.candidates}
 
@@ -257,17 +255,8 @@ def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
     monkeypatch.setattr(retriever, "DISPATCH_WAIT_S", 3600.0)
     faulty = FaultyBackend(backend, {"search": "error"})
 
-    async def main() -> Retrieval:
-        with anyio.fail_after(30):  # a bound on a hang, not a speed assertion
-            return await retrieve(
-                faulty,
-                [SubQuery("topic3")],
-                per_query=5,
-                timeout_s=60,
-                prefetch=_listed([ids[7]], backend),
-                dispatching=True,
-            )
-
-    got = anyio.run(main)
+    got = _bounded(
+        faulty, [SubQuery("topic3")], prefetch=_listed([ids[7]], backend), dispatching=True
+    )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
     assert got.failed == 1
