@@ -10,6 +10,8 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.derived import indexes
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.models import (
+    LOCAL_SOURCE,
+    SEMANTIC_SOURCE,
     ContextRequest,
     MemoryType,
     NewMemory,
@@ -131,3 +133,37 @@ def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
         await broken.close()
 
     anyio.run(degraded)
+
+
+def test_each_candidates_similarity_is_the_indexes_whichever_list_found_it(
+    loaded: Settings,
+) -> None:
+    """The similarities of the derived lists' memories are worked out while the store's
+    searches run, the others' after: each candidate's is still the index's own cosine for it,
+    found by the store's search or by the derived lists alone."""
+    o = orchestrator(loaded, semantic=True)
+    query = "revenue in Europe and a dog playing outside"
+
+    async def main() -> None:
+        await o.search(SearchRequest(query=query))  # the indexes loaded
+        pack = await o.context(ContextRequest(query=query))
+        trace = o.trace(pack.trace_id)
+        assert trace is not None
+        index = o._indexes._semantic
+        assert index is not None
+        found = {c.id: c for c in trace.candidates}
+        memories = await o._store.get_memories(list(found))
+        expected = index.similarities(query, memories)
+        derived = {LOCAL_SOURCE, SEMANTIC_SOURCE}
+        by_store = [c for c in found.values() if any(s.query not in derived for s in c.sources)]
+        by_lists_only = [
+            c for c in found.values() if c.sources and {s.query for s in c.sources} <= derived
+        ]
+        assert by_store
+        assert by_lists_only  # (the local index's list and the semantic one)
+        for c in found.values():
+            assert c.breakdown is not None
+            assert c.breakdown.semantic == expected.get(c.id), c.id
+        await o.close()
+
+    anyio.run(main)

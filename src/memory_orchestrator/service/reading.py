@@ -53,7 +53,7 @@ from memory_orchestrator.pipeline.reranker import (
     slot_neighbors,
     with_reasons,
 )
-from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.pipeline.retriever import Hit, SubQuery, retrieve
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.learned import load_learned_cached
@@ -238,9 +238,20 @@ class ReadPath:
         # the semantic ranking (a product with every memory's vector) on its worker thread,
         # while the store searches and the local index works on this one
         self._indexes.rank_ahead(run.indexes, run.query)
-        prefetch = partial(
+        lists = partial(
             self._indexes.candidate_lists, run.indexes, run.query, run.req.filters, trace
         )
+        ahead: dict[str, float] = {}
+
+        async def prefetch() -> Sequence[tuple[SubQuery, Sequence[Hit]]]:
+            found = await lists()
+            if run.indexes.semantic is not None:
+                # the lists' memories' similarities now, while the store's searches run
+                # (the event loop's thread would otherwise wait for them)
+                memories = {h.memory.id: h.memory for _, hits in found for h in hits}
+                ahead.update(run.indexes.semantic.similarities(run.query, [*memories.values()]))
+            return found
+
         got = await retrieve(
             self._store,
             self._subqueries(plan, run.req.filters),
@@ -256,9 +267,11 @@ class ReadPath:
         trace.notes.extend(got.notes)
         trace.timings_ms["retrieve"] = ms_since(run.started)
         run.candidates = got.candidates
-        run.ctx = _with_semantic(
-            self.rank_context(plan, run.now, trace), run.indexes.semantic, run.query, run.candidates
-        )
+        ctx = self.rank_context(plan, run.now, trace)
+        if ahead:  # (only the candidates': the same keys and values as one call over them)
+            known = {i: ahead[i] for i in (c.memory.id for c in run.candidates) if i in ahead}
+            ctx = replace(ctx, semantic=known)
+        run.ctx = _with_semantic(ctx, run.indexes.semantic, run.query, run.candidates)
 
     async def _widen(self, run: _Pass, plan: QueryPlan) -> None:
         """Context neighbours from the store, then from the local index."""
