@@ -51,14 +51,46 @@ def weighted_total(
     duplicate_penalty: float = 0.0,
     noise_penalty: float = 0.0,
 ) -> float:
+    return _total(
+        _weight_terms(weights),
+        relevance,
+        recency,
+        graph,
+        type_match,
+        cross_reference,
+        duplicate_penalty,
+        noise_penalty,
+    )
+
+
+_Terms = tuple[float, float, float, float, float, float, float]
+
+
+def _weight_terms(w: Weights) -> _Terms:
+    """The weights in the formula's order (read once per request on the hot path)."""
+    return (w.relevance, w.recency, w.graph, w.type_match, w.cross_reference, w.duplicate, w.noise)
+
+
+def _total(
+    w: _Terms,
+    relevance: float,
+    recency: float,
+    graph: float,
+    type_match: float,
+    cross_reference: float,
+    duplicate_penalty: float,
+    noise_penalty: float,
+) -> float:
+    """The formula, term by term in its order (so a sum is the same to the last bit)."""
+    w_relevance, w_recency, w_graph, w_type, w_xref, w_duplicate, w_noise = w
     return (
-        weights.relevance * relevance
-        + weights.recency * recency
-        + weights.graph * graph
-        + weights.type_match * type_match
-        + weights.cross_reference * cross_reference
-        - weights.duplicate * duplicate_penalty
-        - weights.noise * noise_penalty
+        w_relevance * relevance
+        + w_recency * recency
+        + w_graph * graph
+        + w_type * type_match
+        + w_xref * cross_reference
+        - w_duplicate * duplicate_penalty
+        - w_noise * noise_penalty
     )
 
 
@@ -271,17 +303,9 @@ class _Scorer:
     request) is read once, not once a candidate."""
 
     def __init__(self, ctx: RankContext, explain: bool) -> None:
-        settings, w = ctx.settings, ctx.settings.weights
+        settings = ctx.settings
         self.ctx, self.explain, self.dump = ctx, explain, ctx.weights_dump
-        self.weights = (
-            w.relevance,
-            w.recency,
-            w.graph,
-            w.type_match,
-            w.cross_reference,
-            w.duplicate,
-            w.noise,
-        )
+        self.weights = _weight_terms(settings.weights)
         self.gate = settings.xref_gate  # the boost counts in proportion to own relevance
         self.preferred = ctx.plan.preferred_types
         self.semantic = ctx.semantic
@@ -298,24 +322,14 @@ class _Scorer:
         xref: tuple[float, str | None],
     ) -> Scored:
         memory = c.memory
-        recency, recency_reason = self._recency(memory)
+        recency, recency_reason = _recency_at(memory, self.now, self.window, self.half_lives)
         graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
-        preferred = self.preferred
-        type_match = (1.0 if memory.type in preferred else 0.0) if preferred else 0.5
+        type_match = _type_match(memory.type, self.preferred)
         noise = _noise(c, lexical)
         gate = self.gate
         cross = (1.0 - gate + gate * relevance) * xref[0]
-        w_relevance, w_recency, w_graph, w_type, w_xref, w_duplicate, w_noise = self.weights
-        # `weighted_total`, term by term in its order (no duplicate penalty yet)
-        total = (
-            w_relevance * relevance
-            + w_recency * recency
-            + w_graph * graph
-            + w_type * type_match
-            + w_xref * cross
-            - w_duplicate * 0.0
-            - w_noise * noise
-        )
+        # (no duplicate penalty yet: the deduper gives it)
+        total = _total(self.weights, relevance, recency, graph, type_match, cross, 0.0, noise)
         semantic = self.semantic.get(memory.id) if self.semantic else None
         signals = (lexical, store, recency, graph, type_match, cross, noise, semantic)
         reasons: tuple[str, ...] = ()
@@ -324,20 +338,6 @@ class _Scorer:
                 _reasons(c, self.ctx.plan, lexical, recency_reason, xref[1], noise, semantic)
             )
         return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons)
-
-    def _recency(self, memory: Memory) -> tuple[float, str | None]:
-        """`_recency`, with the request's moment and settings read once."""
-        created = memory.created_at
-        if created is None:
-            return 0.5, None
-        if self.window is not None:
-            return _window_score(to_utc(created), self.window)
-        half_life = self.half_lives.get(memory.type)
-        if half_life is None:
-            return 1.0, None
-        age_days = max(0.0, (self.now - to_utc(created)).total_seconds() / _DAY)
-        score = 0.5 ** (age_days / half_life)
-        return score, (_age_reason(age_days, half_life) if score >= 0.5 else None)
 
 
 def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
@@ -390,16 +390,26 @@ def _xref(
 
 
 def _recency(c: Candidate, ctx: RankContext) -> tuple[float, str | None]:
-    created = c.memory.created_at
+    return _recency_at(c.memory, to_utc(ctx.now), ctx.plan.time_window, ctx.settings.half_life_days)
+
+
+def _recency_at(
+    memory: Memory,
+    now: datetime,
+    window: TimeRange | None,
+    half_lives: Mapping[MemoryType, float | None],
+) -> tuple[float, str | None]:
+    """1 inside an asked time window (fading outside it); else halving every half-life of its
+    type (`now` in UTC); 0.5 without a time."""
+    created = memory.created_at
     if created is None:
         return 0.5, None
-    window = ctx.plan.time_window
     if window is not None:
         return _window_score(to_utc(created), window)
-    half_life = ctx.settings.half_life_days.get(c.memory.type)
+    half_life = half_lives.get(memory.type)
     if half_life is None:
         return 1.0, None
-    age_days = max(0.0, (to_utc(ctx.now) - to_utc(created)).total_seconds() / _DAY)
+    age_days = max(0.0, (now - to_utc(created)).total_seconds() / _DAY)
     score = 0.5 ** (age_days / half_life)
     return score, (_age_reason(age_days, half_life) if score >= 0.5 else None)
 

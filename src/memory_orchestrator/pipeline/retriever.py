@@ -82,8 +82,7 @@ async def retrieve(
     (`backends.base.DispatchingBackend`); `prefetch` then waits for that (at most
     `DISPATCH_WAIT_S`), so that its Python runs while the database searches: a store's worker
     thread needs Python's lock for its own Python first, which this thread would hold."""
-    calls = _Calls(backend, per_query, timeout_s, max_chars, list_budget_s)
-    calls.dispatching = dispatching
+    calls = _Calls(backend, per_query, timeout_s, max_chars, list_budget_s, dispatching)
     await calls.run(subqueries, prefetch)
     notes = calls.notes
     for sub in subqueries:
@@ -111,24 +110,22 @@ class _Calls:
         timeout_s: float,
         max_chars: int | None,
         list_budget_s: float | None,
+        dispatching: bool,
     ) -> None:
         self.backend, self.per_query, self.timeout_s = backend, per_query, timeout_s
-        self.max_chars, self.budget = max_chars, list_budget_s
+        self.max_chars, self.budget, self.dispatching = max_chars, list_budget_s, dispatching
         self.results: list[list[SearchHit] | None] = []
         self.notes: list[str] = []
         self.prefetched: list[tuple[SubQuery, Sequence[Hit]]] = []
         self._running: dict[int, anyio.CancelScope] = {}
         self._started = 0.0
         self._cut_at = math.inf  # once the prefetched lists are in: when store calls stop
-        self.dispatching = False
         self._dispatched: set[int] = set()  # the searches whose statement went to the store
         self._all_dispatched = anyio.Event()
-        self._count = 0
 
     async def run(self, subqueries: Sequence[SubQuery], prefetch: Prefetch | None) -> None:
         self.results = [None] * len(subqueries)
         self._started = anyio.current_time()
-        self._count = len(subqueries)
         async with anyio.create_task_group() as group:
             # the store's searches first: they wait in worker threads (the store's own I/O)
             # while `prefetch` does its work on this one
@@ -187,7 +184,7 @@ class _Calls:
 
     def _seen(self, index: int) -> None:
         self._dispatched.add(index)
-        if len(self._dispatched) >= self._count:
+        if len(self._dispatched) >= len(self.results):
             self._all_dispatched.set()
 
     async def _other(self, fetch: Prefetch) -> None:
@@ -195,7 +192,7 @@ class _Calls:
         still running at `list_budget_s` after the start are stopped then (at once when that
         moment has passed): their scopes get that deadline. With a `dispatching` store, the
         lists are made once its searches are in its database's hands (or have ended)."""
-        if self.dispatching and self._count:
+        if self.dispatching and self.results:
             with anyio.move_on_after(DISPATCH_WAIT_S):
                 await self._all_dispatched.wait()
         self.prefetched.extend(await fetch())

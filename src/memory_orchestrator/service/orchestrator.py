@@ -130,8 +130,15 @@ class Orchestrator:
         self._indexes = DerivedIndexes(
             lister, store, calls, settings, version=watch.data_version if watch else None
         )
-        self._reads = ReadPath(store, settings, self._recorder, self._indexes, entities, clock)
-        self._reads.dispatching = dispatching(backend)
+        self._reads = ReadPath(
+            store,
+            settings,
+            self._recorder,
+            self._indexes,
+            entities,
+            clock,
+            dispatching=dispatching(backend),
+        )
         self._expands = ExpandPath(store, settings, self._recorder, calls, entities, clock)
         self._writes = WritePath(
             store,

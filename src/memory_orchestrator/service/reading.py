@@ -128,13 +128,16 @@ class ReadPath:
         indexes: DerivedIndexes,
         entities: KnownEntities,
         clock: Callable[[], datetime],
+        *,
+        dispatching: bool = False,
     ) -> None:
         # `settings` is read at each run (retrieval, expansion, ranking, dedup, local_index,
         # limits), so a changed setting takes effect on the next request.
         self._store, self._settings, self._recorder = store, settings, recorder
         self._indexes, self._entities, self._clock = indexes, entities, clock
-        # the store says when its searches reach its database (`DispatchingBackend`)
-        self.dispatching = False
+        # `dispatching`: the store says when its searches reach its database
+        # (`DispatchingBackend`)
+        self._dispatching = dispatching
 
     async def run(self, req: ReadRequest, *, finish: bool = True) -> ReadOutcome:
         """Plan, retrieve, widen, expand and rank. With `finish=False` the caller finishes the
@@ -261,7 +264,7 @@ class ReadPath:
             prefetch=prefetch,
             max_chars=self._settings.limits.max_query_chars,
             list_budget_s=ret.list_budget_s or None,
-            dispatching=self.dispatching,
+            dispatching=self._dispatching,
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
