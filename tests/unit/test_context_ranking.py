@@ -198,6 +198,7 @@ def test_length_normalization_lowers_a_long_memorys_chance_match_only() -> None:
 def test_a_name_the_content_contradicts_loses_its_boost() -> None:
     """A question may name the wrong person: when someone else's memory matches it much
     better, the named person's memories keep only the boost everyone gets."""
+    from memory_orchestrator.pipeline.relevance import words_of
     from memory_orchestrator.pipeline.reranker import _name_trust
 
     caroline = candidate(memory("c", "Caroline: I went hiking", entities=("Caroline",)), rank=2)
@@ -206,6 +207,8 @@ def test_a_name_the_content_contradicts_loses_its_boost() -> None:
         rank=1,
     )
     relevance = {"c": 0.2, "m": 0.9}
-    assert _name_trust([caroline, melanie], relevance, {"caroline"}, 0.0) == 1.0
-    assert _name_trust([caroline, melanie], relevance, {"caroline"}, 4.0) < 0.01
-    assert _name_trust([caroline, melanie], relevance, {"melanie"}, 4.0) == 1.0
+    both = [caroline, melanie]
+    words = [words_of(c.memory) for c in both]
+    assert _name_trust(both, words, relevance, {"caroline"}, 0.0) == 1.0
+    assert _name_trust(both, words, relevance, {"caroline"}, 4.0) < 0.01
+    assert _name_trust(both, words, relevance, {"melanie"}, 4.0) == 1.0

@@ -80,6 +80,17 @@ def test_around_gives_the_neighbours_in_time_of_known_memories() -> None:
     assert "nope" not in around
 
 
+def test_around_follows_the_index_when_a_text_changes_or_a_memory_comes_in_between() -> None:
+    index = LocalIndex()
+    index.add(CHAT)
+    assert [m.content for m in index.around(["t3"])["t3"]] == [CHAT[1].content, CHAT[3].content]
+    edited = turn("t2", "Mel: the sunset painting is finished", 2)
+    index.add([edited, turn("t3b", "Car: it met at noon", 3)])  # t3b: after t3, before t4
+    around = index.around(["t3", "t1"])
+    assert [m.content for m in around["t3"]] == [edited.content, "Car: it met at noon"]
+    assert [m.content for m in around["t1"]] == [edited.content]
+
+
 def test_a_hybrid_with_meaning_can_bring_in_a_memory_sharing_no_word() -> None:
     index = LocalIndex(context_weight=0.0)
     index.add(CHAT)

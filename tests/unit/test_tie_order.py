@@ -69,3 +69,31 @@ def test_expansion_keeps_the_stores_nearest_first_order_among_equal_weights() ->
     limits = ExpansionLimits(hops=1, edge_types=("temporal",), fanout=1, max_new=5, timeout_s=5)
     grown = anyio.run(lambda: expand(store, ["seed"], limits))  # type: ignore[arg-type]
     assert [c.memory.id for c in grown.candidates] == ["mem_z"]
+
+
+def test_best_first_orders_as_one_sort_by_score_then_tie_order() -> None:
+    """`best_first` works out the tie order only where scores tie; the order it gives is
+    the one sort by (-score, tie order) gives, on runs of ties of every length."""
+    import random
+
+    from memory_orchestrator.pipeline.reranker import best_first, tie_order
+
+    draw = random.Random(7)
+    for _ in range(200):
+        items = [
+            (
+                draw.choice([0.0, -0.0, 0.25, 0.5, 0.5000001, 1.0]),
+                memory(
+                    f"m{draw.randrange(5)}",
+                    draw.choice(["a", "b"]),
+                    created_at=draw.choice([None, EARLY, LATE]),
+                ),
+            )
+            for _ in range(draw.randrange(12))
+        ]
+        expected = sorted(items, key=lambda i: (-i[0], *tie_order(i[1])))
+        got = list(items)
+        best_first(got, lambda i: i[0], lambda i: i[1])
+        assert [(s, m.id, m.content, m.created_at) for s, m in got] == [
+            (s, m.id, m.content, m.created_at) for s, m in expected
+        ]

@@ -88,6 +88,7 @@ class LocalIndex:
         self._position: dict[str, int] = {}
         self._session: list[int] = []  # per position in `_order`: the run of memories it is in
         self._last_time: datetime | None = None  # the last known time in `_order`
+        self._around: dict[str, tuple[Memory, ...]] = {}  # `around`'s answers, until a change
 
     def __len__(self) -> int:
         return len(self._memories)
@@ -149,6 +150,7 @@ class LocalIndex:
         if self._changed or self._main is None or not self._append():
             self._build()
         self._fresh, self._changed, self._dirty = [], False, False
+        self._around = {}
 
     def _key(self, memory: Memory) -> tuple[datetime, int]:
         return (to_utc(memory.created_at) if memory.created_at else _NO_TIME, self._seq[memory.id])
@@ -227,19 +229,24 @@ class LocalIndex:
         self._norm = self.k1 * (1 - self.b + self.b * length / average)
 
     def around(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
-        """The memories just before and after each of `ids` in time (those it knows)."""
+        """The memories just before and after each of `ids` in time (those it knows); each
+        one's kept until the index changes (the same candidates come back question after
+        question)."""
         self.prepare()
         out: dict[str, list[Memory]] = {}
+        known = self._around
         for memory_id in ids:
-            i = self._position.get(memory_id)
-            if i is None:
-                continue
-            near = [
-                self._order[j]
-                for j in (i - 1, i + 1)
-                if 0 <= j < len(self._order) and self._session[j] == self._session[i]
-            ]
-            out[memory_id] = [self._memories[n] for n in near]
+            near = known.get(memory_id)
+            if near is None:
+                i = self._position.get(memory_id)
+                if i is None:
+                    continue
+                near = known[memory_id] = tuple(
+                    self._memories[self._order[j]]
+                    for j in (i - 1, i + 1)
+                    if 0 <= j < len(self._order) and self._session[j] == self._session[i]
+                )
+            out[memory_id] = list(near)
         return out
 
     def search(

@@ -15,7 +15,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import Dropped, DropReason, ScoredItem
-from memory_orchestrator.pipeline.reranker import tie_order, with_penalties
+from memory_orchestrator.pipeline.reranker import best_first, with_penalties
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 
@@ -100,7 +100,7 @@ def dedupe(
         )
         kept.append(item)
         keys.append(key)
-    kept.sort(key=lambda i: (-i.score, *tie_order(i.candidate.memory)))
+    best_first(kept, lambda i: i.score, lambda i: i.candidate.memory)
     return Dedup(items=kept, dropped=dropped)
 
 

@@ -23,7 +23,7 @@ from memory_orchestrator.models import (
     QuestionType,
 )
 from memory_orchestrator.settings import RankingSettings
-from memory_orchestrator.text import term_set
+from memory_orchestrator.text import content_word_count, term_set
 
 _ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
 
@@ -75,11 +75,14 @@ class RankContext:
 
 
 def relevance_scores(
-    candidates: Sequence[Candidate], ctx: RankContext
+    candidates: Sequence[Candidate], ctx: RankContext, words: Sequence[Words] | None = None
 ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """Per candidate: own term match, relevance, and the store signal it was blended with."""
+    """Per candidate: own term match, relevance, and the store signal it was blended with.
+    `words`: each candidate's `words_of`, in order, when the caller has them already."""
     settings = ctx.settings
-    lexical = _lexicals(candidates, ctx)
+    if words is None:
+        words = [words_of(c.memory) for c in candidates]
+    lexical = _lexicals(candidates, ctx, words)
     store = _store_signal(candidates, settings.store_score_share)
     share = settings.lexical_share
     relevance = {
@@ -117,11 +120,13 @@ def relevance_scores(
     return lexical, relevance, store
 
 
-def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, float]:
+def _lexicals(
+    candidates: Sequence[Candidate], ctx: RankContext, listed: Sequence[Words]
+) -> dict[str, float]:
     plan, settings = ctx.plan, ctx.settings
-    words = {c.memory.id: words_of(c.memory) for c in candidates}
+    words = {c.memory.id: w for c, w in zip(candidates, listed, strict=True)}
     idf = _idf(plan.terms, [w.terms for w in words.values()])
-    entity_weights = _entity_weights(plan, candidates, settings.common_entity_share)
+    entity_weights = _entity_weights(plan, listed, settings.common_entity_share)
     window, b = settings.context_window, settings.length_norm
     average = sum(len(w.terms) for w in words.values()) / len(words) if words else 0.0
     match = _TermMatch(plan, idf, entity_weights, window)
@@ -131,13 +136,21 @@ def _lexicals(candidates: Sequence[Candidate], ctx: RankContext) -> dict[str, fl
         memory_id = c.memory.id
         near: frozenset[str] = frozenset()
         if memory_id in around:
-            near = term_set(" ".join(m.content for m in around[memory_id]))
+            near = _near_terms(around[memory_id])
         own = words[memory_id]
         # BM25's length normalization, as a penalty only: a long memory covers more of the
         # query's words by chance than a short one
         norm = min(1.0, 1.0 / (1 - b + b * len(own.terms) / average)) if b > 0 and average else 1.0
         lexical[memory_id] = match.score(own, near, norm)
     return lexical
+
+
+def _near_terms(memories: Sequence[Memory]) -> frozenset[str]:
+    """The terms of the memories next to one in time: each text's own (cached: neighbours
+    recur question after question, their combinations much less), together; the same set
+    as the terms of their texts joined (no term spans two texts)."""
+    sets = [term_set(m.content) for m in memories]
+    return sets[0] if len(sets) == 1 else frozenset().union(*sets)
 
 
 def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
@@ -193,11 +206,14 @@ def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
 @dataclass(frozen=True, slots=True)
 class Words:
     """What ranking reads from a memory's text, worked out once per text: its stemmed
-    terms (entities included), and its text and entities case-folded."""
+    terms (entities included), its text and entities case-folded, each entity with its
+    case-folded form (in the memory's order), and how many content words it has."""
 
     terms: frozenset[str]
     text: str
     entities: frozenset[str]
+    pairs: tuple[tuple[str, str], ...]
+    content_words: int
 
 
 def words_of(memory: Memory) -> Words:
@@ -206,10 +222,13 @@ def words_of(memory: Memory) -> Words:
 
 @lru_cache(maxsize=32_768)
 def _words(content: str, entities: tuple[str, ...]) -> Words:
+    pairs = tuple((e, e.casefold()) for e in entities)
     return Words(
         term_set(content + " " + " ".join(entities)),
         content.casefold(),
-        frozenset(e.casefold() for e in entities),
+        frozenset(folded for _, folded in pairs),
+        pairs,
+        content_word_count(content),
     )
 
 
@@ -267,16 +286,16 @@ class _TermMatch:
 
 
 def _entity_weights(
-    plan: QueryPlan, candidates: Sequence[Candidate], common_share: float
+    plan: QueryPlan, folded: Sequence[Words], common_share: float
 ) -> dict[str, float]:
     """Weight of each query entity in the term match: 1, or for an entity carried by more
-    than `common_share` of the candidates (a conversation's participant, found in most of
-    them), its rarity among them, so that it cannot bury the other participant's turns."""
+    than `common_share` of the candidates (`folded`: their words; a conversation's
+    participant, found in most of them), its rarity among them, so that it cannot bury the
+    other participant's turns."""
     weights = {e.casefold(): 1.0 for e in plan.entities}
-    if common_share >= 1.0 or not weights or not candidates:
+    if common_share >= 1.0 or not weights or not folded:
         return weights
-    n = len(candidates)
-    folded = [words_of(c.memory) for c in candidates]
+    n = len(folded)
     for entity in weights:
         carried = sum(1 for w in folded if entity in w.entities or entity in w.text)
         if carried / n > common_share:

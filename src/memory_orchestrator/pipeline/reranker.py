@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import overload
+from typing import TypeVar, overload
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -28,9 +28,13 @@ from memory_orchestrator.models import (
     TimeRange,
     to_utc,
 )
-from memory_orchestrator.pipeline.relevance import RankContext, relevance_scores, words_of
+from memory_orchestrator.pipeline.relevance import (
+    RankContext,
+    Words,
+    relevance_scores,
+    words_of,
+)
 from memory_orchestrator.settings import Weights
-from memory_orchestrator.text import content_word_count
 
 _DAY = 86_400.0
 RECENT_DAYS = 14  # "recent" in a reason: at most this many days old
@@ -38,6 +42,8 @@ _SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks
 _XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
 _DERIVED_LISTS = {SEMANTIC_SOURCE: "semantic index", LOCAL_SOURCE: "local index"}
 _CLOSE_IN_MEANING = 0.5  # cosine from which "close in meaning" is worth saying
+
+T = TypeVar("T")
 
 
 def weighted_total(
@@ -202,22 +208,25 @@ def rank(
     """`rerank` as plain rows (see `Scored`): the same scores, the same order."""
     if not candidates:
         return []
-    lexical, relevance, store = relevance_scores(candidates, ctx)
-    entity_counts = _xref_counts(candidates, ctx)
+    words = [words_of(c.memory) for c in candidates]
+    lexical, relevance, store = relevance_scores(candidates, ctx, words)
+    entity_counts = _xref_counts(words, ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
-    trust = _name_trust(candidates, relevance, query_entities, ctx.settings.name_trust_power)
+    power = ctx.settings.name_trust_power
+    trust = _name_trust(candidates, words, relevance, query_entities, power)
     score = _Scorer(ctx, reasons)
     rows = [
         score(
             c,
+            w,
             lexical[c.memory.id],
             relevance[c.memory.id],
             store.get(c.memory.id, 0.0),
-            _xref(c, entity_counts, query_entities, trust),
+            _xref(w, entity_counts, query_entities, trust),
         )
-        for c in candidates
+        for c, w in zip(candidates, words, strict=True)
     ]
-    rows.sort(key=lambda row: (-row.total, *tie_order(row.candidate.memory)))
+    best_first(rows, lambda row: row.total, lambda row: row.candidate.memory)
     return rows
 
 
@@ -226,13 +235,13 @@ def with_reasons(
 ) -> list[ScoredItem]:
     """`items` (scored by `rerank(..., reasons=False)` over `candidates`) with the reasons
     `rerank` would have given them, ahead of any a later stage added (the deduper's)."""
-    entity_counts = _xref_counts(candidates, ctx)
+    entity_counts = _xref_counts([words_of(c.memory) for c in candidates], ctx)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     out = []
     for item in items:
         c, b = item.candidate, item.breakdown
         _, recency_reason = _recency(c, ctx)
-        _, xref_entity = _xref(c, entity_counts, query_entities)
+        _, xref_entity = _xref(words_of(c.memory), entity_counts, query_entities)
         own = _reasons(
             c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty, b.semantic
         )
@@ -240,11 +249,12 @@ def with_reasons(
     return out
 
 
-def _xref_counts(candidates: Sequence[Candidate], ctx: RankContext) -> Counter[str]:
-    entity_counts = _entity_counts(candidates)
+def _xref_counts(words: Sequence[Words], ctx: RankContext) -> Counter[str]:
+    """How many candidates (`words`: theirs) carry each entity, case-folded."""
+    entity_counts = _entity_counts(words)
     common_share = ctx.settings.common_entity_share
     if common_share < 1.0:  # participants earn no cross-reference boost
-        limit = common_share * len(candidates)
+        limit = common_share * len(words)
         entity_counts = Counter({e: n for e, n in entity_counts.items() if n <= limit})
     return entity_counts
 
@@ -288,13 +298,34 @@ def tie_order(memory: Memory) -> tuple[float, str, str]:
     return (-to_utc(created).timestamp() if created else math.inf, memory.content, memory.id)
 
 
+def best_first(items: list[T], score: Callable[[T], float], memory: Callable[[T], Memory]) -> None:
+    """Sort `items` in place, highest `score` first, equal scores in `tie_order`: the order
+    of `items.sort(key=lambda i: (-score(i), *tie_order(memory(i))))`, with `tie_order`
+    (a timestamp, on the hot path three times a request) worked out only where scores tie."""
+    scores = [score(i) for i in items]
+    # (stable, like the one sort: a reversed sort keeps equal items in their order)
+    order = sorted(range(len(items)), key=scores.__getitem__, reverse=True)
+    ranked = [items[i] for i in order]
+    start = 0
+    while start < len(order):
+        end, value = start + 1, scores[order[start]]
+        while end < len(order) and scores[order[end]] == value:
+            end += 1
+        if end - start > 1:
+            ranked[start:end] = sorted(ranked[start:end], key=lambda i: tie_order(memory(i)))
+        start = end
+    items[:] = ranked
+
+
 def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]:
     """Ids ordered by relevance alone: the cheap ordering used to pick expansion seeds."""
     if not candidates:
         return []
     _, relevance, _ = relevance_scores(candidates, ctx)
     memories = {c.memory.id: c.memory for c in candidates}
-    return sorted(relevance, key=lambda i: (-relevance[i], *tie_order(memories[i])))
+    ids = list(relevance)
+    best_first(ids, relevance.__getitem__, memories.__getitem__)
+    return ids
 
 
 class _Scorer:
@@ -316,6 +347,7 @@ class _Scorer:
     def __call__(
         self,
         c: Candidate,
+        words: Words,
         lexical: float,
         relevance: float,
         store: float,
@@ -325,7 +357,7 @@ class _Scorer:
         recency, recency_reason = _recency_at(memory, self.now, self.window, self.half_lives)
         graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
         type_match = _type_match(memory.type, self.preferred)
-        noise = _noise(c, lexical)
+        noise = _noise(c, lexical, words.content_words)
         gate = self.gate
         cross = (1.0 - gate + gate * relevance) * xref[0]
         # (no duplicate penalty yet: the deduper gives it)
@@ -340,16 +372,17 @@ class _Scorer:
         return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons)
 
 
-def _entity_counts(candidates: Sequence[Candidate]) -> Counter[str]:
+def _entity_counts(words: Sequence[Words]) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for c in candidates:
-        for entity in words_of(c.memory).entities:
+    for w in words:
+        for entity in w.entities:
             counts[entity] += 1
     return counts
 
 
 def _name_trust(
     candidates: Sequence[Candidate],
+    words: Sequence[Words],
     relevance: Mapping[str, float],
     query_entities: set[str],
     power: float,
@@ -364,8 +397,8 @@ def _name_trust(
     named = max(
         (
             relevance.get(c.memory.id, 0.0)
-            for c in candidates
-            if not query_entities.isdisjoint(words_of(c.memory).entities)
+            for c, w in zip(candidates, words, strict=True)
+            if not query_entities.isdisjoint(w.entities)
         ),
         default=0.0,
     )
@@ -373,17 +406,18 @@ def _name_trust(
 
 
 def _xref(
-    c: Candidate, counts: Counter[str], query_entities: set[str], trust: float = 1.0
+    words: Words, counts: Counter[str], query_entities: set[str], trust: float = 1.0
 ) -> tuple[float, str | None]:
-    """Entities this memory shares with other results (Memory Fabric's cross-reference boost);
-    an entity the question names counts double, as far as the name is trusted."""
+    """Entities this memory (`words`: its words) shares with other results (Memory Fabric's
+    cross-reference boost); an entity the question names counts double, as far as the name
+    is trusted."""
     best, best_entity = 0.0, None
-    for entity in c.memory.entities:
-        others = counts[entity.casefold()] - 1
+    for entity, folded in words.pairs:
+        others = counts.get(folded, 0) - 1
         if others <= 0:
             continue
         value = min(1.0, others / _XREF_SATURATION)
-        value *= 0.5 + 0.5 * trust if entity.casefold() in query_entities else 0.5
+        value *= 0.5 + 0.5 * trust if folded in query_entities else 0.5
         if value > best:
             best, best_entity = value, entity
     return best, best_entity
@@ -439,12 +473,12 @@ def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
     return 1.0 if kind in preferred else 0.0
 
 
-def _noise(c: Candidate, lexical: float) -> float:
+def _noise(c: Candidate, lexical: float, content_words: int) -> float:
     if c.hops == 0 and lexical == 0.0 and not any(s.query == SEMANTIC_SOURCE for s in c.sources):
         # the store returned it, but it shares nothing with the question (a memory the
         # semantic index proposed is close in meaning: its list keeps only those)
         return 1.0
-    if content_word_count(c.memory.content) < _SHORT_WORDS:
+    if content_words < _SHORT_WORDS:
         return 0.5
     return 0.0
 

@@ -21,7 +21,7 @@ from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, Source
 from memory_orchestrator.pipeline.filters import missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
-from memory_orchestrator.pipeline.reranker import tie_order
+from memory_orchestrator.pipeline.reranker import best_first
 from memory_orchestrator.text import cut_at_word
 
 
@@ -219,5 +219,5 @@ def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[C
         Candidate(memory=memory, sources=tuple(sources), fused_score=fused[i])
         for i, (memory, sources) in found.items()
     ]
-    candidates.sort(key=lambda c: (-c.fused_score, *tie_order(c.memory)))
+    best_first(candidates, lambda c: c.fused_score, lambda c: c.memory)
     return candidates
