@@ -224,7 +224,9 @@ def words_of(memory: Memory) -> Words:
 def _words(content: str, entities: tuple[str, ...]) -> Words:
     pairs = tuple((e, e.casefold()) for e in entities)
     return Words(
-        term_set(content + " " + " ".join(entities)),
+        # (the terms of the text and its entities joined: a neighbour's own text shares the
+        # cache entry, see `_near_terms`)
+        term_set(content) | term_set(" ".join(entities)),
         content.casefold(),
         frozenset(folded for _, folded in pairs),
         pairs,
