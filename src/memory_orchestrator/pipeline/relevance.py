@@ -134,23 +134,16 @@ def _lexicals(
     lexical: dict[str, float] = {}
     for c in candidates:
         memory_id = c.memory.id
-        near: frozenset[str] = frozenset()
-        if memory_id in around:
-            near = _near_terms(around[memory_id])
+        near: list[frozenset[str]] = []
+        if memory_id in around:  # (each text's terms, cached: neighbours recur question after
+            # question, their combinations much less; no term spans two texts)
+            near = [term_set(m.content) for m in around[memory_id]]
         own = words[memory_id]
         # BM25's length normalization, as a penalty only: a long memory covers more of the
         # query's words by chance than a short one
         norm = min(1.0, 1.0 / (1 - b + b * len(own.terms) / average)) if b > 0 and average else 1.0
         lexical[memory_id] = match.score(own, near, norm)
     return lexical
-
-
-def _near_terms(memories: Sequence[Memory]) -> frozenset[str]:
-    """The terms of the memories next to one in time: each text's own (cached: neighbours
-    recur question after question, their combinations much less), together; the same set
-    as the terms of their texts joined (no term spans two texts)."""
-    sets = [term_set(m.content) for m in memories]
-    return sets[0] if len(sets) == 1 else frozenset().union(*sets)
 
 
 def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
@@ -225,7 +218,7 @@ def _words(content: str, entities: tuple[str, ...]) -> Words:
     pairs = tuple((e, e.casefold()) for e in entities)
     return Words(
         # (the terms of the text and its entities joined: a neighbour's own text shares the
-        # cache entry, see `_near_terms`)
+        # cache entry, see `_lexicals`)
         term_set(content) | term_set(" ".join(entities)),
         content.casefold(),
         frozenset(folded for _, folded in pairs),
@@ -238,7 +231,7 @@ def _idf(query_terms: Sequence[str], docs: Sequence[frozenset[str]]) -> dict[str
     n = len(docs)
     idf = {}
     for term in query_terms:
-        df = sum(1 for d in docs if term in d)
+        df = len([d for d in docs if term in d])
         idf[term] = math.log(1.0 + (n + 1) / (df + 0.5))
     return idf
 
@@ -266,14 +259,18 @@ class _TermMatch:
             _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
         )
 
-    def score(self, own: Words, near: frozenset[str], norm: float) -> float:
+    def score(self, own: Words, near: Sequence[frozenset[str]], norm: float) -> float:
+        """`near`: the term sets of the memories next to it (a term in any counts)."""
         window, terms = self.window, own.terms
         found = 0.0  # (the same sum, in the same order, as sum() over the terms)
         for t, w in self.idf:
             if t in terms:
                 found += w
-            elif t in near:
-                found += w * window
+            else:
+                for other in near:
+                    if t in other:
+                        found += w * window
+                        break
         coverage = norm * found / self.total if self.total else 0.0
         if not self.entities:
             return coverage
