@@ -12,7 +12,10 @@ outside the timing (as an agent's pause between calls would), and prints its p50
 question's vector, and its semantic ranking while no vector changed, are then kept, as after
 an agent's memory_search on the question it then asks memory_context); `context_fresh_q` is
 `memory_context` direct on questions no other system asks, as an agent's new question each
-turn: the query's embedding is in its time. Not a test: it asserts nothing.
+turn: the query's embedding is in its time. Under the table, where `context_direct`'s p50
+falls: its calls that asked the question first (they embed it) against the others, and the
+others by their store calls (a search a subquery, plus the context neighbours' call). Not a
+test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
         [--keep DIR]  # reuse the stores and their vectors from an earlier run
@@ -115,10 +118,53 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> None:
+async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> Any:
     started = time.perf_counter()
-    await fn()
+    result = await fn()
     runs.append((time.perf_counter() - started) * 1000)
+    return result
+
+
+def _store_calls(
+    traces: TraceStore, questions: int, asked_new: set[str], calls: dict[str, list[int]]
+) -> dict[str, int]:
+    """Each system's store calls a request (added to `calls`), from the traces of the timed
+    calls; and every stored trace's store calls by trace id."""
+    stored = traces.recent(questions * 5)  # (newest first; a turn stores at most four)
+    for trace in stored[: questions * 4]:
+        key = {"search": "search_direct"}.get(trace.tool)
+        if trace.tool == "context":
+            key = "context_expanded" if trace.request.get("expand") else "context_direct"
+            if trace.request.get("query") in asked_new:
+                key = "context_fresh_q"
+        if key:
+            calls[key].append(trace.backend_calls)
+    return {t.trace_id: t.backend_calls for t in stored}
+
+
+def breakdown(direct: list[tuple[bool, float, int | None]]) -> dict[str, Any]:
+    """Where `context_direct`'s p50 falls: its calls that were the first of the turn to ask
+    the orchestrator the question (they embed it) against the others, and the others by the
+    store calls they made (a search per subquery, and the context neighbours' call)."""
+    first = [ms for asked_first, ms, _ in direct if asked_first]
+    after = [(ms, calls) for asked_first, ms, calls in direct if not asked_first]
+    by_calls: dict[str, list[float]] = {}
+    for ms, calls in after:
+        by_calls.setdefault(str(calls), []).append(ms)
+    return {
+        "asked_first": {"calls": len(first), "p50_ms": round(pct(first, 0.5), 3)} if first else {},
+        "after_another": {
+            "calls": len(after),
+            "p50_ms": round(pct([ms for ms, _ in after], 0.5), 3),
+            "p67_ms": round(pct([ms for ms, _ in after], 2 / 3), 3),
+        }
+        if after
+        else {},
+        "after_another_by_store_calls": {
+            calls: {"calls": len(runs), "p50_ms": round(pct(runs, 0.5), 3)}
+            for calls, runs in sorted(by_calls.items())
+        },
+    }
 
 
 async def settled(orch: Orchestrator) -> str:
@@ -165,6 +211,7 @@ async def bench_size(
         behind: dict[str, list[float]] = {k: [] for k in systems}
         flush = getattr(traces, "flush", lambda: None)  # (older trace stores wrote inline)
         asked_new = set(new_questions or ())
+        direct: list[tuple[bool, float, str]] = []  # asked first, ms, trace id
         started = time.perf_counter()
         await orch.context(ContextRequest(query=questions[0]))  # lists the store, builds
         first_s = time.perf_counter() - started
@@ -188,21 +235,18 @@ async def bench_size(
                 new = ContextRequest(query=new_questions[turn], expand=False)
                 order.append("context_fresh_q")
                 runs["context_fresh_q"] = partial(orch.context, new)
-            for name in order:
-                await timed(runs[name], systems[name])
+            for at, name in enumerate(order):
+                result = await timed(runs[name], systems[name])
+                if name == "context_direct":  # (first: no system before it embedded the question)
+                    first = all(n == "raw_search" for n in order[:at])
+                    direct.append((first, systems[name][-1], result.trace_id))
                 # Traces are stored behind the request: wait for that here, outside the timing,
                 # so that it does not land in the next system's time; its cost is reported apart.
                 await timed(partial(anyio.to_thread.run_sync, flush), behind[name])
-        for trace in traces.recent(len(questions) * 4):
-            key = {"search": "search_direct"}.get(trace.tool)
-            if trace.tool == "context":
-                key = "context_expanded" if trace.request.get("expand") else "context_direct"
-                if trace.request.get("query") in asked_new:
-                    key = "context_fresh_q"
-            if key:
-                calls[key].append(trace.backend_calls)
+        store_calls = _store_calls(traces, len(questions), asked_new, calls)
         rss_mb = _rss_mb()
         await orch.close()
+    split = breakdown([(first, ms, store_calls.get(tid)) for first, ms, tid in direct])
     raw_p50 = pct(systems["raw_search"], 0.5)
     return {
         "memories": size,
@@ -213,6 +257,7 @@ async def bench_size(
         "rss_mb": rss_mb,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "semantic": semantic,
+        "context_direct_breakdown": split,
         "systems": {
             name: {
                 "p50_ms": round(pct(runs, 0.5), 3),
@@ -283,6 +328,19 @@ def main() -> None:
                 f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"
                 f" {s['overhead_p50_ms']:>11.2f} {s['backend_calls_mean']:>5}"
                 f" {s['behind_p50_ms']:>9.2f}"
+            )
+        split = r["context_direct_breakdown"]
+        if split.get("asked_first") and split.get("after_another"):
+            first, after = split["asked_first"], split["after_another"]
+            by = ", ".join(
+                f"{calls} store calls: {v['calls']} at {v['p50_ms']:.2f}"
+                for calls, v in split["after_another_by_store_calls"].items()
+            )
+            print(
+                f"{r['memories']:>8} context_direct: {first['calls']} calls asked the question"
+                f" first (p50 {first['p50_ms']:.2f} ms), {after['calls']} after another system"
+                f" (p50 {after['p50_ms']:.2f}, p67 {after['p67_ms']:.2f} ms; by store calls, p50:"
+                f" {by})"
             )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
