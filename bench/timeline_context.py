@@ -8,10 +8,13 @@ times out of four; `--new-questions`: no such search, the question is embedded i
 time). It wraps the pipeline's stages with timers and prints, for each, the median
 milliseconds it took and the median moment it ended, counted from the start of the read (the
 worker threads' stages too), with the call's median wall and CPU time (the process's, all
-threads) against the raw store search's. The timers cost a few microseconds each. Not a
-test: it asserts nothing.
+threads) against the raw store search's. `--by-searches`: the same table again for the calls
+that searched the store once and for those that searched it more (a question of two
+subqueries and a time window, or naming two people, searches three times), and each
+group's median call. The timers cost a few microseconds each. Not a test: it asserts nothing.
 
     .venv/bin/python bench/timeline_context.py --data DIR/embedded-10000 [--queries 200]
+        [--by-searches]
     ORCHESTRATOR_SEMANTIC__ENABLED=false .venv/bin/python bench/timeline_context.py --data ...
 """
 
@@ -43,14 +46,18 @@ from memory_orchestrator.state.traces import TraceStore
 
 TOOK: dict[str, list[float]] = {}  # label -> milliseconds each time
 ENDED: dict[str, list[float]] = {}  # label -> milliseconds from the read's start
-STATE = {"on": False, "start": 0.0}
+STATE = {"on": False, "start": 0.0, "searches": 0}
+CALL: list[tuple[str, float, float]] = []  # this call's (label, took, ended)
+CALLS: list[tuple[int, float, list[tuple[str, float, float]]]] = []  # searches, wall, events
 
 
 def record(label: str, started: float) -> None:
     if STATE["on"]:
         now = time.perf_counter()
-        TOOK.setdefault(label, []).append((now - started) * 1000)
-        ENDED.setdefault(label, []).append((now - STATE["start"]) * 1000)
+        took, ended = (now - started) * 1000, (now - STATE["start"]) * 1000
+        TOOK.setdefault(label, []).append(took)
+        ENDED.setdefault(label, []).append(ended)
+        CALL.append((label, took, ended))
 
 
 def timed(owner: Any, name: str, label: str) -> None:
@@ -110,10 +117,11 @@ def instrument() -> None:
         what = getattr(fn, "__qualname__", "?").split(".<locals>")[0].split(".")[-1]
         started = time.perf_counter()
         if STATE["on"]:
-            ENDED.setdefault(f"store thread: {what} starts", []).append(
-                (started - STATE["start"]) * 1000
-            )
+            ended = (started - STATE["start"]) * 1000
+            ENDED.setdefault(f"store thread: {what} starts", []).append(ended)
             TOOK.setdefault(f"store thread: {what} starts", []).append(0.0)
+            CALL.append((f"store thread: {what} starts", 0.0, ended))
+            STATE["searches"] += what == "search"
         try:
             return read(self, fn, **kwargs)
         finally:
@@ -122,7 +130,7 @@ def instrument() -> None:
     embedded_conn.Connections.read = store_thread  # type: ignore[method-assign]
 
 
-async def measure(data: Path, queries: int, new_questions: bool) -> None:
+async def measure(data: Path, queries: int, new_questions: bool, by_searches: bool) -> None:
     _, questions = bc.locomo_turns()
     questions = random.Random(11).sample(questions, min(len(questions), queries + 15))
     settings = load_settings(data_dir=data)
@@ -144,12 +152,14 @@ async def measure(data: Path, queries: int, new_questions: bool) -> None:
         if not new_questions:
             await orch.search(SearchRequest(query=q, top_k=10))
             await anyio.to_thread.run_sync(traces.flush)
-        STATE["on"] = True
+        STATE["on"], STATE["searches"] = True, 0
         clock, started = time.process_time(), time.perf_counter()
         await orch.context(ContextRequest(query=q, expand=False))
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - clock) * 1000)
         STATE["on"] = False
+        CALLS.append((int(STATE["searches"]), wall[-1], CALL[:]))
+        CALL.clear()
         await anyio.to_thread.run_sync(traces.flush)  # behind the request, outside the timing
     await orch.close()
     raw_p50, wall_p50 = statistics.median(raw), statistics.median(wall)
@@ -158,13 +168,30 @@ async def measure(data: Path, queries: int, new_questions: bool) -> None:
         f" ({wall_p50 / raw_p50:.1f}x), CPU p50 {statistics.median(cpu):.2f} ms a call"
         f" (all threads), {len(wall)} calls"
     )
+    table(TOOK, ENDED)
+    for name, fewest, most in (("once", 1, 1), ("more than once", 2, 1_000)):
+        group = [(w, events) for n, w, events in CALLS if fewest <= n <= most]
+        group = group if by_searches else []
+        if not group:
+            continue
+        took: dict[str, list[float]] = {}
+        ended: dict[str, list[float]] = {}
+        for _, events in group:
+            for label, spent, end in events:
+                took.setdefault(label, []).append(spent)
+                ended.setdefault(label, []).append(end)
+        median = statistics.median(w for w, _ in group)
+        print(f"\nthe {len(group)} calls that searched the store {name}: p50 {median:.2f} ms")
+        table(took, ended)
+
+
+def table(took: dict[str, list[float]], ended: dict[str, list[float]]) -> None:
+    """Each stage: how often it ran, its median time, and the median moment it ended."""
     print(f"{'stage':40s} {'calls':>6s} {'took p50':>9s} {'ends at p50':>12s}")
-    order = sorted(TOOK, key=lambda k: statistics.median(ENDED[k]))
-    for label in order:
-        took, ended = TOOK[label], ENDED[label]
+    for label in sorted(took, key=lambda k: statistics.median(ended[k])):
         print(
-            f"{label:40s} {len(took):6d} {statistics.median(took):9.2f}"
-            f" {statistics.median(ended):12.2f}"
+            f"{label:40s} {len(took[label]):6d} {statistics.median(took[label]):9.2f}"
+            f" {statistics.median(ended[label]):12.2f}"
         )
 
 
@@ -175,9 +202,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="a store kept by bench_context")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--new-questions", action="store_true")
+    parser.add_argument(
+        "--by-searches",
+        action="store_true",
+        help="also the table for the calls that searched the store once, and for the others",
+    )
     args = parser.parse_args()
     instrument()
-    anyio.run(measure, args.data, args.queries, args.new_questions)
+    anyio.run(measure, args.data, args.queries, args.new_questions, args.by_searches)
 
 
 if __name__ == "__main__":
