@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 
 from memory_orchestrator.backends import registry
+from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import ContextRequest, MemoryType, NewMemory, SearchRequest
 from memory_orchestrator.postgres.scratch import scratch_store
 from memory_orchestrator.service import Orchestrator
@@ -102,6 +103,41 @@ def synthetic(count: int, seed: int = 7) -> list[NewMemory]:
             )
         )
     return out
+
+
+def sample_questions(count: int, seed: int) -> list[str]:
+    """`count` LoCoMo questions drawn with `seed` (synthetic ones without the dataset)."""
+    _, questions = locomo_turns()
+    if not questions:
+        questions = [f"what happened with project vendor w{i}" for i in range(count)]
+    return random.Random(seed).sample(questions, min(len(questions), count))
+
+
+def kept_store_arguments(parser: argparse.ArgumentParser, queries: int) -> None:
+    """The options of a script that works on a store `kept_orchestrator` keeps."""
+    parser.add_argument("--data", type=Path, required=True, help="a folder kept between runs")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=queries)
+
+
+async def kept_orchestrator(data: Path, size: int, warm: list[str]) -> Orchestrator:
+    """An orchestrator (traces in memory) over the embedded store kept in `data`, built first
+    with `size` memories as `bench_size` builds them when there is none; warmed by `warm`
+    and settled (its semantic index's state printed)."""
+    data.mkdir(parents=True, exist_ok=True)
+    settings = load_settings(data_dir=data)
+    fresh = not settings.embedded_path().exists()
+    backend = EmbeddedBackend(settings.embedded_path())
+    orch = Orchestrator(backend, settings, traces=TraceStore(None))
+    if fresh:
+        turns, _ = locomo_turns()
+        memories = (turns + synthetic(max(0, size - len(turns))))[:size]
+        for i in range(0, len(memories), 1000):
+            await backend.write_many(memories[i : i + 1000])
+    for q in warm:
+        await orch.context(ContextRequest(query=q))
+    print("semantic:", await settled(orch))
+    return orch
 
 
 def _rss_mb() -> int:

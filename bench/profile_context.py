@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import random
 import sys
 import time
 from pathlib import Path
@@ -26,30 +25,12 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_context as bc
 
-from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import ContextRequest
-from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.settings import load_settings
-from memory_orchestrator.state.traces import TraceStore
 
 
 async def run(data: Path, size: int, queries: int, top: int, sort: str) -> None:
-    turns, questions = bc.locomo_turns()
-    if not questions:
-        questions = [f"what happened with project vendor w{i}" for i in range(queries + 15)]
-    questions = random.Random(11).sample(questions, min(len(questions), queries + 15))
-    data.mkdir(parents=True, exist_ok=True)
-    settings = load_settings(data_dir=data)
-    fresh = not settings.embedded_path().exists()
-    backend = EmbeddedBackend(settings.embedded_path())
-    orch = Orchestrator(backend, settings, traces=TraceStore(None))
-    if fresh:
-        memories = (turns + bc.synthetic(max(0, size - len(turns))))[:size]
-        for i in range(0, len(memories), 1000):
-            await backend.write_many(memories[i : i + 1000])
-    for q in questions[:5]:
-        await orch.context(ContextRequest(query=q))
-    print("semantic:", await bc.settled(orch))
+    questions = bc.sample_questions(queries + 15, seed=11)
+    orch = await bc.kept_orchestrator(data, size, questions[:5])
     for q in questions[5:15]:
         await orch.context(ContextRequest(query=q, expand=False))
     profile = cProfile.Profile()
@@ -68,9 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, required=True, help="a folder kept between runs")
-    parser.add_argument("--size", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=45)
+    bc.kept_store_arguments(parser, queries=45)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--sort", choices=["cumulative", "tottime"], default="cumulative")
     args = parser.parse_args()
