@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from memory_orchestrator.derived.embedders import INT8_FILE, MiniLMEmbedder, load_embedder
+from memory_orchestrator.derived import semantic
+from memory_orchestrator.derived.embedders import (
+    INT8_FILE,
+    MiniLMEmbedder,
+    computing,
+    load_embedder,
+    on_computing,
+)
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.errors import SemanticUnavailable
 from tests.conftest import REPO
@@ -129,3 +138,48 @@ def test_a_folder_without_the_int8_copy_says_how_to_build_it(
         (tmp_path / name).symlink_to(minilm_dir / name)
     with pytest.raises(SemanticUnavailable, match=r"model\.int8\.onnx.*make models"):
         load_embedder("minilm-int8", model_dir=tmp_path)
+
+
+def test_the_model_says_once_when_it_computes_and_only_to_who_asked(
+    model: MiniLMEmbedder,
+) -> None:
+    said: list[str] = []
+    with on_computing(lambda: said.append("computing")):
+        vectors = model.embed(SENTENCES)  # (sorted by length: several batches, several runs)
+        said.append("embedded")
+    assert said == ["computing", "embedded"]
+    model.embed(SENTENCES[:1])
+    computing()  # nobody asked any more: nothing is told
+    assert said == ["computing", "embedded"]
+    assert vectors.shape == (len(SENTENCES), 384)
+
+
+class SlowToStart(MiniLMEmbedder):
+    """The real model, whose work before its encoder runs (tokens, arrays) takes long."""
+
+    def __init__(self, folder: Path, events: list[str]) -> None:
+        super().__init__(folder)
+        self.events = events
+
+    def _encode(self, batch: list[list[int]]) -> Any:
+        if threading.current_thread().name.startswith("semantic-query"):
+            time.sleep(0.2)
+            self.events.append("encoder runs")
+        return super()._encode(batch)
+
+
+def test_a_question_embedded_ahead_has_its_encoder_running_before_the_request_goes_on(
+    minilm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request waits (a bounded moment) until the worker's encoder computes: the worker
+    needs Python's lock until then, and the request, planning, would keep it from it."""
+    monkeypatch.setattr(semantic, "_START_WAIT_S", 30.0)  # the bound, far away for the test
+    events: list[str] = []
+    index = SemanticIndex(SlowToStart(minilm_dir, events))
+    index.encode_ahead("Who is raising a child alone?")
+    events.append("request goes on")
+    assert events == ["encoder runs", "request goes on"]
+    vector = index.query_vector("Who is raising a child alone?")
+    assert np.array_equal(
+        vector, MiniLMEmbedder(minilm_dir).embed(["Who is raising a child alone?"])[0]
+    )

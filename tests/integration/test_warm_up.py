@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.derived.embedders import WordLlamaEmbedder
+from memory_orchestrator.derived import semantic
+from memory_orchestrator.derived.embedders import WordLlamaEmbedder, computing
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.models import ContextRequest, Memory, MemoryType, NewMemory, Status
 from memory_orchestrator.service import Orchestrator
@@ -180,6 +181,38 @@ def test_memories_queued_for_the_worker_are_not_embedded_on_the_request_path() -
         "m9",
     }
     assert "a second: about" in index.progress() or index.progress() == ""
+
+
+class HeldQueries:
+    """Fault injection: wordllama, except that on the query worker it says it computes and
+    then waits until the test lets it go (a slow encoder)."""
+
+    def __init__(self) -> None:
+        self.inner = WordLlamaEmbedder()
+        self.name = self.inner.name
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> np.typing.NDArray[np.float32]:
+        if threading.current_thread().name.startswith("semantic-query"):
+            computing()
+            assert self.release.wait(60)
+        return self.inner.embed(texts)
+
+
+def test_a_request_waits_for_the_query_worker_only_when_the_worker_is_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second question, queued behind the first, does not hold its request up (were it
+    waited for, its encoder could not start before the test's timeout)."""
+    monkeypatch.setattr(semantic, "_START_WAIT_S", 120.0)
+    embedder = HeldQueries()
+    index = SemanticIndex(embedder)
+    index.encode_ahead("dog playing outside")  # the worker is free: its encoder runs
+    index.encode_ahead("cat napping")  # queued behind it: no wait
+    embedder.release.set()
+    for query in ("dog playing outside", "cat napping"):
+        expected = WordLlamaEmbedder().embed([query])[0]
+        assert np.array_equal(index.query_vector(query), expected)
 
 
 def test_a_query_embedded_ahead_is_the_same_vector_and_embedded_once() -> None:

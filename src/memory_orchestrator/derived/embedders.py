@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -38,9 +40,11 @@ __all__ = [
     "MiniLMEmbedder",
     "ModelName",
     "WordLlamaEmbedder",
+    "computing",
     "embedding_text",
     "find_minilm",
     "load_embedder",
+    "on_computing",
 ]
 
 ModelName = Literal["auto", "wordllama", "minilm", "minilm-int8"]
@@ -65,6 +69,29 @@ class Embedder(Protocol):
     name: str
 
     def embed(self, texts: Sequence[str]) -> Matrix: ...
+
+
+_on_computing: ContextVar[Callable[[], None] | None] = ContextVar("on_computing", default=None)
+
+
+def computing() -> None:
+    """An embedder, on the thread that embeds: its model computes now, in native code that
+    lets go of Python's lock. Tells whoever asked (`on_computing`), once per block. (An
+    embedder that never says so is waited for until it has embedded, or the caller's bound.)"""
+    hook = _on_computing.get()
+    if hook is not None:
+        _on_computing.set(None)
+        hook()
+
+
+@contextmanager
+def on_computing(hook: Callable[[], None]) -> Iterator[None]:
+    """Within the block, on this thread, the first `computing()` calls `hook`."""
+    token = _on_computing.set(hook)
+    try:
+        yield
+    finally:
+        _on_computing.reset(token)
 
 
 def embedding_text(text: str) -> str:
@@ -219,6 +246,7 @@ class MiniLMEmbedder:
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        computing()
         states = self._session.run(
             [self._output], {k: v for k, v in feed.items() if k in self._inputs}
         )

@@ -40,6 +40,7 @@ from memory_orchestrator.derived.embedders import (
     WordLlamaEmbedder,
     embedding_text,
     load_embedder,
+    on_computing,
 )
 from memory_orchestrator.derived.vectors import VectorFile
 from memory_orchestrator.errors import SemanticUnavailable
@@ -68,6 +69,8 @@ log = logging.getLogger(__name__)
 
 _QUERY_CACHE = 256
 _AHEAD = 8  # rankings worked out ahead and not read yet, kept at most
+# the longest a request waits for the query worker to hand its encoder the question
+_START_WAIT_S = 0.002
 _POOL_LOCK = threading.Lock()
 T = TypeVar("T")
 Ranked = list[tuple[str, float]]  # memory ids and cosines, best first
@@ -436,6 +439,7 @@ class _QueryVectors:
         self._ahead: dict[str, Future[Matrix]] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._queued = 0  # jobs submitted to the worker and not finished
 
     def get(self, query: str) -> Matrix:
         with self._lock:
@@ -449,23 +453,52 @@ class _QueryVectors:
         return self._embed(query)
 
     def ahead(self, query: str) -> None:
+        """Start embedding `query` on the worker. When the worker is free, wait (a bounded
+        moment) until its encoder computes: the worker needs Python's lock until then, and
+        the caller, planning its request, would hold it, starting the encoder ~1 ms late."""
         with self._lock:
             if query in self._cache or query in self._ahead:
                 return
-            self._ahead[query] = self.submit(self._embed, query)
+            started = threading.Event() if self._queued == 0 else None
+            hook = started.set if started is not None else None
+            self._ahead[query] = self._submit(self._embed, query, hook)
+        if started is not None:
+            started.wait(_START_WAIT_S)
 
     def submit(self, work: Callable[..., T], *args: Any) -> Future[T]:
         """`work(*args)` on the query worker thread, after what was submitted before."""
+        with self._lock:
+            return self._submit(work, *args)
+
+    def _submit(self, work: Callable[..., T], *args: Any) -> Future[T]:
+        # (the caller holds `_lock`)
         if self._pool is None:
             with _POOL_LOCK:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(1, thread_name_prefix="semantic-query")
-        return self._pool.submit(work, *args)
+        future = self._pool.submit(self._counted, work, *args)
+        self._queued += 1  # (before the job can end: it takes `_lock` to count itself out)
+        return future
 
-    def _embed(self, query: str) -> Matrix:
+    def _counted(self, work: Callable[..., T], *args: Any) -> T:
         try:
-            vector: Matrix = self._embedder.embed([query])[0]
+            return work(*args)
         finally:
+            with self._lock:
+                self._queued -= 1
+
+    def _embed(self, query: str, started: Callable[[], None] | None = None) -> Matrix:
+        """`query`'s vector, kept; `started` is called once its encoder computes (or, for a
+        model that does not say so, once it is done or has failed)."""
+        try:
+            if started is None:
+                vector: Matrix = self._embedder.embed([query])[0]
+            else:
+                with on_computing(started):
+                    vector = self._embedder.embed([query])[0]
+        finally:
+            if started is not None:
+                started()
             with self._lock:
                 self._ahead.pop(query, None)
         with self._lock:
