@@ -140,12 +140,12 @@ def test_a_folder_without_the_int8_copy_says_how_to_build_it(
         load_embedder("minilm-int8", model_dir=tmp_path)
 
 
-def test_the_model_says_once_when_it_computes_and_only_to_who_asked(
+def test_the_model_says_when_it_computes_and_only_to_who_asked(
     model: MiniLMEmbedder,
 ) -> None:
     said: list[str] = []
     with on_computing(lambda: said.append("computing")):
-        vectors = model.embed(SENTENCES)  # (sorted by length: several batches, several runs)
+        vectors = model.embed(SENTENCES)  # (one batch of six: one run of the model)
         said.append("embedded")
     assert said == ["computing", "embedded"]
     model.embed(SENTENCES[:1])

@@ -6,11 +6,11 @@ Every store sits behind `MemoryBackend`. The pipeline asks a backend what it can
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
+from memory_orchestrator.hooks import Hook
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -148,26 +148,19 @@ def dispatching(backend: object) -> bool:
     return isinstance(backend, DispatchingBackend) and backend.says_when_dispatched()
 
 
-_on_dispatched: ContextVar[Callable[[], None] | None] = ContextVar("on_dispatched", default=None)
+_DISPATCHED = Hook("on_dispatched")
 
 
 def dispatched() -> None:
     """A store's worker thread: the search's statement goes to the database now (see
     `DispatchingBackend`); tells the caller that asked (`on_dispatched`), if any."""
-    hook = _on_dispatched.get()
-    if hook is not None:
-        hook()
+    _DISPATCHED.now()
 
 
-@contextmanager
-def on_dispatched(hook: Callable[[], None]) -> Iterator[None]:
+def on_dispatched(hook: Callable[[], None]) -> AbstractContextManager[None]:
     """Within the block, a store's `dispatched()` calls `hook` (from its worker thread: the
     hook must be thread-safe). The store's worker runs in a copy of the caller's context."""
-    token = _on_dispatched.set(hook)
-    try:
-        yield
-    finally:
-        _on_dispatched.reset(token)
+    return _DISPATCHED.when(hook)
 
 
 @runtime_checkable

@@ -17,13 +17,13 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.hooks import Hook
 from memory_orchestrator.text import content_words
 
 if TYPE_CHECKING:
@@ -71,27 +71,19 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Matrix: ...
 
 
-_on_computing: ContextVar[Callable[[], None] | None] = ContextVar("on_computing", default=None)
+_COMPUTING = Hook("on_computing")
 
 
 def computing() -> None:
     """An embedder, on the thread that embeds: its model computes now, in native code that
-    lets go of Python's lock. Tells whoever asked (`on_computing`), once per block. (An
+    lets go of Python's lock; tells whoever asked (`on_computing`), if anyone did. (An
     embedder that never says so is waited for until it has embedded, or the caller's bound.)"""
-    hook = _on_computing.get()
-    if hook is not None:
-        _on_computing.set(None)
-        hook()
+    _COMPUTING.now()
 
 
-@contextmanager
-def on_computing(hook: Callable[[], None]) -> Iterator[None]:
-    """Within the block, on this thread, the first `computing()` calls `hook`."""
-    token = _on_computing.set(hook)
-    try:
-        yield
-    finally:
-        _on_computing.reset(token)
+def on_computing(hook: Callable[[], None]) -> AbstractContextManager[None]:
+    """Within the block, on this thread, an embedder's `computing()` calls `hook`."""
+    return _COMPUTING.when(hook)
 
 
 def embedding_text(text: str) -> str:

@@ -29,6 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from functools import lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -491,11 +492,8 @@ class _QueryVectors:
         """`query`'s vector, kept; `started` is called once its encoder computes (or, for a
         model that does not say so, once it is done or has failed)."""
         try:
-            if started is None:
+            with on_computing(started) if started is not None else nullcontext():
                 vector: Matrix = self._embedder.embed([query])[0]
-            else:
-                with on_computing(started):
-                    vector = self._embedder.embed([query])[0]
         finally:
             if started is not None:
                 started()
