@@ -23,8 +23,10 @@ def db(tmp_path: Path) -> Path:
 
 
 def test_a_short_read_runs_on_the_callers_thread_with_the_answer_a_worker_gives(
-    db: Path,
+    db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(embedded, "READ_NOW_BUDGET_S", 60.0)  # (however slow the machine)
+
     async def body(b: EmbeddedBackend) -> None:
         a, bb, c = await add(b, mem("a", 0), mem("b", 1), mem("c", 2))
         await b.search("a", 1)  # (a reader connection now waits idle in the pool)
@@ -43,6 +45,8 @@ def test_a_short_read_runs_on_the_callers_thread_with_the_answer_a_worker_gives(
 def test_a_read_past_its_budget_goes_through_a_worker_thread_with_the_same_answer(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(embedded, "READ_NOW_BUDGET_S", 60.0)  # (however slow the machine)
+
     async def body(b: EmbeddedBackend) -> None:
         ids = await add(b, *(mem(f"memory number {n}", n) for n in range(300)))
         await b.get_memories(ids[:1])  # (a reader connection now waits idle in the pool)
