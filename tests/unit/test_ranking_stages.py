@@ -11,7 +11,7 @@ from memory_orchestrator.models import MemoryType, TimeRange
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
-from memory_orchestrator.pipeline.reranker import rerank, weighted_total, with_reasons
+from memory_orchestrator.pipeline.reranker import rank, rerank, weighted_total, with_reasons
 from memory_orchestrator.settings import RankingSettings, Weights
 from tests.factories import NOW, candidate, memory, plan
 
@@ -174,6 +174,37 @@ def test_reasons_added_later_match_the_ones_rerank_gives_and_keep_later_ones() -
     added = with_reasons(later, cands, context)
     assert added[0].reasons == (*full[0].reasons, "penalised: 90% like x")
     assert [i.reasons for i in added[1:]] == [i.reasons for i in full[1:]]
+
+
+def test_reasons_from_ranks_rows_are_reranks_even_where_the_name_is_not_trusted() -> None:
+    """Given `rank`'s rows, `with_reasons` takes each item's age and shared entity from its
+    row, not from a second count: the reasons `rerank` gives, also where the question's name
+    is not trusted (another's memory matches better) and so shares less than another
+    entity; a merged item (its memory carries its duplicate's entities) is worked out anew."""
+    cands = [
+        candidate(memory("m1", "Ana and Bo went out", entities=("Ana", "Bo")), rank=2),
+        candidate(memory("m2", "Ana cooked", entities=("Ana",)), rank=3),
+        candidate(memory("m3", "Bo swam", entities=("Bo",)), rank=4),
+        candidate(memory("m4", "Bo ran", entities=("Bo",)), rank=5),
+        candidate(memory("m5", "Cy hiked the mountains near the lake", entities=("Cy",)), rank=1),
+    ]
+    context = ctx("when did Ana hike the mountains near the lake", entities=("Ana",))
+    full = {i.id: i for i in rerank(cands, context)}
+    rows = rank(cands, context, reasons=False)
+    bare = [row.item for row in rows]
+    by_id = {row.id: row for row in rows}
+    assert "recurring entity: Bo" in full["m1"].reasons  # the name is not trusted
+    assert [i.reasons for i in with_reasons(bare, cands, context, by_id)] == [
+        full[i.id].reasons for i in bare
+    ]
+    # (counted again, with the name fully trusted, m1's shared entity would be Ana)
+    assert "recurring entity: Ana" in with_reasons([full["m1"]], cands, context)[0].reasons
+    merged = full["m1"].candidate.memory.model_copy(update={"entities": ("Ana", "Bo", "Cy")})
+    item = by_id["m1"].item.model_copy(
+        update={"candidate": replace(full["m1"].candidate, memory=merged)}
+    )
+    again = with_reasons([item], cands, context, by_id)[0]
+    assert again.reasons == with_reasons([item], cands, context)[0].reasons
 
 
 def test_time_expressions_are_found_in_memory_text() -> None:

@@ -11,6 +11,7 @@ import pytest
 from memory_orchestrator.derived.semantic import (
     SemanticIndex,
     WordLlamaEmbedder,
+    _row_dots,
     embedding_text,
     load_embedder,
 )
@@ -83,6 +84,37 @@ def test_similarities_index_what_they_score(embedder: WordLlamaEmbedder) -> None
     assert set(sims) == {"p", "r"}
     assert sims["p"] > sims["r"]
     assert len(index) == 2
+
+
+def test_a_cosine_is_the_rows_own_dot_product_whichever_rows_come_with_it() -> None:
+    """`_row_dots` gives each row's `float(row @ vector)` to the last bit, whatever rows it is
+    given with and in what order (a matrix-vector product sums in another order, which
+    depends on the row's place: its last bits differ for about half the rows)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((300, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    vector = matrix[0] + np.float32(0.1) * matrix[1]
+    own = [float(row @ vector) for row in matrix]
+    assert _row_dots(matrix, vector) == own
+    for size in (1, 7, 64, 129):
+        rows = rng.permutation(300)[:size]
+        assert _row_dots(matrix[rows], vector) == [own[r] for r in rows]
+
+
+def test_similarities_do_not_depend_on_which_memories_are_scored_together(
+    embedder: WordLlamaEmbedder,
+) -> None:
+    memories = [mem(f"m{i}", f"note {i}: " + list(TEXTS.values())[i % 3]) for i in range(30)]
+    index = SemanticIndex(embedder)
+    together = index.similarities("a dog in the garden", memories)
+    assert len(together) == 30
+    for start in range(0, 30, 7):
+        part = memories[start : start + 7][::-1]
+        assert index.similarities("a dog in the garden", part) == {
+            m.id: together[m.id] for m in part
+        }
 
 
 def test_stop_words_are_not_embedded() -> None:

@@ -423,11 +423,11 @@ class SemanticIndex:
         vector = self.query_vector(query)
         with self._lock:
             matrix, rows = self._matrix, [self._rows.get(m.id) for m in memories]
-        out: dict[str, float] = {}
-        for memory, row in zip(memories, rows, strict=True):
-            if row is not None and matrix is not None:
-                out[memory.id] = _clip(float(matrix[row] @ vector))
-        return out
+        found = [(m.id, row) for m, row in zip(memories, rows, strict=True) if row is not None]
+        if matrix is None or not found:
+            return {}
+        cosines = _row_dots(matrix[[row for _, row in found]], vector)
+        return {memory_id: _clip(c) for (memory_id, _), c in zip(found, cosines, strict=True)}
 
 
 class _QueryVectors:
@@ -560,6 +560,19 @@ def _one_blas_thread() -> None:
     except ImportError:  # pragma: no cover
         return
     threadpool_limits(limits=1, user_api="blas")
+
+
+def _row_dots(rows: Matrix, vector: Matrix) -> list[float]:
+    """Each row's dot product with `vector`, as `float(row @ vector)` gives it to the last
+    bit, in one call: numpy's vecdot runs the same BLAS dot per row, where `rows @ vector`
+    (a matrix-vector product) sums in another order and differs in the last bits, in a way
+    that depends on the row's place in the matrix. A cosine must not depend on which other
+    memories are scored with it (`similarities` is called over the lists, then over the
+    memories added later)."""
+    import numpy as np
+
+    dots: list[float] = np.vecdot(rows, vector).tolist()
+    return dots
 
 
 def _clip(value: float) -> float:

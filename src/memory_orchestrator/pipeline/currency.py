@@ -100,9 +100,10 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
     and saying what changed; corrected memories (history) say what corrected them."""
     out = _corrections_first(items)
     close = _close_pairs(out, threshold)
+    paired = {a for a, _ in close}  # (most items have no close pair: nothing to look at)
     for first in range(len(out)):
         a = out[first].candidate.memory
-        if a.superseded_by is not None or out[first].changed is not None:
+        if a.id not in paired or a.superseded_by is not None or out[first].changed is not None:
             continue
         for second in range(first + 1, len(out)):
             b = out[second].candidate.memory

@@ -135,7 +135,17 @@ class Scored:
     candidates of a request, the later stages look at the best ~20; the rest are made
     behind the request, when the trace records them."""
 
-    __slots__ = ("_item", "_reasons", "_signals", "_weights", "candidate", "relevance", "total")
+    __slots__ = (
+        "_item",
+        "_reasons",
+        "_signals",
+        "_weights",
+        "candidate",
+        "recency_reason",
+        "relevance",
+        "total",
+        "xref_entity",
+    )
 
     def __init__(
         self,
@@ -145,9 +155,12 @@ class Scored:
         signals: tuple[float, float, float, float, float, float, float, float | None],
         weights: dict[str, float],
         reasons: tuple[str, ...],
+        why: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.candidate, self.relevance, self.total = candidate, relevance, total
         self._signals, self._weights, self._reasons = signals, weights, reasons
+        # what its reasons say of its age and of the entity it shares (`with_reasons`)
+        self.recency_reason, self.xref_entity = why
         self._item: ScoredItem | None = None
 
     @property
@@ -231,17 +244,30 @@ def rank(
 
 
 def with_reasons(
-    items: Sequence[ScoredItem], candidates: Sequence[Candidate], ctx: RankContext
+    items: Sequence[ScoredItem],
+    candidates: Sequence[Candidate],
+    ctx: RankContext,
+    rows: Mapping[str, Scored] | None = None,
 ) -> list[ScoredItem]:
     """`items` (scored by `rerank(..., reasons=False)` over `candidates`) with the reasons
-    `rerank` would have given them, ahead of any a later stage added (the deduper's)."""
-    entity_counts = _xref_counts([words_of(c.memory) for c in candidates], ctx)
+    `rerank` would have given them, ahead of any a later stage added (the deduper's).
+    `rows`: `rank`'s rows by id, when the caller has them: an item whose memory is its row's
+    takes what its row worked out (its age, the entity it shares) instead of counting the
+    candidates' entities again; a merged one (its memory carries its duplicates' entities
+    too) is worked out anew."""
+    counted: list[Counter[str]] = []
     query_entities = {e.casefold() for e in ctx.plan.entities}
     out = []
     for item in items:
         c, b = item.candidate, item.breakdown
-        _, recency_reason = _recency(c, ctx)
-        _, xref_entity = _xref(words_of(c.memory), entity_counts, query_entities)
+        row = rows.get(item.id) if rows is not None else None
+        if row is not None and row.candidate.memory is c.memory:
+            recency_reason, xref_entity = row.recency_reason, row.xref_entity
+        else:
+            if not counted:
+                counted.append(_xref_counts([words_of(m.memory) for m in candidates], ctx))
+            _, recency_reason = _recency(c, ctx)
+            _, xref_entity = _xref(words_of(c.memory), counted[0], query_entities)
         own = _reasons(
             c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty, b.semantic
         )
@@ -369,7 +395,8 @@ class _Scorer:
             reasons = tuple(
                 _reasons(c, self.ctx.plan, lexical, recency_reason, xref[1], noise, semantic)
             )
-        return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons)
+        why = (recency_reason, xref[1])
+        return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons, why)
 
 
 def _entity_counts(words: Sequence[Words]) -> Counter[str]:

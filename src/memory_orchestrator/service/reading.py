@@ -353,7 +353,7 @@ class ReadPath:
             pool = _Pool(deduped.items, [row for row in kept if row.id not in merged])
             items = slot_neighbors(items, pool, ctx.around, slots)
         items = newest_first(items[: 2 * limit], apart)[:limit]
-        items = with_reasons(items, current.candidates, ctx)
+        items = with_reasons(items, current.candidates, ctx, {row.id: row for row in ranked})
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result. The records are made as it is stored.
         self._recorder.defer_candidates(trace, items, _Chain(Items(ranked), deduped.items))
