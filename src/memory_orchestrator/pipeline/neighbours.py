@@ -63,7 +63,7 @@ async def add_context_neighbours(
         return Neighbourhood(
             candidates, ctx, notes=["store has no temporal links; context neighbours skipped"]
         )
-    seeds = by_relevance(candidates, ctx)[: limits.seeds]
+    seeds = by_relevance(candidates, ctx, limits.seeds)
     try:
         with anyio.fail_after(limits.timeout_s):
             found = await store.neighbors(seeds, (TEMPORAL,), 1, 4 * len(seeds))

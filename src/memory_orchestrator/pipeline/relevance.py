@@ -56,6 +56,38 @@ def has_time_expression(text: str) -> bool:
     return _TIME_EXPRESSION.search(text) is not None
 
 
+class _StoreSignals:
+    """Each candidate's store signal and local index score, worked out once a request: the
+    stages after the retrieval add candidates no list found (context neighbours, graph
+    hops), which change neither (no list's best or worst score, no best fused rank) and
+    get 0 from both; when the candidates are the ones seen before (the same objects, in
+    order) followed by only such, the values seen are kept, else worked out anew."""
+
+    def __init__(self) -> None:
+        self._seen: list[Candidate] = []
+        self._share = -1.0
+        self._store: dict[str, float] = {}
+        self._local: dict[str, float] = {}
+
+    def of(
+        self, candidates: Sequence[Candidate], score_share: float
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        seen = len(self._seen)
+        if (
+            score_share != self._share
+            or len(candidates) < seen
+            or any(a is not b for a, b in zip(candidates, self._seen, strict=False))
+            or any(c.sources or c.fused_score for c in candidates[seen:])
+        ):
+            self._seen, self._share = list(candidates), score_share
+            self._store = _store_signal(candidates, score_share)
+            self._local = _local_scores(candidates)
+            return self._store, self._local
+        store = dict(self._store)
+        store.update((c.memory.id, 0.0) for c in candidates[seen:])
+        return store, self._local
+
+
 @dataclass(frozen=True)
 class RankContext:
     """What ranking reads besides the candidates. `around` maps a memory id to the memories
@@ -68,6 +100,9 @@ class RankContext:
     around: Mapping[str, Sequence[Memory]] = field(default_factory=dict)
     context_of: Mapping[str, str] = field(default_factory=dict)
     semantic: Mapping[str, float] = field(default_factory=dict)
+    # what the store's lists say of the candidates, kept by `_StoreSignals` for the later
+    # stages of the request (a context made from this one with `replace` shares it)
+    signals: _StoreSignals = field(default_factory=_StoreSignals, compare=False)
 
     @cached_property
     def weights_dump(self) -> dict[str, float]:
@@ -83,7 +118,7 @@ def relevance_scores(
     if words is None:
         words = [words_of(c.memory) for c in candidates]
     lexical = _lexicals(candidates, ctx, words)
-    store = _store_signal(candidates, settings.store_score_share)
+    store, local = ctx.signals.of(candidates, settings.store_score_share)
     share = settings.lexical_share
     relevance = {
         c.memory.id: share * lexical[c.memory.id] + (1 - share) * store[c.memory.id]
@@ -91,7 +126,7 @@ def relevance_scores(
         if c.hops == 0
     }
     if settings.local_share > 0:  # the local index's score keeps how far apart its hits are
-        _blend(relevance, _local_scores(candidates), settings.local_share)
+        _blend(relevance, local, settings.local_share)
     semantic, semantic_share = ctx.semantic, settings.semantic_share
     if semantic and semantic_share > 0:  # meaning, not words: the optional semantic stage
         _blend(relevance, semantic, semantic_share)
@@ -123,27 +158,87 @@ def relevance_scores(
 def _lexicals(
     candidates: Sequence[Candidate], ctx: RankContext, listed: Sequence[Words]
 ) -> dict[str, float]:
-    plan, settings = ctx.plan, ctx.settings
-    words = {c.memory.id: w for c, w in zip(candidates, listed, strict=True)}
-    idf = _idf(plan.terms, [w.terms for w in words.values()])
-    entity_weights = _entity_weights(plan, listed, settings.common_entity_share)
-    window, b = settings.context_window, settings.length_norm
-    average = sum(len(w.terms) for w in words.values()) / len(words) if words else 0.0
-    match = _TermMatch(plan, idf, entity_weights, window)
-    around = ctx.around if window > 0 else {}
-    lexical: dict[str, float] = {}
-    for c in candidates:
-        memory_id = c.memory.id
+    lexical = _Lexical(candidates, ctx, listed)
+    return {c.memory.id: lexical.score(c.memory.id) for c in candidates}
+
+
+class _Lexical:
+    """The term match of a request's candidates: what it reads of them all (the terms' IDF,
+    the entities' weights, the average length) worked out at once, each one's own score on
+    demand."""
+
+    def __init__(
+        self, candidates: Sequence[Candidate], ctx: RankContext, listed: Sequence[Words]
+    ) -> None:
+        plan, settings = ctx.plan, ctx.settings
+        words = {c.memory.id: w for c, w in zip(candidates, listed, strict=True)}
+        idf = _idf(plan.terms, [w.terms for w in words.values()])
+        entity_weights = _entity_weights(plan, listed, settings.common_entity_share)
+        window, self.b = settings.context_window, settings.length_norm
+        self.average = sum(len(w.terms) for w in words.values()) / len(words) if words else 0.0
+        self.match = _TermMatch(plan, idf, entity_weights, window)
+        self.around = ctx.around if window > 0 else {}
+        self.words = words
+
+    def score(self, memory_id: str) -> float:
         near: list[frozenset[str]] = []
-        if memory_id in around:  # (each text's terms, cached: neighbours recur question after
-            # question, their combinations much less; no term spans two texts)
-            near = [term_set(m.content) for m in around[memory_id]]
-        own = words[memory_id]
+        if memory_id in self.around:  # (each text's terms, cached: neighbours recur question
+            # after question, their combinations much less; no term spans two texts)
+            near = [term_set(m.content) for m in self.around[memory_id]]
+        own, b, average = self.words[memory_id], self.b, self.average
         # BM25's length normalization, as a penalty only: a long memory covers more of the
         # query's words by chance than a short one
         norm = min(1.0, 1.0 / (1 - b + b * len(own.terms) / average)) if b > 0 and average else 1.0
-        lexical[memory_id] = match.score(own, near, norm)
-    return lexical
+        return self.match.score(own, near, norm)
+
+
+def best_by_relevance(
+    candidates: Sequence[Candidate], ctx: RankContext, limit: int
+) -> dict[str, float] | None:
+    """The relevance `relevance_scores` gives of at least the `limit` most relevant
+    candidates, and of every other candidate that could tie with them, for a caller that
+    ranks only the best few (`reranker.by_relevance`). A candidate's ceiling, its relevance
+    were its term match the best possible, costs no term match: the term match is worked out
+    in the order of the ceilings, until the next ceiling is below the `limit`-th best
+    relevance found (each step of the blend is a rounded product or sum with weights >= 0,
+    so a larger term match never gives a smaller relevance, to the last bit). None where a
+    candidate inherits another's relevance (a graph hop or a context neighbour): the caller
+    scores them all."""
+    if limit >= len(candidates) or ctx.context_of or any(c.hops for c in candidates):
+        return None
+    settings = ctx.settings
+    lexical = _Lexical(candidates, ctx, [words_of(c.memory) for c in candidates])
+    store, scores = ctx.signals.of(candidates, settings.store_score_share)
+    local = scores if settings.local_share > 0 else None
+    semantic = ctx.semantic if ctx.semantic and settings.semantic_share > 0 else None
+    boost = settings.when_time_boost
+    timed = boost > 0 and ctx.plan.question_type is QuestionType.WHEN
+
+    def blended(memory: Memory, term_match: float) -> float:
+        # (relevance_scores' steps, in its order)
+        share, i = settings.lexical_share, memory.id
+        value = share * term_match + (1 - share) * store[i]
+        if local is not None:
+            value = (1 - settings.local_share) * value + settings.local_share * local.get(i, 0.0)
+        if semantic is not None:
+            share = settings.semantic_share
+            value = (1 - share) * value + share * semantic.get(i, 0.0)
+        if timed and has_time_expression(memory.content):
+            value = min(1.0, value + boost)
+        return value
+
+    ceiling = lexical.match.ceiling
+    bounds = {c.memory.id: blended(c.memory, ceiling) for c in candidates}
+    found: dict[str, float] = {}
+    best: list[float] = []  # the `limit` highest relevances found, highest first
+    for c in sorted(candidates, key=lambda c: bounds[c.memory.id], reverse=True):
+        memory_id = c.memory.id
+        if len(best) == limit and bounds[memory_id] < best[-1]:
+            break
+        value = found[memory_id] = blended(c.memory, lexical.score(memory_id))
+        if len(best) < limit or value > best[-1]:
+            best = sorted([*best, value], reverse=True)[:limit]
+    return found
 
 
 def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
@@ -257,6 +352,23 @@ class _TermMatch:
         self.entity_share = (
             _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
         )
+
+    @property
+    def ceiling(self) -> float:
+        """No memory's `score` is higher: every term found in its own text, every entity
+        named, summed and rounded as `score` sums and rounds them."""
+        found = 0.0
+        for _, w in self.idf:
+            found += w
+        coverage = found / self.total if self.total else 0.0
+        if not self.entities:
+            return coverage
+        hit = 0.0
+        for weight in self.entity_weights:
+            hit += weight
+        share = self.entity_share
+        hit_share = hit / self.weight_sum if share else 0.0
+        return (1 - share) * coverage + share * hit_share
 
     def score(self, own: Words, near: Sequence[frozenset[str]], norm: float) -> float:
         """`near`: the term sets of the memories next to it (a term in any counts)."""

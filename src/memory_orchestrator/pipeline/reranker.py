@@ -31,6 +31,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.pipeline.relevance import (
     RankContext,
     Words,
+    best_by_relevance,
     relevance_scores,
     words_of,
 )
@@ -343,15 +344,20 @@ def best_first(items: list[T], score: Callable[[T], float], memory: Callable[[T]
     items[:] = ranked
 
 
-def by_relevance(candidates: Sequence[Candidate], ctx: RankContext) -> list[str]:
-    """Ids ordered by relevance alone: the cheap ordering used to pick expansion seeds."""
+def by_relevance(
+    candidates: Sequence[Candidate], ctx: RankContext, limit: int | None = None
+) -> list[str]:
+    """Ids ordered by relevance alone (the first `limit`): the cheap ordering used to pick
+    expansion and context seeds."""
     if not candidates:
         return []
-    _, relevance, _ = relevance_scores(candidates, ctx)
+    relevance = best_by_relevance(candidates, ctx, limit) if limit is not None else None
+    if relevance is None:
+        _, relevance, _ = relevance_scores(candidates, ctx)
     memories = {c.memory.id: c.memory for c in candidates}
     ids = list(relevance)
     best_first(ids, relevance.__getitem__, memories.__getitem__)
-    return ids
+    return ids[:limit]
 
 
 class _Scorer:

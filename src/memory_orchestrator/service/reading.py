@@ -302,7 +302,7 @@ class ReadPath:
         exp, trace = self._settings.expansion, run.trace
         if plan.strategy is Strategy.DIRECT or plan.hop_budget <= 0 or not run.candidates:
             return
-        seeds = by_relevance(run.candidates, run.ctx)[: exp.seeds]
+        seeds = by_relevance(run.candidates, run.ctx, exp.seeds)
         limits = ExpansionLimits(
             plan.hop_budget, tuple(exp.edge_types), exp.fanout, exp.max_expanded, self._timeout()
         )
