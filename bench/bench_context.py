@@ -19,6 +19,7 @@ test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
         [--keep DIR]  # reuse the stores and their vectors from an earlier run
+        [--dataset PATH]  # LoCoMo elsewhere (a copy of bench/ outside the checkout)
     make bench-postgres   # the same on a throwaway local PostgreSQL (--backend postgres)
 """
 
@@ -54,10 +55,11 @@ LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo" 
 START = datetime(2023, 1, 1, tzinfo=UTC)
 
 
-def locomo_turns() -> tuple[list[NewMemory], list[str]]:
-    if not LOCOMO.is_file():
+def locomo_turns(path: Path = LOCOMO) -> tuple[list[NewMemory], list[str]]:
+    """LoCoMo's turns as memories and its questions; none when `path` is not there."""
+    if not path.is_file():
         return [], []
-    data = json.loads(LOCOMO.read_text())
+    data = json.loads(path.read_text())
     memories: list[NewMemory] = []
     questions: list[str] = []
     for conv in data:
@@ -318,6 +320,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=LOCOMO,
+        help="LoCoMo's development split (default: ../shared/datasets/locomo/locomo-dev.json"
+        " beside the checkout; a copy of bench/ elsewhere must be told): without it the"
+        " questions are synthetic, which the output says",
+    )
+    parser.add_argument(
         "--keep",
         type=Path,
         default=None,
@@ -332,10 +342,12 @@ def main() -> None:
         " size; `make bench-postgres` starts a throwaway server)",
     )
     args = parser.parse_args()
-    turns, questions = locomo_turns()
+    turns, questions = locomo_turns(args.dataset)
+    source = str(args.dataset)
     if not questions:
-        print(f"LoCoMo not found at {LOCOMO}; using synthetic questions", file=sys.stderr)
+        print(f"LoCoMo not found at {args.dataset}; using synthetic questions", file=sys.stderr)
         questions = [f"what happened with project vendor w{i}" for i in range(args.queries)]
+        source = "synthetic"
     rng = random.Random(11)
     chosen = rng.sample(questions, min(args.queries, len(questions)))
     # questions no other system asks: `context_fresh_q` meets no cached question vector
@@ -345,14 +357,14 @@ def main() -> None:
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
         print(f"benchmarking {size} memories x {len(questions)} questions ...", file=sys.stderr)
-        results.append(
-            anyio.run(bench_size, size, questions, turns, args.backend, args.keep, fresh)
-        )
+        result = anyio.run(bench_size, size, questions, turns, args.backend, args.keep, fresh)
+        results.append({"questions_from": source, **result})
     print(
         f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
         f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9}"
     )
     for r in results:
+        print(f"{r['memories']:>8} questions: {r['questions_from']}")
         print(f"{r['memories']:>8} semantic: {r['semantic']}")
         print(
             f"{r['memories']:>8} first call {r['first_call_s']:.2f} s (lists the store, builds the"
