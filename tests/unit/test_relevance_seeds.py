@@ -103,12 +103,16 @@ def test_the_best_few_skip_the_term_match_of_candidates_that_cannot_reach_them()
     assert by_relevance([*strong, *weak], context({}, when=False), 3) == ["s0", "s1", "s2"]
 
 
-def test_inherited_relevance_takes_the_full_computation() -> None:
+def test_inherited_relevance_and_a_memory_twice_take_the_full_computation() -> None:
     first = Candidate(memory=memory("a", "Ana hiked"), sources=(Source("q1", 1, 1.0),))
     hop = Candidate(memory=memory("b", "the lake"), hops=1, expanded_from="a")
     ctx = context({}, when=False)
     assert best_by_relevance([first, hop, first], ctx, 1) is None
     assert best_by_relevance([first, hop], replace(ctx, context_of={"b": "a"}), 1) is None
+    again = replace(first, sources=(Source("q2", 1, 1.0),))
+    other = Candidate(memory=memory("c", "the lake"), sources=(Source("q1", 2, 0.5),))
+    assert best_by_relevance([first, other, again], ctx, 1) is None  # one memory twice
+    assert by_relevance([first, other, again], ctx, 0) == []
 
 
 def test_store_signals_are_kept_for_candidates_added_without_a_list() -> None:

@@ -203,7 +203,9 @@ def best_by_relevance(
     relevance found (each step of the blend is a rounded product or sum with weights >= 0,
     so a larger term match never gives a smaller relevance, to the last bit). None where a
     candidate inherits another's relevance (a graph hop or a context neighbour): the caller
-    scores them all."""
+    scores them all (and where two candidates are one memory)."""
+    if limit < 1:
+        return {}
     if limit >= len(candidates) or ctx.context_of or any(c.hops for c in candidates):
         return None
     settings = ctx.settings
@@ -229,6 +231,8 @@ def best_by_relevance(
 
     ceiling = lexical.match.ceiling
     bounds = {c.memory.id: blended(c.memory, ceiling) for c in candidates}
+    if len(bounds) < len(candidates):
+        return None
     found: dict[str, float] = {}
     best: list[float] = []  # the `limit` highest relevances found, highest first
     for c in sorted(candidates, key=lambda c: bounds[c.memory.id], reverse=True):
