@@ -14,10 +14,17 @@ import numpy as np
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.derived import semantic
+from memory_orchestrator.derived import indexes, semantic
 from memory_orchestrator.derived.embedders import WordLlamaEmbedder, computing
 from memory_orchestrator.derived.semantic import SemanticIndex
-from memory_orchestrator.models import ContextRequest, Memory, MemoryType, NewMemory, Status
+from memory_orchestrator.models import (
+    ContextRequest,
+    Memory,
+    MemoryType,
+    NewMemory,
+    SearchRequest,
+    Status,
+)
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service.heap import YOUNG
 from memory_orchestrator.settings import Settings
@@ -191,10 +198,12 @@ class HeldQueries:
         self.inner = WordLlamaEmbedder()
         self.name = self.inner.name
         self.release = threading.Event()
+        self.holding = threading.Event()  # set when a query's encoder is held
 
     def embed(self, texts: Sequence[str]) -> np.typing.NDArray[np.float32]:
         if threading.current_thread().name.startswith("semantic-query"):
             computing()
+            self.holding.set()
             assert self.release.wait(60)
         return self.inner.embed(texts)
 
@@ -225,3 +234,51 @@ def test_a_query_embedded_ahead_is_the_same_vector_and_embedded_once() -> None:
     assert np.array_equal(ahead, WordLlamaEmbedder().embed(["dog playing outside"])[0])
     assert embedder.texts.count("dog playing outside") == 1
     assert index.query_vector("dog playing outside") is ahead  # cached
+
+
+def test_a_new_question_being_embedded_leaves_the_event_loop_to_other_requests(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a new question's vector is worked out on the query worker (held here), the
+    request that asked waits for it without holding the event loop: another request (the
+    store's own results, which need no vector) is answered meanwhile. Were the loop held,
+    the other request would be answered only after the encoder let go (10 s at most here)."""
+    settings.semantic.enabled = True
+    settings.semantic.model = "wordllama"
+    embedder = HeldQueries()
+    monkeypatch.setattr(indexes, "load_embedder", lambda *args, **kwargs: embedder)
+
+    async def main() -> None:
+        plain = EmbeddedBackend(settings.embedded_path())
+        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+        await plain.close()
+        o = Orchestrator(
+            EmbeddedBackend(settings.embedded_path()),
+            settings,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+        )
+        await o.warm_up(wait_s=60)
+        answered: list[str] = []
+        letting_go = threading.Timer(10, embedder.release.set)  # (were the loop held)
+        letting_go.start()
+
+        async def new_question() -> None:
+            pack = await o.context(ContextRequest(query="dog playing outside"))
+            assert pack.items[0].summary == MEMORIES[0]  # found by meaning, once let go
+            answered.append("new question")
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(new_question)
+                assert await anyio.to_thread.run_sync(embedder.holding.wait, 60)
+                raw = await o.search(SearchRequest(query="revenue in Europe", passthrough=True))
+                assert raw.items[0].summary == MEMORIES[1]
+                answered.append("store's own results")
+                embedder.release.set()
+        finally:
+            letting_go.cancel()
+        assert answered == ["store's own results", "new question"]
+        await o.close()
+
+    anyio.run(main)

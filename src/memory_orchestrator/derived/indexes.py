@@ -17,9 +17,14 @@ off the event loop, and a query that comes meanwhile is served with the indexes 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_futures
+from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -205,6 +210,7 @@ class DerivedIndexes:
         if indexes.local is not None:
             meaning = None
             if indexes.semantic is not None and li.semantic_share > 0:
+                await _finished(indexes.semantic.pending(query, _HYBRID_DEPTH))
                 meaning = indexes.semantic.nearest(query, _HYBRID_DEPTH)
             local = indexes.local.search(
                 query, li.candidates, meaning=meaning, share=li.semantic_share
@@ -216,6 +222,7 @@ class DerivedIndexes:
             floor = sem.min_similarity
             if floor is None:
                 floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
+            await _finished(indexes.semantic.pending(query, sem.candidates))
             near = indexes.semantic.ranked(query, sem.candidates)
             lists.append((SEMANTIC_SOURCE, sem.weight, [(i, s) for i, s in near if s >= floor]))
         wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
@@ -366,3 +373,30 @@ class DerivedIndexes:
                 f"semantic index: {waiting} memories still being embedded (in the background)"
             )
         return notes
+
+
+async def _finished(future: Future[Any] | None) -> None:
+    """Wait until `future` (worked on by another thread) is done, with the event loop free
+    to serve other requests meanwhile; its result or error is for its owner to read. On
+    another event loop (trio) a worker thread waits for it. The future is never cancelled
+    from here: other requests may share it."""
+    if future is None or future.done():
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        await anyio.to_thread.run_sync(wait_for_futures, [future])
+        return
+    done = loop.create_future()
+
+    def wake(_: Future[Any]) -> None:
+        with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, done)
+
+    future.add_done_callback(wake)
+    await done
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():  # (not when its waiter was cancelled)
+        done.set_result(None)

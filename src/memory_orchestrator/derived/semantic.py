@@ -323,6 +323,17 @@ class SemanticIndex:
             while len(self._ranked_ahead) > _AHEAD:  # asked for and never read (a failure)
                 self._ranked_ahead.popitem(last=False)
 
+    def pending(self, query: str, k: int) -> Future[Any] | None:
+        """What `ranked(query, k)` would wait for while another thread works it out (the
+        ranking started ahead, or the query's vector being embedded ahead); None when it
+        would not wait. An async caller awaits it first, so that its event loop serves other
+        requests meanwhile (a new question's encoder runs for milliseconds)."""
+        with self._lock:
+            ahead = self._ranked_ahead.get((query, k))
+            if self._kept(query, k) is None and ahead is not None and not ahead.done():
+                return ahead
+        return self._queries.pending(query)
+
     def ranked(self, query: str, k: int) -> Ranked:
         """Ids and cosines of the `k` indexed memories nearest to `query`, best first (not to
         be changed: it is kept for the next request that asks the same while no vector
@@ -452,6 +463,12 @@ class _QueryVectors:
         if future is not None:
             return future.result()
         return self._embed(query)
+
+    def pending(self, query: str) -> Future[Matrix] | None:
+        """`query`'s vector being embedded ahead, when it is not done yet."""
+        with self._lock:
+            future = self._ahead.get(query)
+        return future if future is not None and not future.done() else None
 
     def ahead(self, query: str) -> None:
         """Start embedding `query` on the worker. When the worker is free, wait (a bounded
