@@ -330,7 +330,7 @@ class SemanticIndex:
         requests meanwhile (a new question's encoder runs for milliseconds)."""
         with self._lock:
             ahead = self._ranked_ahead.get((query, k))
-            if self._kept(query, k) is None and ahead is not None and not ahead.done():
+            if ahead is not None and not ahead.done() and self._kept(query, k) is None:
                 return ahead
         return self._queries.pending(query)
 

@@ -119,17 +119,11 @@ def relevance_scores(
         words = [words_of(c.memory) for c in candidates]
     lexical = _lexicals(candidates, ctx, words)
     store, local = ctx.signals.of(candidates, settings.store_score_share)
-    share = settings.lexical_share
+    blend = _Blend(ctx, store, local)
     relevance = {
-        c.memory.id: share * lexical[c.memory.id] + (1 - share) * store[c.memory.id]
-        for c in candidates
-        if c.hops == 0
+        c.memory.id: blend(c.memory.id, lexical[c.memory.id]) for c in candidates if c.hops == 0
     }
-    if settings.local_share > 0:  # the local index's score keeps how far apart its hits are
-        _blend(relevance, local, settings.local_share)
-    semantic, semantic_share = ctx.semantic, settings.semantic_share
-    if semantic and semantic_share > 0:  # meaning, not words: the optional semantic stage
-        _blend(relevance, semantic, semantic_share)
+    semantic, semantic_share = blend.semantic, settings.semantic_share
     base = dict(relevance)
     for c in candidates:
         seed = ctx.context_of.get(c.memory.id)
@@ -144,15 +138,50 @@ def relevance_scores(
             else:
                 inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
             own = lexical[c.memory.id]
-            if semantic and semantic_share > 0:
+            if semantic is not None:
                 own = (1 - semantic_share) * own + semantic_share * semantic.get(c.memory.id, 0.0)
             relevance[c.memory.id] = max(own, inherited)
-    boost = settings.when_time_boost
-    if boost > 0 and ctx.plan.question_type is QuestionType.WHEN:
+    if blend.boost:
         for c in candidates:
-            if has_time_expression(c.memory.content):
-                relevance[c.memory.id] = min(1.0, relevance[c.memory.id] + boost)
+            relevance[c.memory.id] = blend.timed(c.memory, relevance[c.memory.id])
     return lexical, relevance, store
+
+
+class _Blend:
+    """A candidate's relevance from its term match and what the lists say of it, step by
+    step (the one place the steps are written: `relevance_scores` and `best_by_relevance`
+    must agree to the last bit)."""
+
+    def __init__(
+        self, ctx: RankContext, store: Mapping[str, float], local: Mapping[str, float]
+    ) -> None:
+        settings = ctx.settings
+        self.share, self.store = settings.lexical_share, store
+        # the local index's score keeps how far apart its hits are
+        self.local_share = settings.local_share
+        self.local = local if self.local_share > 0 else None
+        # meaning, not words: the optional semantic stage
+        self.semantic_share = settings.semantic_share
+        self.semantic = ctx.semantic if ctx.semantic and self.semantic_share > 0 else None
+        boost = settings.when_time_boost
+        self.boost = boost if boost > 0 and ctx.plan.question_type is QuestionType.WHEN else 0.0
+
+    def __call__(self, memory_id: str, term_match: float) -> float:
+        share = self.share
+        value = share * term_match + (1 - share) * self.store[memory_id]
+        if self.local is not None:
+            share = self.local_share
+            value = (1 - share) * value + share * self.local.get(memory_id, 0.0)
+        if self.semantic is not None:
+            share = self.semantic_share
+            value = (1 - share) * value + share * self.semantic.get(memory_id, 0.0)
+        return value
+
+    def timed(self, memory: Memory, value: float) -> float:
+        """`value`, lifted for a memory carrying a time expression on a "when" question."""
+        if self.boost and has_time_expression(memory.content):
+            return min(1.0, value + self.boost)
+        return value
 
 
 def _lexicals(
@@ -208,26 +237,11 @@ def best_by_relevance(
         return {}
     if limit >= len(candidates) or ctx.context_of or any(c.hops for c in candidates):
         return None
-    settings = ctx.settings
     lexical = _Lexical(candidates, ctx, [words_of(c.memory) for c in candidates])
-    store, scores = ctx.signals.of(candidates, settings.store_score_share)
-    local = scores if settings.local_share > 0 else None
-    semantic = ctx.semantic if ctx.semantic and settings.semantic_share > 0 else None
-    boost = settings.when_time_boost
-    timed = boost > 0 and ctx.plan.question_type is QuestionType.WHEN
+    blend = _Blend(ctx, *ctx.signals.of(candidates, ctx.settings.store_score_share))
 
     def blended(memory: Memory, term_match: float) -> float:
-        # (relevance_scores' steps, in its order)
-        share, i = settings.lexical_share, memory.id
-        value = share * term_match + (1 - share) * store[i]
-        if local is not None:
-            value = (1 - settings.local_share) * value + settings.local_share * local.get(i, 0.0)
-        if semantic is not None:
-            share = settings.semantic_share
-            value = (1 - share) * value + share * semantic.get(i, 0.0)
-        if timed and has_time_expression(memory.content):
-            value = min(1.0, value + boost)
-        return value
+        return blend.timed(memory, blend(memory.id, term_match))
 
     ceiling = lexical.match.ceiling
     bounds = {c.memory.id: blended(c.memory, ceiling) for c in candidates}
@@ -255,12 +269,6 @@ def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[s
             i: (1 - score_share) * v + score_share * scores.get(i, 0.0) for i, v in store.items()
         }
     return store
-
-
-def _blend(relevance: dict[str, float], other: Mapping[str, float], share: float) -> None:
-    """Mix `share` of `other` (0 where it has no value) into `relevance`, in place."""
-    for i, value in relevance.items():
-        relevance[i] = (1 - share) * value + share * other.get(i, 0.0)
 
 
 def _local_scores(candidates: Sequence[Candidate]) -> dict[str, float]:

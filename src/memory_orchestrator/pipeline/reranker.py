@@ -256,7 +256,7 @@ def with_reasons(
     takes what its row worked out (its age, the entity it shares) instead of counting the
     candidates' entities again; a merged one (its memory carries its duplicates' entities
     too) is worked out anew."""
-    counted: list[Counter[str]] = []
+    counts: Counter[str] | None = None  # (counted only for an item that needs it)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     out = []
     for item in items:
@@ -265,10 +265,10 @@ def with_reasons(
         if row is not None and row.candidate.memory is c.memory:
             recency_reason, xref_entity = row.recency_reason, row.xref_entity
         else:
-            if not counted:
-                counted.append(_xref_counts([words_of(m.memory) for m in candidates], ctx))
+            if counts is None:
+                counts = _xref_counts([words_of(m.memory) for m in candidates], ctx)
             _, recency_reason = _recency(c, ctx)
-            _, xref_entity = _xref(words_of(c.memory), counted[0], query_entities)
+            _, xref_entity = _xref(words_of(c.memory), counts, query_entities)
         own = _reasons(
             c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty, b.semantic
         )
