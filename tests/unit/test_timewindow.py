@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_orchestrator.pipeline import timewindow
 from memory_orchestrator.pipeline.timewindow import find_time_window
 
 NOW = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)  # a Thursday
@@ -174,6 +176,107 @@ def test_any_mix_of_time_words_at_any_date_never_raises(words: list[str], now: d
         first, last = found.window.start, found.window.end
         assert first is not None or last is not None
         assert first is None or last is None or first <= last
+
+
+# every rule's words, some in other forms, and words that only start (or end) like one
+_RULE_VOCAB = (
+    "since before after until till by from between and to through - \u2013 in on of during the a "
+    "last this past previous current earlier early mid late lately latest recent recently "
+    "ago few couple several two 3 12 2023 1999 2026-03-04 11/10/2026 4.5.2024 8th 21st 1-15 "
+    "January jan Feb. february March mar April may June jun July aug Sept sep October nov dec "
+    "Monday Tuesday wed Thursday friday Saturday sun sunday weekend week weeks month months "
+    "year years day days hour hours fortnight night tonight today yesterday morning evening "
+    "afternoon Q1 Q4 first second quarter spring summer autumn fall winter over "
+    "maybe money sunny Saturn married someday birthday midweek Dana export the vendor , ? 's"
+).split()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    words=st.lists(st.sampled_from(_RULE_VOCAB), max_size=10),
+    joiner=st.sampled_from([" ", ", ", "-", "/", " of "]),
+)
+def test_texts_without_a_time_word_skip_the_rules_and_lose_no_phrase(
+    words: list[str], joiner: str
+) -> None:
+    """The quick look for a time word (`_ANCHOR`) never hides a phrase the rules would
+    read: the same window with and without it."""
+    text = joiner.join(words)
+    quick, anchor = find_time_window(text, LATE), timewindow._ANCHOR
+    timewindow._ANCHOR = re.compile("")  # every text searched rule by rule
+    try:
+        assert find_time_window(text, LATE) == quick
+    finally:
+        timewindow._ANCHOR = anchor
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    [
+        "2026-03-04",
+        "in early May",
+        "Q3 2026",
+        "the first quarter",
+        "this quarter",
+        "8 March 2025",
+        "March 8, 2025",
+        "March 2025",
+        "Nov 10",
+        "10 Nov",
+        "11/10/2026",
+        "the day before yesterday",
+        "yesterday",
+        "today",
+        "tonight",
+        "last night",
+        "this morning",
+        "this afternoon",
+        "this evening",
+        "last Friday",
+        "on Monday",
+        "last weekend",
+        "over the weekend",
+        "3 days ago",
+        "a fortnight ago",
+        "two hours ago",
+        "the past 3 weeks",
+        "past month",
+        "last week",
+        "this month",
+        "previous year",
+        "last summer",
+        "in the fall",
+        "winter 2025",
+        "in 2024",
+        "in the year 2024",
+        "in June",
+        "last Sept",
+        "recently",
+        "of late",
+        "lately",
+        "the latest",
+        "between March and May",
+        "from Oct 1 to Oct 15",
+        "Oct 1-15",
+        "the week of Nov 10",
+    ],
+)
+def test_every_rule_s_phrase_holds_a_time_word(phrase: str) -> None:
+    """Each rule's shortest phrases are still read with the quick look in front."""
+    assert timewindow._ANCHOR.search(phrase) is not None
+    assert find_time_window(phrase, LATE) is not None
+
+
+def test_a_text_without_a_time_word_is_not_searched_rule_by_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def searched(*_: object) -> None:
+        raise AssertionError("searched rule by rule")
+
+    monkeypatch.setattr(timewindow, "_range", searched)
+    assert find_time_window("What did Caroline paint for the vendor?", LATE) is None
+    with pytest.raises(AssertionError, match="rule by rule"):
+        find_time_window("What did Caroline paint on Friday?", LATE)
 
 
 LATE = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)  # a Wednesday
