@@ -13,7 +13,7 @@ closest (by `_MARGIN`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from rapidfuzz.distance import JaroWinkler
@@ -45,10 +45,9 @@ def skeleton(name: str) -> str:
 
 
 def _closest(word: str, names: Sequence[str]) -> str | None:
-    key = skeleton(word)
+    """The one of `names` (those that sound like `word`: the same skeleton) it spells."""
     fits = sorted(
-        ((JaroWinkler.similarity(word.lower(), n.lower()), n) for n in names if skeleton(n) == key),
-        reverse=True,
+        ((JaroWinkler.similarity(word.lower(), n.lower()), n) for n in names), reverse=True
     )
     fits = [(s, n) for s, n in fits if s >= _SIMILAR]
     if not fits or (len(fits) > 1 and fits[0][0] - fits[1][0] < _MARGIN):
@@ -56,15 +55,26 @@ def _closest(word: str, names: Sequence[str]) -> str | None:
     return fits[0][1]
 
 
+@lru_cache(maxsize=8)
+def _known_forms(known: tuple[str, ...]) -> tuple[frozenset[str], Mapping[str, tuple[str, ...]]]:
+    """The known names case-folded, and the one-word ones by skeleton: worked out once per
+    list of names (the store's names change much less often than the questions)."""
+    singles = dict.fromkeys(n for n in known if n.isalpha() and len(n) >= _MIN_LETTERS)
+    by_sound: dict[str, tuple[str, ...]] = {}
+    for name in singles:
+        key = skeleton(name)
+        by_sound[key] = (*by_sound.get(key, ()), name)
+    return frozenset(n.lower() for n in known), by_sound
+
+
 def read_names(
     text: str, known: Sequence[str], skip: frozenset[str] = frozenset()
 ) -> tuple[str, list[str]]:
     """`text` with each capitalised word that names no known entity but spells one of the
     store's one-word names another way replaced by that name; and a note per replacement."""
-    singles = list(dict.fromkeys(n for n in known if n.isalpha() and len(n) >= _MIN_LETTERS))
-    if not singles:
+    exact, by_sound = _known_forms(tuple(known))
+    if not by_sound:
         return text, []
-    exact = {n.lower() for n in known}
     notes: list[str] = []
 
     def swap(match: re.Match[str]) -> str:
@@ -72,7 +82,7 @@ def read_names(
         base = word[:-2] if word.endswith("'s") else word
         if base.lower() in exact or base.lower() in skip or len(base) < _MIN_LETTERS:
             return word
-        name = _closest(base, singles)
+        name = _closest(base, by_sound.get(skeleton(base), ()))
         if name is None:
             return word
         notes.append(f"name '{base}' read as '{name}' (known to the store)")

@@ -145,10 +145,19 @@ def _name_key(name: str) -> tuple[str, ...]:
     return tuple(w[:-2] if w.endswith("'s") else w for w in words)
 
 
+@lru_cache(maxsize=8)
+def _known_keys(
+    known: tuple[str, ...],
+) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], frozenset[int]]:
+    """Each known name with its words' key, and the keys' lengths: worked out once per list
+    of names (the store's names change much less often than the questions)."""
+    keys = tuple((name, _name_key(name)) for name in known)
+    return keys, frozenset(len(key) for _, key in keys if key)
+
+
 def _known_matches(text: str, known: Sequence[str]) -> list[tuple[int, int, str]]:
     """(start, end, name) of each known name found as whole words, store casing kept."""
-    keys = [(name, _name_key(name)) for name in known]
-    lengths = {len(key) for _, key in keys if key}
+    keys, lengths = _known_keys(tuple(known))
     if not lengths:
         return []
     words = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
