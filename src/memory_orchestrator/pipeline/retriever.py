@@ -35,7 +35,7 @@ class SubQuery:
 class Listed(NamedTuple):
     """A hit of a list from elsewhere than the store (a derived index's): the memory, read back
     from the store, and the list's own score; its rank is its place in the list. (A plain
-    tuple: the ~70 of each request's index lists are read once, by `_fuse`.)"""
+    tuple: the ~70 of each request's index lists are read once, by `_Listing.of`.)"""
 
     memory: Memory
     score: float
@@ -89,11 +89,12 @@ async def retrieve(
         for name in missing_filter_support(sub.filters, backend.capabilities):
             notes.append(f"store cannot filter by {name}; filtered after retrieval")
 
-    lists: list[tuple[SubQuery, Sequence[Hit] | None]] = [
-        *zip(subqueries, calls.results, strict=True),
-        *calls.prefetched,
+    found = [
+        _Listing.of(sub, hits)
+        for sub, hits in zip(subqueries, calls.results, strict=True)
+        if hits is not None
     ]
-    candidates = _fuse([(sub, hits) for sub, hits in lists if hits is not None], rrf_k)
+    candidates = _fuse([*found, *calls.prefetched], rrf_k)
     failed = sum(1 for hits in calls.results if hits is None)
     return Retrieval(
         candidates=candidates, notes=sorted(set(notes)), calls=len(subqueries), failed=failed
@@ -116,7 +117,7 @@ class _Calls:
         self.max_chars, self.budget, self.dispatching = max_chars, list_budget_s, dispatching
         self.results: list[list[SearchHit] | None] = []
         self.notes: list[str] = []
-        self.prefetched: list[tuple[SubQuery, Sequence[Hit]]] = []
+        self.prefetched: list[_Listing] = []
         self._running: dict[int, anyio.CancelScope] = {}
         self._started = 0.0
         self._cut_at = math.inf  # once the prefetched lists are in: when store calls stop
@@ -195,25 +196,44 @@ class _Calls:
         if self.dispatching and self.results:
             with anyio.move_on_after(DISPATCH_WAIT_S):
                 await self._all_dispatched.wait()
-        self.prefetched.extend(await fetch())
-        if self.budget is not None and any(hits for _, hits in self.prefetched):
+        fetched = await fetch()
+        # listed now, while the store's searches run (this thread would wait for them)
+        self.prefetched.extend(_Listing.of(sub, hits) for sub, hits in fetched)
+        if self.budget is not None and any(hits for _, hits in fetched):
             self._cut_at = self._started + self.budget
             for scope in list(self._running.values()):
                 scope.deadline = self._cut_at
 
 
-def _fuse(lists: Sequence[tuple[SubQuery, Sequence[Hit]]], rrf_k: int) -> list[Candidate]:
+class _Listing(NamedTuple):
+    """A list's hits that pass its filters, in rank order, each as its memory's id, the
+    memory and its `Source`."""
+
+    sub: SubQuery
+    entries: list[tuple[str, Memory, Source]]
+
+    @classmethod
+    def of(cls, sub: SubQuery, hits: Sequence[Hit]) -> _Listing:
+        kept = [hit for hit in hits if matches(hit.memory, sub.filters)]
+        return cls(
+            sub,
+            [
+                (hit.memory.id, hit.memory, Source(sub.text, rank, hit.score, hit.memory.store))
+                for rank, hit in enumerate(kept, start=1)
+            ],
+        )
+
+
+def _fuse(lists: Sequence[_Listing], rrf_k: int) -> list[Candidate]:
     """One candidate per memory, with every list's rank for it, ordered by weighted RRF."""
     found: dict[str, tuple[Memory, list[Source]]] = {}
     rankings: list[list[str]] = []
     weights: list[float] = []
-    for sub, hits in lists:
-        kept = [hit for hit in hits if matches(hit.memory, sub.filters)]
-        rankings.append([hit.memory.id for hit in kept])
+    for sub, entries in lists:
+        rankings.append([memory_id for memory_id, _, _ in entries])
         weights.append(sub.weight)
-        for rank, hit in enumerate(kept, start=1):
-            source = Source(sub.text, rank, hit.score, hit.memory.store)
-            found.setdefault(hit.memory.id, (hit.memory, []))[1].append(source)
+        for memory_id, memory, source in entries:
+            found.setdefault(memory_id, (memory, []))[1].append(source)
     fused = rrf(rankings, k=rrf_k, weights=weights)
     candidates = [
         Candidate(memory=memory, sources=tuple(sources), fused_score=fused[i])
