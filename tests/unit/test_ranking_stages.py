@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from memory_orchestrator.models import MemoryType, TimeRange
+from memory_orchestrator.models import MemoryType, ScoredItem, TimeRange
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
-from memory_orchestrator.pipeline.reranker import rank, rerank, weighted_total, with_reasons
+from memory_orchestrator.pipeline.currency import disagreement, newest_first
+from memory_orchestrator.pipeline.reranker import (
+    Ranked,
+    rank,
+    rerank,
+    weighted_total,
+    with_reasons,
+)
 from memory_orchestrator.settings import RankingSettings, Weights
 from tests.factories import NOW, candidate, memory, plan
 
@@ -205,6 +213,45 @@ def test_reasons_from_ranks_rows_are_reranks_even_where_the_name_is_not_trusted(
     )
     again = with_reasons([item], cands, context, by_id)[0]
     assert again.reasons == with_reasons([item], cands, context)[0].reasons
+
+
+def test_rows_through_the_deduper_newest_first_and_reasons_give_the_items_answer() -> None:
+    """`rank`'s rows go through the deduper, `newest_first` and `with_reasons` as they are
+    (a row is made its `ScoredItem` only where a stage changes it, or with its reasons at
+    the end): the same answer as their `ScoredItem`s would give, merges, penalties and
+    replaced facts included; a row no stage changed is made once."""
+    old = NOW - timedelta(days=3)
+    cands = [
+        candidate(memory("a", "Vendor X missed the March milestone.", entities=("Vendor X",))),
+        candidate(memory("b", "Vendor X missed the March milestone", entities=("Atlas",)), rank=2),
+        candidate(memory("c", "Dana prefers short written updates"), rank=3),
+        candidate(memory("d", "Dana prefers short updates in writing"), rank=4),
+        candidate(memory("e", "The launch budget is 40k", created_at=old), rank=5),
+        candidate(memory("f", "The launch budget is 55k", created_at=NOW), rank=6),
+        candidate(memory("g", "Priya joined the infra team"), rank=7),
+        candidate(memory("h", "Priya joined the infra team last spring"), rank=8),
+        candidate(memory("i", "Bo runs the on-call rota"), rank=9),
+    ]
+    context = ctx("vendor milestone dana updates launch budget priya rota")
+
+    def tail(entries: Sequence[Ranked]) -> list[ScoredItem]:
+        found = dedupe(
+            entries,
+            threshold=0.85,
+            soft_threshold=0.6,
+            weights=Weights(),
+            keep_apart=lambda a, b, sim: disagreement(a.candidate.memory, b.candidate.memory),
+        )
+        return with_reasons(newest_first(found.items, 0.75), cands, context)
+
+    rows = rank(cands, context, reasons=False)
+    by_rows = tail(rows)
+    by_items = tail([row.item for row in rank(cands, context, reasons=False)])
+    assert by_rows == by_items
+    assert any(i.merged_ids for i in by_rows) and any(i.changed for i in by_rows)
+    assert any(i.breakdown.duplicate_penalty > 0 for i in by_rows)
+    untouched = next(r for r in rows if r.id == "i")
+    assert untouched._item is None  # made only with its reasons, never for the deduper
 
 
 def test_time_expressions_are_found_in_memory_text() -> None:

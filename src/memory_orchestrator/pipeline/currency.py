@@ -29,6 +29,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.deduper import similarity_key
+from memory_orchestrator.pipeline.reranker import Ranked
 
 _WAS_CHARS = 120
 
@@ -95,7 +96,7 @@ def disagreement(a: Memory, b: Memory) -> bool:
     return change.kind == "update" and "word" not in change.what and change.what != ("name",)
 
 
-def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredItem]:
+def newest_first(items: Sequence[Ranked], threshold: float) -> list[Ranked]:
     """`items` with each newer memory of a disagreeing pair moved just above the older one,
     and saying what changed; corrected memories (history) say what corrected them."""
     out = _corrections_first(items)
@@ -119,7 +120,7 @@ def newest_first(items: Sequence[ScoredItem], threshold: float) -> list[ScoredIt
     return out
 
 
-def _close_pairs(items: Sequence[ScoredItem], threshold: float) -> set[tuple[str, str]]:
+def _close_pairs(items: Sequence[Ranked], threshold: float) -> set[tuple[str, str]]:
     """The id pairs (both orders) at or above `threshold` similarity: one C call for all."""
     if len(items) < 2:
         return set()
@@ -131,7 +132,7 @@ def _close_pairs(items: Sequence[ScoredItem], threshold: float) -> set[tuple[str
     return {(ids[a], ids[b]) for a, b in zip(*numpy.nonzero(scores), strict=True) if a != b}
 
 
-def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:
+def _corrections_first(items: Sequence[Ranked]) -> list[Ranked]:
     """History: each corrected memory says what corrected it and ranks below it."""
     out = list(items)
     for item in items:
@@ -147,7 +148,7 @@ def _corrections_first(items: Sequence[ScoredItem]) -> list[ScoredItem]:
     return out
 
 
-def _changed(item: ScoredItem, older: Memory) -> ScoredItem:
+def _changed(item: Ranked, older: Memory) -> ScoredItem:
     """`item` saying which older memory it replaced and what changed."""
     new = item.candidate.memory
     was = (

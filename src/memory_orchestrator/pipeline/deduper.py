@@ -15,7 +15,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import Dropped, DropReason, ScoredItem
-from memory_orchestrator.pipeline.reranker import best_first, with_penalties
+from memory_orchestrator.pipeline.reranker import Ranked, best_first, with_penalties
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 
@@ -39,18 +39,18 @@ def similarity(a: str, b: str) -> float:
 
 @dataclass
 class Dedup:
-    items: list[ScoredItem]
+    items: list[Ranked]  # `ScoredItem`s, or `rank`'s rows where nothing changed them
     dropped: list[Dropped] = field(default_factory=list)
 
 
 def dedupe(
-    items: Sequence[ScoredItem],
+    items: Sequence[Ranked],
     *,
     threshold: float,
     soft_threshold: float,
     weights: Weights,
     limit: int | None = None,
-    keep_apart: Callable[[ScoredItem, ScoredItem, float], bool] | None = None,
+    keep_apart: Callable[[Ranked, Ranked, float], bool] | None = None,
 ) -> Dedup:
     """Merge near-duplicates of `items` (best first); returns the survivors re-sorted.
 
@@ -59,7 +59,7 @@ def dedupe(
     says disagree (the same fact with other values; it is given their similarity) are neither
     merged nor penalised.
     """
-    kept: list[ScoredItem] = []
+    kept: list[Ranked] = []
     keys: list[str] = []
     dropped: list[Dropped] = []
     enough = None if limit is None else limit + max(5, limit // 2)
@@ -104,7 +104,7 @@ def dedupe(
     return Dedup(items=kept, dropped=dropped)
 
 
-def _merge(winner: ScoredItem, loser: ScoredItem) -> ScoredItem:
+def _merge(winner: Ranked, loser: Ranked) -> ScoredItem:
     memory = winner.candidate.memory
     entities = tuple(dict.fromkeys((*memory.entities, *loser.candidate.memory.entities)))
     sources = tuple(dict.fromkeys((*winner.candidate.sources, *loser.candidate.sources)))

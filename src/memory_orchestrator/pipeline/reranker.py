@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -171,33 +171,84 @@ class Scored:
     @property
     def item(self) -> ScoredItem:
         if self._item is None:
-            lexical, store, recency, graph, type_match, xref, noise, semantic = self._signals
-            # Plain construction, not model_construct: with pydantic-core's validator it is
-            # the faster of the two (measured), and it checks what we computed.
-            breakdown = ScoreBreakdown(
-                relevance=self.relevance,
-                lexical=round(lexical, 6),
-                fused=round(store, 6),
-                recency=round(recency, 6),
-                graph=round(graph, 6),
-                type_match=type_match,
-                cross_reference=round(xref, 6),
-                noise_penalty=noise,
-                duplicate_penalty=0.0,
-                semantic=semantic,
-                weights=self._weights,
-                total=self.total,
-            )
-            self._item = ScoredItem(
-                candidate=self.candidate, breakdown=breakdown, reasons=self._reasons
-            )
+            self._item = self.with_reasons(self._reasons)
         return self._item
+
+    def with_reasons(self, reasons: tuple[str, ...]) -> ScoredItem:
+        """Its `ScoredItem` with these reasons (made anew; its breakdown shared with `item`
+        when that is made)."""
+        if self._item is not None:
+            return ScoredItem(
+                candidate=self.candidate, breakdown=self._item.breakdown, reasons=reasons
+            )
+        lexical, store, recency, graph, type_match, xref, noise, semantic = self._signals
+        # Plain construction, not model_construct: with pydantic-core's validator it is
+        # the faster of the two (measured), and it checks what we computed.
+        breakdown = ScoreBreakdown(
+            relevance=self.relevance,
+            lexical=round(lexical, 6),
+            fused=round(store, 6),
+            recency=round(recency, 6),
+            graph=round(graph, 6),
+            type_match=type_match,
+            cross_reference=round(xref, 6),
+            noise_penalty=noise,
+            duplicate_penalty=0.0,
+            semantic=semantic,
+            weights=self._weights,
+            total=self.total,
+        )
+        return ScoredItem(candidate=self.candidate, breakdown=breakdown, reasons=reasons)
+
+    # Read as the `ScoredItem` it makes, without making it (the deduper and `newest_first`
+    # read most rows only so far); a copy with changes is a `ScoredItem`.
+
+    @property
+    def score(self) -> float:
+        return self.total
+
+    @property
+    def breakdown(self) -> ScoreBreakdown:
+        return self.item.breakdown
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self._reasons
+
+    @property
+    def merged_ids(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def cross_validated(self) -> bool:
+        return False
+
+    @property
+    def changed(self) -> str | None:
+        return None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> ScoredItem:
+        return self.item.model_copy(update=update)
+
+    def reason_signals(self) -> tuple[float, float, float | None]:
+        """Its breakdown's lexical, noise_penalty and semantic, as `item` would hold them."""
+        lexical, *_, noise, semantic = self._signals
+        return round(lexical, 6), noise, semantic
+
+
+Ranked = ScoredItem | Scored  # what the stages after the ranking read: rows until changed
+
+
+def made(item: Ranked) -> ScoredItem:
+    """The `ScoredItem` a ranked entry stands for."""
+    return item.item if isinstance(item, Scored) else item
 
 
 class Items(Sequence[ScoredItem]):
-    """`Scored` rows read as `ScoredItem`s, each made when first read."""
+    """`Scored` rows (or entries of the stages after the ranking) read as `ScoredItem`s,
+    each made when first read."""
 
-    def __init__(self, rows: Sequence[Scored]) -> None:
+    def __init__(self, rows: Sequence[Ranked]) -> None:
         self._rows = rows
 
     def __len__(self) -> int:
@@ -209,11 +260,11 @@ class Items(Sequence[ScoredItem]):
     def __getitem__(self, index: slice) -> list[ScoredItem]: ...
     def __getitem__(self, index: int | slice) -> ScoredItem | list[ScoredItem]:
         if isinstance(index, slice):
-            return [row.item for row in self._rows[index]]
-        return self._rows[index].item
+            return [made(row) for row in self._rows[index]]
+        return made(self._rows[index])
 
     def __iter__(self) -> Iterator[ScoredItem]:
-        return (row.item for row in self._rows)
+        return (made(row) for row in self._rows)
 
 
 def rank(
@@ -245,23 +296,29 @@ def rank(
 
 
 def with_reasons(
-    items: Sequence[ScoredItem],
+    items: Sequence[Ranked],
     candidates: Sequence[Candidate],
     ctx: RankContext,
     rows: Mapping[str, Scored] | None = None,
 ) -> list[ScoredItem]:
-    """`items` (scored by `rerank(..., reasons=False)` over `candidates`) with the reasons
-    `rerank` would have given them, ahead of any a later stage added (the deduper's).
-    `rows`: `rank`'s rows by id, when the caller has them: an item whose memory is its row's
-    takes what its row worked out (its age, the entity it shares) instead of counting the
-    candidates' entities again; a merged one (its memory carries its duplicates' entities
-    too) is worked out anew."""
+    """`items` (scored by `rerank(..., reasons=False)` over `candidates`, or `rank`'s rows)
+    with the reasons `rerank` would have given them, ahead of any a later stage added (the
+    deduper's). `rows`: `rank`'s rows by id, when the caller has them: an item whose memory
+    is its row's takes what its row worked out (its age, the entity it shares) instead of
+    counting the candidates' entities again; a merged one (its memory carries its
+    duplicates' entities too) is worked out anew. A row is made its `ScoredItem` once, with
+    its reasons."""
     counts: Counter[str] | None = None  # (counted only for an item that needs it)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     out = []
     for item in items:
-        c, b = item.candidate, item.breakdown
-        row = rows.get(item.id) if rows is not None else None
+        c = item.candidate
+        if isinstance(item, Scored):
+            lexical, noise, semantic = item.reason_signals()
+        else:
+            b = item.breakdown
+            lexical, noise, semantic = b.lexical, b.noise_penalty, b.semantic
+        row = item if isinstance(item, Scored) else rows.get(item.id) if rows is not None else None
         if row is not None and row.candidate.memory is c.memory:
             recency_reason, xref_entity = row.recency_reason, row.xref_entity
         else:
@@ -269,10 +326,12 @@ def with_reasons(
                 counts = _xref_counts([words_of(m.memory) for m in candidates], ctx)
             _, recency_reason = _recency(c, ctx)
             _, xref_entity = _xref(words_of(c.memory), counts, query_entities)
-        own = _reasons(
-            c, ctx.plan, b.lexical, recency_reason, xref_entity, b.noise_penalty, b.semantic
-        )
-        out.append(item.model_copy(update={"reasons": (*own, *item.reasons)}))
+        own = _reasons(c, ctx.plan, lexical, recency_reason, xref_entity, noise, semantic)
+        reasons = (*own, *item.reasons)
+        if isinstance(item, Scored):
+            out.append(item.with_reasons(reasons))
+        else:
+            out.append(item.model_copy(update={"reasons": reasons}))
     return out
 
 

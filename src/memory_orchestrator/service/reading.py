@@ -47,6 +47,7 @@ from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import (
     Items,
+    Ranked,
     Scored,
     by_relevance,
     rank,
@@ -335,8 +336,8 @@ class ReadPath:
         ranked = rank(current.candidates, ctx, reasons=False)
         kept = self._above_floor(ranked, trace)
         dd = self._settings.dedup
-        deduped = dedupe(
-            Items(kept),
+        deduped = dedupe(  # (rows in, rows out where it changed nothing)
+            kept,
             threshold=dd.threshold,
             soft_threshold=dd.soft_threshold,
             weights=ctx.settings.weights,
@@ -346,17 +347,17 @@ class ReadPath:
             ),
         )
         trace.dropped.extend(deduped.dropped)
-        items = deduped.items
+        found: list[Ranked] = deduped.items
         slots = self._settings.ranking.neighbor_slots
         if slots > 0 and ctx.around:
             merged = {d.id for d in deduped.dropped}
-            pool = _Pool(deduped.items, [row for row in kept if row.id not in merged])
-            items = slot_neighbors(items, pool, ctx.around, slots)
-        items = newest_first(items[: 2 * limit], apart)[:limit]
-        items = with_reasons(items, current.candidates, ctx, {row.id: row for row in ranked})
+            pool = _Pool(Items(deduped.items), [row for row in kept if row.id not in merged])
+            found = [*slot_neighbors(Items(found), pool, ctx.around, slots)]
+        found = newest_first(found[: 2 * limit], apart)[:limit]
+        items = with_reasons(found, current.candidates, ctx, {row.id: row for row in ranked})
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result. The records are made as it is stored.
-        self._recorder.defer_candidates(trace, items, _Chain(Items(ranked), deduped.items))
+        self._recorder.defer_candidates(trace, items, _Chain(Items(ranked), Items(deduped.items)))
         return items
 
     # ------------------------------------------------------------------ helpers
