@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 
 from memory_orchestrator.models import MemoryType, ScoredItem, TimeRange
+from memory_orchestrator.pipeline.currency import disagreement, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
-from memory_orchestrator.pipeline.currency import disagreement, newest_first
 from memory_orchestrator.pipeline.reranker import (
     Ranked,
     rank,
@@ -248,7 +248,8 @@ def test_rows_through_the_deduper_newest_first_and_reasons_give_the_items_answer
     by_rows = tail(rows)
     by_items = tail([row.item for row in rank(cands, context, reasons=False)])
     assert by_rows == by_items
-    assert any(i.merged_ids for i in by_rows) and any(i.changed for i in by_rows)
+    assert any(i.merged_ids for i in by_rows)
+    assert any(i.changed for i in by_rows)
     assert any(i.breakdown.duplicate_penalty > 0 for i in by_rows)
     untouched = next(r for r in rows if r.id == "i")
     assert untouched._item is None  # made only with its reasons, never for the deduper
