@@ -260,3 +260,43 @@ def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
     )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
     assert got.failed == 1
+
+
+def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
+    """The request's own cancellation (a client gone, a deadline) reaches every store call
+    and the lists of a retrieval: none runs on after it."""
+    backend, _ = chain
+    ended: list[str] = []
+
+    class Hanging(FaultyBackend):  # fault injection: a store that never answers
+        async def search(
+            self, query: str, top_k: int, filters: SearchFilters | None = None
+        ) -> list[SearchHit]:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                ended.append(query)
+            raise AssertionError("unreachable")
+
+    async def lists() -> list[tuple[SubQuery, list[SearchHit]]]:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append("lists")
+        raise AssertionError("unreachable")
+
+    async def main() -> None:
+        with anyio.move_on_after(0.2) as scope:
+            await retrieve(
+                Hanging(backend, {}),
+                [SubQuery("topic1"), SubQuery("topic2")],
+                per_query=5,
+                timeout_s=60,
+                prefetch=lists,
+            )
+        assert scope.cancelled_caught
+        assert sorted(ended) == ["lists", "topic1", "topic2"]  # all ended, before it returned
+
+    anyio.run(main)
