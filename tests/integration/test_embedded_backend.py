@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from memory_orchestrator.backends import registry
+from memory_orchestrator.backends import embedded_conn, registry
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend, from_settings
 from memory_orchestrator.errors import BackendError
@@ -204,6 +204,40 @@ def test_very_common_terms_are_pruned_without_losing_the_rare_match(db: Path) ->
         assert len(await b.search("note", 10)) == 10
 
     run_with(db, body)
+
+
+@pytest.mark.parametrize("in_memory", [False, True], ids=["file", "in-memory"])
+def test_term_counts_are_kept_until_the_store_changes(
+    db: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+) -> None:
+    """The pruning's counts are read once while the store is unchanged, and anew after a
+    write: a term grown common since is pruned (a count kept past the write would keep it).
+    In memory the reads share the writer's connection: its own changes count too."""
+    counted: list[str] = []
+    connect = embedded_conn.Connections._connect
+
+    def traced(self: embedded_conn.Connections, busy_ms: int, *, reader: bool) -> Any:
+        conn = connect(self, busy_ms, reader=reader)
+        conn.set_trace_callback(
+            lambda sql: counted.append(sql) if "FROM memories_vocab" in sql else None
+        )
+        return conn
+
+    monkeypatch.setattr(embedded_conn.Connections, "_connect", traced)
+
+    async def body(b: EmbeddedBackend) -> None:
+        await add(b, *[mem(f"daily note {i}", i) for i in range(1000)])
+        beta, kube = await add(b, mem("beta rollout", 1001), mem("kubernetes outage", 1002))
+        for _ in range(3):
+            hits = await b.search("beta kubernetes", 10)
+            assert {h.memory.id for h in hits} == {beta, kube}
+        assert len(counted) == 1  # one count of the two terms, then kept
+        await add(b, *[mem(f"beta filler {i}", 2000 + i) for i in range(1100)])
+        hits = await b.search("beta kubernetes", 10)
+        assert [h.memory.id for h in hits] == [kube]  # "beta" is now in over half
+        assert len(counted) == 2
+
+    run_with(Path(":memory:") if in_memory else db, body)
 
 
 def test_unicode_content_is_found_by_unicode_queries(db: Path) -> None:

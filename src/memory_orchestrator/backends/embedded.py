@@ -38,7 +38,7 @@ from memory_orchestrator import text
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.base import dispatched
 from memory_orchestrator.backends.embedded_check import Integrity
-from memory_orchestrator.backends.embedded_conn import NOT_NOW, Connections
+from memory_orchestrator.backends.embedded_conn import NOT_NOW, Connection, Connections
 from memory_orchestrator.backends.embedded_sql import (
     CHUNK,
     COLS,
@@ -95,6 +95,7 @@ Row = tuple[Any, ...]
 # the longest a read run on the event loop's thread may take before SQLite gives up (it is
 # then run again on a worker thread): context neighbours took ~0.35 ms at 10k memories
 READ_NOW_BUDGET_S = 0.005
+_KEPT_COUNTS = 20_000  # search terms' memory counts a reader connection keeps, at most
 
 
 class EmbeddedBackend:
@@ -243,9 +244,17 @@ class EmbeddedBackend:
             self._live = int(conn.execute(COUNT_LIVE).fetchone()[0])
         if len(stems) < 2 or self._live < PRUNE_FROM:
             return stems  # (kit.pruned's own test, before the query it needs)
-        sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks(stems)})"
-        df = dict(conn.execute(sql, stems).fetchall())
-        return pruned(stems, [df.get(s, 0) for s in stems], self._live)
+        # each term's count kept by the connection until the database changes: the same
+        # words (names, topics) come back question after question
+        kept = conn.memo() if isinstance(conn, Connection) else {}
+        if len(kept) > _KEPT_COUNTS:
+            kept.clear()
+        missing = [s for s in stems if ("df", s) not in kept]
+        if missing:
+            sql = f"SELECT term, doc FROM memories_vocab WHERE term IN ({marks(missing)})"
+            df = dict(conn.execute(sql, missing).fetchall())
+            kept.update((("df", s), df.get(s, 0)) for s in missing)
+        return pruned(stems, [kept["df", s] for s in stems], self._live)
 
     async def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         wanted = kit.clean_ids(ids)

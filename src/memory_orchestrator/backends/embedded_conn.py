@@ -40,9 +40,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from memory_orchestrator.backends.embedded_sql import store_error
 from memory_orchestrator.errors import BackendError
@@ -57,7 +57,7 @@ NOT_NOW = object()  # `read_now`'s answer when the read must go through a worker
 _STEPS = 1000  # SQLite's virtual machine steps between two looks at `read_now`'s budget
 
 
-def signature(path: Path) -> Sig | None:
+def signature(path: Path | str) -> Sig | None:
     """The file's identity and shape on disk; None when nothing is at `path`."""
     try:
         st = os.stat(path)
@@ -68,11 +68,18 @@ def signature(path: Path) -> Sig | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def unwritable(path: Path) -> list[str]:
-    """The store's files (the file, -wal, -shm) that exist and cannot be written."""
-    files = (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+def store_files(path: Path) -> tuple[str, str, str]:
+    """The store's files: the file, its -wal and its -shm (as strings: checked on every
+    call, where making paths costs more than the system calls)."""
+    return (str(path), f"{path}-wal", f"{path}-shm")
+
+
+def unwritable(path: Path | tuple[str, str, str]) -> list[str]:
+    """The store's files (the file, -wal, -shm; or `store_files`) that exist and cannot be
+    written."""
+    files = store_files(path) if isinstance(path, Path) else path
     # one syscall per file when it can be written (the common case, on every call)
-    return [f.name for f in files if not os.access(f, os.W_OK) and f.exists()]
+    return [os.path.basename(f) for f in files if not os.access(f, os.W_OK) and os.path.exists(f)]
 
 
 def set_aside(path: Path, old_inode: int) -> list[str]:
@@ -103,6 +110,25 @@ def set_aside(path: Path, old_inode: int) -> list[str]:
     return moved
 
 
+class Connection(sqlite3.Connection):
+    """A connection that keeps what its reads found while the database stays the same."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._memo: tuple[tuple[int, int], dict[Hashable, Any]] | None = None
+
+    def memo(self) -> dict[Hashable, Any]:
+        """A dict for what reads on this connection found, emptied when the database may
+        have changed since: a commit from another connection or process (SQLite's
+        data_version, which moves for every change it did not make) or a change made on
+        this one (its total_changes)."""
+        (version,) = self.execute("PRAGMA data_version").fetchone()
+        state = (int(version), self.total_changes)
+        if self._memo is None or self._memo[0] != state:
+            self._memo = (state, {})
+        return self._memo[1]
+
+
 def _leave_open(conn: sqlite3.Connection) -> None:
     """Never close `conn`, not even at exit: its files are not writable, and the last close
     of a WAL connection writes to the mapped -shm (SIGBUS on an immutable file)."""
@@ -123,6 +149,7 @@ class Connections:
         backoff_s: tuple[float, float] = (0.25, 5.0),
     ) -> None:
         self.path = path
+        self._files = store_files(path)  # (the file's first: what `signature` looks at)
         self._setup = setup  # pragmas and schema, run once on the writer when a file is opened
         self._busy_ms, self._wait_ms = busy_ms, write_wait_ms
         self._clock, self._backoff = clock, backoff_s
@@ -331,10 +358,10 @@ class Connections:
             raise BackendError(f"embedded store {self.path} is closed")
         if self._ident is None or self._broken:
             return None
-        sig = signature(self.path)
+        sig = signature(self._files[0])
         if sig is None or sig[:2] != self._ident:
             return None
-        bad = unwritable(self.path)
+        bad = unwritable(self._files)
         if bad:
             raise BackendError(
                 f"embedded store {self.path}: {', '.join(bad)} not writable (read-only or"
@@ -434,7 +461,11 @@ class Connections:
 
     def _connect(self, busy_ms: int, *, reader: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, timeout=busy_ms / 1000, isolation_level=None, check_same_thread=False
+            self.path,
+            timeout=busy_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=Connection,
         )
         conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
         if reader:
