@@ -13,13 +13,8 @@ from memory_orchestrator.pipeline.currency import disagreement, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
-from memory_orchestrator.pipeline.reranker import (
-    Ranked,
-    rank,
-    rerank,
-    weighted_total,
-    with_reasons,
-)
+from memory_orchestrator.pipeline.reranker import rank, rerank, weighted_total, with_reasons
+from memory_orchestrator.pipeline.scored import Ranked
 from memory_orchestrator.settings import RankingSettings, Weights
 from tests.factories import NOW, candidate, memory, plan
 

@@ -29,7 +29,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.deduper import similarity_key
-from memory_orchestrator.pipeline.reranker import Ranked
+from memory_orchestrator.pipeline.scored import Ranked
 
 _WAS_CHARS = 120
 

@@ -15,7 +15,8 @@ from functools import lru_cache
 from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import Dropped, DropReason, ScoredItem
-from memory_orchestrator.pipeline.reranker import Ranked, best_first, with_penalties
+from memory_orchestrator.pipeline.reranker import best_first, with_penalties
+from memory_orchestrator.pipeline.scored import Ranked
 from memory_orchestrator.settings import Weights
 from memory_orchestrator.text import normalize
 

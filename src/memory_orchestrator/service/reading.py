@@ -45,16 +45,9 @@ from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
-from memory_orchestrator.pipeline.reranker import (
-    Items,
-    Ranked,
-    Scored,
-    by_relevance,
-    rank,
-    slot_neighbors,
-    with_reasons,
-)
+from memory_orchestrator.pipeline.reranker import by_relevance, rank, slot_neighbors, with_reasons
 from memory_orchestrator.pipeline.retriever import Hit, SubQuery, retrieve
+from memory_orchestrator.pipeline.scored import Items, Ranked, Scored
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.learned import load_learned_cached
