@@ -21,6 +21,7 @@ class Scored:
     behind the request, when the trace records them."""
 
     __slots__ = (
+        "_breakdown",
         "_item",
         "_reasons",
         "_signals",
@@ -47,6 +48,7 @@ class Scored:
         # what its reasons say of its age and of the entity it shares (`with_reasons`)
         self.recency_reason, self.xref_entity = why
         self._item: ScoredItem | None = None
+        self._breakdown: ScoreBreakdown | None = None
 
     @property
     def id(self) -> str:
@@ -59,16 +61,19 @@ class Scored:
         return self._item
 
     def with_reasons(self, reasons: tuple[str, ...]) -> ScoredItem:
-        """Its `ScoredItem` with these reasons (made anew; its breakdown shared with `item`
-        when that is made)."""
-        if self._item is not None:
-            return ScoredItem(
-                candidate=self.candidate, breakdown=self._item.breakdown, reasons=reasons
-            )
+        """Its `ScoredItem` with these reasons (made anew; one breakdown for all it makes)."""
+        return ScoredItem(candidate=self.candidate, breakdown=self._made(), reasons=reasons)
+
+    def _made(self) -> ScoreBreakdown:
+        if self._breakdown is None:
+            self._breakdown = self._new_breakdown()
+        return self._breakdown
+
+    def _new_breakdown(self) -> ScoreBreakdown:
         lexical, store, recency, graph, type_match, xref, noise, semantic = self._signals
         # Plain construction, not model_construct: with pydantic-core's validator it is
         # the faster of the two (measured), and it checks what we computed.
-        breakdown = ScoreBreakdown(
+        return ScoreBreakdown(
             relevance=self.relevance,
             lexical=round(lexical, 6),
             fused=round(store, 6),
@@ -82,7 +87,6 @@ class Scored:
             weights=self._weights,
             total=self.total,
         )
-        return ScoredItem(candidate=self.candidate, breakdown=breakdown, reasons=reasons)
 
     # Read as the `ScoredItem` it makes, without making it (the deduper and `newest_first`
     # read most rows only so far); a copy with changes is a `ScoredItem`.
