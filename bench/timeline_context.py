@@ -37,7 +37,7 @@ import bench_context as bc
 
 from memory_orchestrator.backends import embedded, embedded_conn
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.derived import indexes, local_index, semantic
+from memory_orchestrator.derived import indexes, local_index, query_vectors, semantic
 from memory_orchestrator.models import ContextRequest, SearchRequest
 from memory_orchestrator.service import Orchestrator, reading
 from memory_orchestrator.service import orchestrator as orchestrator_module
@@ -105,7 +105,7 @@ def instrument() -> None:
     timed(indexes.DerivedIndexes, "candidate_lists", "indexes: candidate lists")
     timed(local_index.LocalIndex, "search", "local index: search")
     timed(local_index.LocalIndex, "around", "local index: around")
-    timed(semantic._QueryVectors, "_embed", "query worker: embed the question")
+    timed(query_vectors.QueryVectors, "_embed", "query worker: embed the question")
     timed(semantic.SemanticIndex, "_ranked", "query worker: rank the vectors")
     timed(semantic.SemanticIndex, "ranked", "semantic: take the ranking")
     timed(semantic.SemanticIndex, "similarities", "semantic: similarities")

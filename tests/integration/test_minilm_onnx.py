@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_orchestrator.derived import semantic
+from memory_orchestrator.derived import query_vectors
 from memory_orchestrator.derived.embedders import (
     INT8_FILE,
     MiniLMEmbedder,
@@ -173,7 +173,7 @@ def test_a_question_embedded_ahead_has_its_encoder_running_before_the_request_go
 ) -> None:
     """The request waits (a bounded moment) until the worker's encoder computes: the worker
     needs Python's lock until then, and the request, planning, would keep it from it."""
-    monkeypatch.setattr(semantic, "_START_WAIT_S", 30.0)  # the bound, far away for the test
+    monkeypatch.setattr(query_vectors, "_START_WAIT_S", 30.0)  # the bound, far away for the test
     events: list[str] = []
     index = SemanticIndex(SlowToStart(minilm_dir, events))
     index.encode_ahead("Who is raising a child alone?")

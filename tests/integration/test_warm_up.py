@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.derived import indexes, semantic
+from memory_orchestrator.derived import indexes, query_vectors
 from memory_orchestrator.derived.embedders import WordLlamaEmbedder, computing
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.models import (
@@ -213,7 +213,7 @@ def test_a_request_waits_for_the_query_worker_only_when_the_worker_is_free(
 ) -> None:
     """A second question, queued behind the first, does not hold its request up (were it
     waited for, its encoder could not start before the test's timeout)."""
-    monkeypatch.setattr(semantic, "_START_WAIT_S", 120.0)
+    monkeypatch.setattr(query_vectors, "_START_WAIT_S", 120.0)
     embedder = HeldQueries()
     index = SemanticIndex(embedder)
     index.encode_ahead("dog playing outside")  # the worker is free: its encoder runs
