@@ -117,6 +117,28 @@ def test_similarities_do_not_depend_on_which_memories_are_scored_together(
         }
 
 
+def test_similarities_of_memories_seen_before_are_those_of_their_own_text(
+    embedder: WordLlamaEmbedder,
+) -> None:
+    """Memories scored again are not embedded again; a memory whose text changed since (a
+    new object with the same id) is embedded again first, and one never seen is added: the
+    same cosines as a fresh index gives."""
+    counting = CountingEmbedder(embedder)
+    index = SemanticIndex(counting)
+    seen = [mem(i, t) for i, t in TEXTS.items()]
+    first = index.similarities("a dog in the garden", seen)
+    embedded = counting.texts
+    assert index.similarities("a dog in the garden", seen) == first
+    assert counting.texts == embedded  # nothing embedded again
+    for batch in (
+        [mem("puppy", TEXTS["revenue"]), seen[1]],  # its text changed in the store
+        [mem("puppy", TEXTS["camp"]), seen[2], mem("new", TEXTS["puppy"])],  # and a new one
+    ):
+        again = index.similarities("a dog in the garden", batch)
+        assert again == SemanticIndex(embedder).similarities("a dog in the garden", batch)
+        assert again["puppy"] != first["puppy"]
+
+
 def test_stop_words_are_not_embedded() -> None:
     assert embedding_text("What is the status of it?") == "status"
     assert embedding_text("the of") == "the of"  # nothing left: the text as it is
