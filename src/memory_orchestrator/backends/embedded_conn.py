@@ -74,10 +74,9 @@ def store_files(path: Path) -> tuple[str, str, str]:
     return (str(path), f"{path}-wal", f"{path}-shm")
 
 
-def unwritable(path: Path | tuple[str, str, str]) -> list[str]:
-    """The store's files (the file, -wal, -shm; or `store_files`) that exist and cannot be
+def unwritable(files: tuple[str, str, str]) -> list[str]:
+    """Of the store's files (`store_files`), the names of those that exist and cannot be
     written."""
-    files = store_files(path) if isinstance(path, Path) else path
     # one syscall per file when it can be written (the common case, on every call)
     return [os.path.basename(f) for f in files if not os.access(f, os.W_OK) and os.path.exists(f)]
 
@@ -525,7 +524,7 @@ class Connections:
         self._idle, self._writer, self._ident, self._broken = [], None, None, False
 
     def _dispose(self, conn: sqlite3.Connection) -> None:
-        if not self._memory and unwritable(self.path):
+        if not self._memory and unwritable(self._files):
             _leave_open(conn)
             return
         with contextlib.suppress(sqlite3.Error):

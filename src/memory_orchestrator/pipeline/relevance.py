@@ -368,19 +368,14 @@ class _TermMatch:
     @property
     def ceiling(self) -> float:
         """No memory's `score` is higher: every term found in its own text, every entity
-        named, summed and rounded as `score` sums and rounds them."""
+        named, summed and combined as `score` sums and combines them (a norm of 1)."""
         found = 0.0
         for _, w in self.idf:
             found += w
-        coverage = found / self.total if self.total else 0.0
-        if not self.entities:
-            return coverage
         hit = 0.0
         for weight in self.entity_weights:
             hit += weight
-        share = self.entity_share
-        hit_share = hit / self.weight_sum if share else 0.0
-        return (1 - share) * coverage + share * hit_share
+        return self._combined(found, 1.0, hit)
 
     def score(self, own: Words, near: Sequence[frozenset[str]], norm: float) -> float:
         """`near`: the term sets of the memories next to it (a term in any counts)."""
@@ -394,14 +389,18 @@ class _TermMatch:
                     if t in other:
                         found += w * window
                         break
-        coverage = norm * found / self.total if self.total else 0.0
-        if not self.entities:
-            return coverage
         memory_entities, text = own.entities, own.text
         hit = 0.0
         for e, weight in zip(self.entities, self.entity_weights, strict=True):
             if e in memory_entities or e in text:
                 hit += weight
+        return self._combined(found, norm, hit)
+
+    def _combined(self, found: float, norm: float, hit: float) -> float:
+        """The term match from the terms' found IDF and the entities' hit weight."""
+        coverage = norm * found / self.total if self.total else 0.0
+        if not self.entities:
+            return coverage
         share = self.entity_share
         hit_share = hit / self.weight_sum if share else 0.0
         return (1 - share) * coverage + share * hit_share

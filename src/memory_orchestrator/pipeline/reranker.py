@@ -176,12 +176,13 @@ def with_reasons(
     out = []
     for item in items:
         c = item.candidate
+        row: Scored | None
         if isinstance(item, Scored):
-            lexical, noise, semantic = item.reason_signals()
+            row, (lexical, noise, semantic) = item, item.reason_signals()
         else:
+            row = rows.get(item.id) if rows is not None else None
             b = item.breakdown
             lexical, noise, semantic = b.lexical, b.noise_penalty, b.semantic
-        row = item if isinstance(item, Scored) else rows.get(item.id) if rows is not None else None
         if row is not None and row.candidate.memory is c.memory:
             recency_reason, xref_entity = row.recency_reason, row.xref_entity
         else:

@@ -65,15 +65,12 @@ class Scored:
         return ScoredItem(candidate=self.candidate, breakdown=self._made(), reasons=reasons)
 
     def _made(self) -> ScoreBreakdown:
-        if self._breakdown is None:
-            self._breakdown = self._new_breakdown()
-        return self._breakdown
-
-    def _new_breakdown(self) -> ScoreBreakdown:
+        if self._breakdown is not None:
+            return self._breakdown
         lexical, store, recency, graph, type_match, xref, noise, semantic = self._signals
         # Plain construction, not model_construct: with pydantic-core's validator it is
         # the faster of the two (measured), and it checks what we computed.
-        return ScoreBreakdown(
+        self._breakdown = ScoreBreakdown(
             relevance=self.relevance,
             lexical=round(lexical, 6),
             fused=round(store, 6),
@@ -87,6 +84,7 @@ class Scored:
             weights=self._weights,
             total=self.total,
         )
+        return self._breakdown
 
     # Read as the `ScoredItem` it makes, without making it (the deduper and `newest_first`
     # read most rows only so far); a copy with changes is a `ScoredItem`.
