@@ -268,27 +268,33 @@ def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
     """The request's own cancellation (a client gone, a deadline) reaches every store call
     and the lists of a retrieval: none runs on after it."""
     backend, _ = chain
+    started: list[str] = []
     ended: list[str] = []
+    outside: list[anyio.CancelScope] = []  # (made on the event loop, in main)
+
+    async def hang(name: str) -> None:
+        started.append(name)
+        if len(started) == 3:  # every call is under way: now the caller goes
+            outside[0].cancel()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append(name)
 
     class Hanging(FaultyBackend):  # fault injection: a store that never answers
         async def search(
             self, query: str, top_k: int, filters: SearchFilters | None = None
         ) -> list[SearchHit]:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                ended.append(query)
+            await hang(query)
             raise AssertionError("unreachable")
 
     async def lists() -> list[tuple[SubQuery, list[SearchHit]]]:
-        try:
-            await anyio.sleep_forever()
-        finally:
-            ended.append("lists")
+        await hang("lists")
         raise AssertionError("unreachable")
 
     async def main() -> None:
-        with anyio.move_on_after(0.2) as scope:
+        outside.append(anyio.CancelScope())
+        with anyio.fail_after(30), outside[0]:  # (30 s: a bound on a hang, not a speed)
             await retrieve(
                 Hanging(backend, {}),
                 [SubQuery("topic1"), SubQuery("topic2")],
@@ -296,7 +302,7 @@ def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
                 timeout_s=60,
                 prefetch=lists,
             )
-        assert scope.cancelled_caught
+        assert outside[0].cancelled_caught
         assert sorted(ended) == ["lists", "topic1", "topic2"]  # all ended, before it returned
 
     anyio.run(main)
