@@ -118,7 +118,7 @@ def test_a_failing_or_slow_store_leaves_a_partial_answer_a_note_and_degraded_hea
         await embedded.write(NewMemory(content="Quarterly report is due Friday"))
         start = time.perf_counter()
         hits = await fused.search("quarterly report", 5)
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 20  # (the hanging member never answers: a bound)
         assert [h.memory.store for h in hits] == ["embedded"]
         assert any(n.startswith("fused: broken left out") for n in fused.notes)
         checks = await fused.health()
