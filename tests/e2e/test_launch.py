@@ -65,3 +65,22 @@ def test_serve_alone_fails_as_the_command_line_does(tmp_path: Path) -> None:
     assert fast.stderr == typer.stderr
     assert fast.stderr.startswith("error: unknown backend 'nope'")
     assert fast.stderr.count("\n") == 1
+
+
+# what a request's stages import from other packages, loaded once the server module is
+LOADED = """
+import sys
+from memory_orchestrator.faces.mcp import server
+print(sorted(m for m in ("numpy", "rapidfuzz", "prometheus_client") if m in sys.modules))
+"""
+
+
+def test_the_packages_a_request_uses_are_loaded_before_the_server_answers(tmp_path: Path) -> None:
+    """The stdio server answers `initialize` only once these are imported: made lazy, a first
+    request would import them while the warm-up's threads may (ONNX Runtime's import reaches
+    numpy in the middle of its own), and two first imports of numpy, or of rapidfuzz, at once
+    leave one thread with a half-made module (seen: the server ended, a first request failed;
+    docs/explanation/performance.md, 2026-11-28)."""
+    done = _run(tmp_path, LOADED)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "['numpy', 'prometheus_client', 'rapidfuzz']"
