@@ -83,4 +83,4 @@ def test_the_packages_a_request_uses_are_loaded_before_the_server_answers(tmp_pa
     docs/explanation/performance.md, 2026-11-28)."""
     done = _run(tmp_path, LOADED)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[0] == "['numpy', 'prometheus_client', 'rapidfuzz']"
+    assert done.stdout.splitlines()[0] == "['numpy', 'prometheus_client', 'rapidfuzz']"
