@@ -8,6 +8,8 @@
     |   +-- ConfigError (ValueError)      settings that cannot work (a path, a name, a token)
     |   |   +-- UnknownBackend            `backend = "..."` names no registered store
     |   +-- DatasetError (ValueError)     an eval dataset that cannot be read
+    |   +-- TransferError (ValueError)    a file to import or restore that cannot be used, or
+    |                                     a store that cannot take it (not empty, no listing)
     +-- NotFound (LookupError)
     |   +-- TraceNotFound                 no stored trace has this id
     +-- BackendError                      a store failed; `transient` means a retry may work
@@ -40,6 +42,7 @@ __all__ = [
     "SemanticUnavailable",
     "StoreTimeout",
     "TraceNotFound",
+    "TransferError",
     "UnknownBackend",
     "UsageError",
     "describe",
@@ -69,6 +72,12 @@ class UnknownBackend(ConfigError):
 
 class DatasetError(UsageError, ValueError):
     """A dataset file that cannot be read, with the place and the reason."""
+
+
+class TransferError(UsageError, ValueError):
+    """An import, export, restore or backup that cannot be done as asked: a file that cannot
+    be read (with the place and the reason), or a store that cannot take it (a restore into a
+    store that is not empty). Nothing was written."""
 
 
 class NotFound(OrchestratorError, LookupError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from memory_orchestrator.hooks import Hook
@@ -181,5 +182,70 @@ def superseding(backend: object) -> SupersedingBackend | None:
     """`backend` when it declares `capabilities.supersede` and has `supersede`; else None."""
     caps = getattr(backend, "capabilities", None)
     if getattr(caps, "supersede", False) and isinstance(backend, SupersedingBackend):
+        return backend
+    return None
+
+
+@runtime_checkable
+class ExportingBackend(Protocol):
+    """A store that can list every edge between its live memories, page by page: with
+    `list_memories`, what a lossless export needs (`capabilities.export`; see
+    `service.transfer`).
+
+    Contract of `list_edges(cursor, limit)`: at most `limit` edges whose two ends are live
+    memories, and the cursor to resume from (None starts at the beginning; a page shorter than
+    `limit` is the last). The implicit edges a store computes (memories sharing an entity)
+    are not listed: a restore computes them again."""
+
+    async def list_edges(self, cursor: str | None, limit: int) -> tuple[list[Edge], str | None]: ...
+
+
+def exporting(backend: object) -> ExportingBackend | None:
+    """`backend` when it declares `capabilities.export` and has `list_edges`; else None."""
+    caps = getattr(backend, "capabilities", None)
+    if getattr(caps, "export", False) and isinstance(backend, ExportingBackend):
+        return backend
+    return None
+
+
+@runtime_checkable
+class RestoringBackend(Protocol):
+    """A store that can take an export verbatim (`capabilities.restore`; see
+    `service.transfer`): nothing judged, nothing merged, no links of its own made.
+
+    Contract of `restore(memories, edges)`: in one transaction, into a store that holds no
+    memory at all (live or forgotten; `BackendError` otherwise, and nothing written): each
+    memory with its id, time, type, labels, metadata and superseded mark, in the order given
+    (the store's listing order afterwards), then each edge. Every edge and mark names a memory
+    of `memories` (the caller checks)."""
+
+    async def restore(self, memories: Sequence[Memory], edges: Sequence[Edge]) -> None: ...
+
+
+def restoring(backend: object) -> RestoringBackend | None:
+    """`backend` when it declares `capabilities.restore` and has `restore`; else None."""
+    caps = getattr(backend, "capabilities", None)
+    if getattr(caps, "restore", False) and isinstance(backend, RestoringBackend):
+        return backend
+    return None
+
+
+@runtime_checkable
+class BackingUpBackend(Protocol):
+    """A store kept in a file of its own that it can copy consistently while it is written
+    (`capabilities.backup`; a SQLite file, through SQLite's online backup API).
+
+    Contract of `backup(dest)`: `dest` (which must not exist) becomes a copy of the store as
+    one committed moment left it, with every write acknowledged before the call; writers are
+    not stopped meanwhile. Raises BackendError when the copy cannot be made (nothing is left
+    at `dest` then)."""
+
+    async def backup(self, dest: Path) -> None: ...
+
+
+def backing_up(backend: object) -> BackingUpBackend | None:
+    """`backend` when it declares `capabilities.backup` and has `backup`; else None."""
+    caps = getattr(backend, "capabilities", None)
+    if getattr(caps, "backup", False) and isinstance(backend, BackingUpBackend):
         return backend
     return None

@@ -39,6 +39,7 @@ from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.base import dispatched
 from memory_orchestrator.backends.embedded_check import Integrity
 from memory_orchestrator.backends.embedded_conn import NOT_NOW, Connection, Connections
+from memory_orchestrator.backends.embedded_restore import edge_page, restore_rows
 from memory_orchestrator.backends.embedded_sql import (
     CHUNK,
     COLS,
@@ -62,6 +63,7 @@ from memory_orchestrator.backends.embedded_sql import (
     UPSERT_EDGE,
     count_rows,
     fts_probe,
+    fts_values,
     marks,
     migrate,
     now_us,
@@ -118,6 +120,9 @@ class EmbeddedBackend:
         soft_delete=True,
         listing=True,  # by rowid
         supersede=True,  # columns superseded_by / superseded_at
+        export=True,  # list_edges, by key (embedded_restore)
+        restore=True,  # into an empty file (embedded_restore)
+        backup=True,  # SQLite's online backup API
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update", "supersedes"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
@@ -277,6 +282,10 @@ class EmbeddedBackend:
 
         return await self._call(run)
 
+    async def list_edges(self, cursor: str | None, limit: int) -> tuple[list[Edge], str | None]:
+        """Edges between live memories, `limit` at a time (`ExportingBackend`)."""
+        return await self._call(lambda conn: edge_page(conn, cursor, limit))
+
     async def neighbors(
         self,
         node_ids: Sequence[str],
@@ -374,9 +383,7 @@ class EmbeddedBackend:
             blobs = map(json.dumps, (new.entities, new.tags, new.metadata))
             values += (new.source, new.importance, new.confidence, *blobs, digest)
             rowid = conn.execute(INSERT, values).lastrowid
-            names = " ".join(new.entities)
-            body = " ".join(text.all_stems(f"{new.content} {names}"))
-            conn.execute(INSERT_FTS, (rowid, body, " ".join(text.all_stems(names))))
+            conn.execute(INSERT_FTS, (rowid, *fts_values(new.content, new.entities)))
             entity_rows = [(entity_key(e), mem_id, e, created) for e in new.entities]
             conn.executemany(INSERT_ENTITY, [r for r in entity_rows if r[0]])
             added.append((created, rowid or 0, mem_id))
@@ -433,6 +440,20 @@ class EmbeddedBackend:
                 conn.execute(SUPERSEDE, (new_id, now_us(), old_id))
 
         await self._write(run)
+
+    async def restore(self, memories: Sequence[Memory], edges: Sequence[Edge]) -> None:
+        """An export written back as it is, into an empty file (`RestoringBackend`)."""
+
+        def run(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                restore_rows(conn, memories, edges)
+            self._live = None
+
+        await self._write(run)
+
+    async def backup(self, dest: Path) -> None:
+        """A consistent copy of the file while writers go on (`BackingUpBackend`)."""
+        await anyio.to_thread.run_sync(kit.sqlite_backup, self.path, dest)
 
     async def forget(self, memory_id: str) -> bool:
         """Soft delete; the edges stay, but nothing reaches a forgotten memory any more."""
@@ -531,6 +552,13 @@ def _setup(conn: sqlite3.Connection) -> None:
     if version > SCHEMA_VERSION:
         raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
     if version < SCHEMA_VERSION:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "memories" not in tables:  # another program's file: left as it is
+            where = conn.execute("PRAGMA database_list").fetchone()[2]
+            raise BackendError(
+                f"embedded store {where}: a SQLite file of another program (tables"
+                f" {', '.join(sorted(tables)[:5])}), not an embedded store; left as it is"
+            )
         migrate(conn, version)
 
 

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from memory_orchestrator import text
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     Memory,
@@ -166,6 +167,12 @@ def to_us(when: datetime) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - EPOCH) // timedelta(microseconds=1)
+
+
+def fts_values(content: str, entities: Sequence[str]) -> tuple[str, str]:
+    """A memory's two FTS columns: content and entities stemmed, then the entities alone."""
+    names = " ".join(entities)
+    return " ".join(text.all_stems(f"{content} {names}")), " ".join(text.all_stems(names))
 
 
 def now_us() -> int:

@@ -14,9 +14,14 @@ never a seed.
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from memory_orchestrator.errors import BackendError
@@ -30,8 +35,10 @@ __all__ = [
     "by_time_distance",
     "checked_edge",
     "clean_ids",
+    "edge_cursor",
     "parse_time",
     "require_known",
+    "sqlite_backup",
     "utc_text",
     "walk_in_order",
     "walk_request",
@@ -264,3 +271,37 @@ def pruned(terms: list[str], df: Sequence[int], live: int) -> list[str]:
     if len(terms) < 2 or live < PRUNE_FROM:
         return terms
     return [t for t, n in zip(terms, df, strict=True) if n * 2 <= live] or terms
+
+
+def sqlite_backup(source: Path, dest: Path, *, timeout_s: float = 30.0) -> None:
+    """`dest` made a copy of the SQLite file `source` through SQLite's online backup API, in
+    one step: one read transaction, so the copy is one committed moment of the file while
+    writers (WAL) go on. Written beside `dest` and renamed into place, so a failed copy
+    leaves nothing there. Raises BackendError."""
+    if dest.exists():
+        raise BackendError(f"{dest} exists already; a backup never overwrites a file")
+    if not source.is_file():
+        raise BackendError(f"no store file at {source}")
+    partial = dest.with_name(dest.name + ".partial")
+    try:
+        with (
+            closing(sqlite3.connect(source, timeout=timeout_s)) as src,
+            closing(sqlite3.connect(partial)) as copy,
+        ):
+            src.backup(copy)
+        os.replace(partial, dest)
+    except (sqlite3.Error, OSError) as exc:
+        partial.unlink(missing_ok=True)
+        raise BackendError(f"backup of {source} to {dest} failed: {exc}") from exc
+
+
+def edge_cursor(cursor: str | None) -> list[str]:
+    """The edge key (source, target, type) a listing of edges resumes after: `cursor` is the
+    last key listed, as JSON; anything else starts at the beginning."""
+    try:
+        key = json.loads(cursor) if cursor else None
+    except json.JSONDecodeError:
+        key = None
+    if isinstance(key, list) and len(key) == 3 and all(isinstance(k, str) for k in key):
+        return key
+    return ["", "", ""]

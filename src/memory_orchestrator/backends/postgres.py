@@ -38,6 +38,7 @@ from psycopg.types.json import Jsonb
 
 from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.kit import entity_key, pruned
+from memory_orchestrator.backends.postgres_restore import edge_page, restore_rows
 from memory_orchestrator.backends.postgres_sql import (
     DUPLICATE,
     EDGES_OF,
@@ -111,6 +112,8 @@ class PostgresBackend:
         entity_index=True,
         soft_delete=True,
         listing=True,  # by change sequence
+        export=True,  # list_edges, by key (postgres_restore)
+        restore=True,  # into an empty schema (postgres_restore)
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update"),
     )
     notes: tuple[str, ...] = ()
@@ -238,6 +241,13 @@ class PostgresBackend:
             return [to_memory(r) for r in rows], last
 
         page: tuple[list[Memory], str | None] = await self._call(run)
+        return page
+
+    async def list_edges(self, cursor: str | None, limit: int) -> tuple[list[Edge], str | None]:
+        """Edges between live memories, `limit` at a time (`ExportingBackend`)."""
+        page: tuple[list[Edge], str | None] = await self._call(
+            lambda conn: edge_page(conn, cursor, limit)
+        )
         return page
 
     async def neighbors(
@@ -415,6 +425,17 @@ class PostgresBackend:
 
         linked: Edge = await self._call(run)
         return linked
+
+    async def restore(self, memories: Sequence[Memory], edges: Sequence[Edge]) -> None:
+        """An export written back as it is, into an empty schema (`RestoringBackend`)."""
+
+        def run(conn: Conn) -> None:
+            with conn.transaction():
+                restore_rows(conn, memories, edges)
+            self._stats.stale()
+            conn.execute("ANALYZE memories, entities")
+
+        await self._call(run)
 
     async def forget(self, memory_id: str) -> bool:
         """Soft delete; the edges stay, but nothing reaches a forgotten memory any more."""

@@ -283,6 +283,16 @@ class Capabilities(Frozen):
     supersede: bool = Field(  # supersede(old, new): marks a corrected memory
         default=False, description="Can mark a memory as corrected by a later one."
     )
+    export: bool = Field(  # list_edges: with listing, a lossless export (`ExportingBackend`)
+        default=False, description="Can list every edge too, for a lossless export."
+    )
+    restore: bool = Field(  # restore(memories, edges): verbatim (`RestoringBackend`)
+        default=False,
+        description="Can take an export verbatim (its ids, times and marks) into an empty store.",
+    )
+    backup: bool = Field(  # backup(dest): a consistent copy of its file (`BackingUpBackend`)
+        default=False, description="Can copy its own file consistently while it is written."
+    )
     edge_types: tuple[str, ...] = Field(
         default=(), description="The edge types it keeps; empty: any."
     )
