@@ -9,6 +9,7 @@ A facade over small parts, each built here with its collaborators handed in:
     +-- DerivedIndexes, KnownEntities (derived/)  caches derived from the store
     +-- TraceRecorder (recorder.py)  begins, finishes, logs and keeps every trace
     +-- StoreCalls   (store_calls.py) bounded store calls with a trace note on failure
+    +-- Transfer     (transfer.py)   export, restore and import (`transfer`)
 
 It never asks which backend it has: it reads the backend's capabilities, and where one is
 missing it degrades and says so in the trace. The backend itself stays private: the faces
@@ -76,6 +77,7 @@ from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy, replay_on_schedule
 from memory_orchestrator.service.store_calls import StoreCalls, store_checks
+from memory_orchestrator.service.transfer import Transfer
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
@@ -114,6 +116,7 @@ class Orchestrator:
             max_query_chars=settings.limits.max_query_chars,
         )
         self._store: MemoryBackend = store
+        self._backend = backend  # its optional abilities (`transfer`)
         self.settings = settings
         self._recorder = TraceRecorder(
             traces or TraceStore(None, keep=settings.traces.keep),
@@ -446,6 +449,10 @@ class Orchestrator:
                 self._store, self._lister, self._recorder, self._calls, self.settings
             )
         return self._inspection
+
+    def transfer(self) -> Transfer:
+        """Export and restore over this store (`service.transfer`)."""
+        return Transfer(self._backend, self._store, self._indexes.stale)
 
     def trace(self, trace_id: str) -> Trace | None:
         """A stored trace, or None."""

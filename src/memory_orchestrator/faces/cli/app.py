@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.faces.cli import admin, eval_cmd, render, tune_cmd, ui_cmd
+from memory_orchestrator.faces.cli import admin, eval_cmd, render, transfer_cmd, tune_cmd, ui_cmd
 from memory_orchestrator.faces.cli.common import (
     AsOfOpt,
     EntityOpt,
@@ -279,6 +279,9 @@ app.command()(admin.stats)
 app.add_typer(admin.config_app, name="config")
 app.command("backends")(admin.list_backends)
 app.command()(admin.demo)
+app.command()(transfer_cmd.export)
+app.command()(transfer_cmd.restore)
+app.command()(transfer_cmd.backup)
 
 
 app.command("eval")(eval_cmd.evaluate)

@@ -1,0 +1,308 @@
+"""The export file: JSON Lines, one record a line, what `orchestrator export` writes and
+`orchestrator restore` reads.
+
+    {"kind": "header", "format": "memory-orchestrator-export", "version": 1, "store": ...}
+    {"kind": "memory", "id": ..., "content": ..., "type": ..., "created_at": ..., ...}
+    {"kind": "edge", "source_id": ..., "target_id": ..., "type": ..., "weight": ..., ...}
+    {"kind": "end", "memories": N, "edges": M}
+
+Memories come in the store's listing order (a restore keeps it), then the edges. The last
+line counts what came before it: a file cut short is refused, not half restored.
+
+Supersession is the product's own record, never client metadata: a memory that corrected
+another names it in `supersedes`, and one a later memory corrected carries `superseded_by`
+and `superseded_at`; both are checked on reading (they must name a memory of the file).
+`memory_of` and `record_of` are the one place where those fields meet the way the stores
+keep them today (`metadata["supersedes"]` on the corrector; `Memory.superseded_by`).
+A forget tombstone, where a store keeps one, travels as a field of its own beside these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from memory_orchestrator.errors import TransferError
+from memory_orchestrator.models import (
+    MAX_CONTENT_CHARS,
+    MAX_LABEL_CHARS,
+    SUPERSEDES_KEY,
+    Edge,
+    Memory,
+    MemoryType,
+    MetaValue,
+    Moment,
+    NewMemory,
+    describe_errors,
+)
+from memory_orchestrator.models.memory import Frozen, finite_metadata
+
+FORMAT: Literal["memory-orchestrator-export"] = "memory-orchestrator-export"
+VERSION: Literal[1] = 1
+MAX_LINE_CHARS = 1_000_000  # a longer line is refused: no record of ours is near it
+_ID = Field(min_length=1, max_length=MAX_LABEL_CHARS)
+
+
+class Header(Frozen):
+    kind: Literal["header"] = "header"
+    format: Literal["memory-orchestrator-export"] = FORMAT
+    version: Literal[1] = VERSION
+    store: str = Field(description="The store kind it was exported from.")
+    exported_at: Moment = None
+    lossless: bool = Field(
+        default=True, description="False when the store could not list everything (edges)."
+    )
+    notes: tuple[str, ...] = ()
+
+
+class MemoryRecord(Frozen):
+    """One memory, as `Memory` holds it, with the product's supersession fields apart."""
+
+    kind: Literal["memory"] = "memory"
+    id: str = _ID
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    type: MemoryType = MemoryType.SEMANTIC
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    created_at: Moment = None
+    source: str | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    metadata: dict[str, MetaValue] = Field(default_factory=dict)
+    supersedes: str | None = None  # the memory this one corrected
+    superseded_by: str | None = None  # the memory that corrected this one
+    superseded_at: Moment = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _finite(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        return finite_metadata(values)
+
+
+class EdgeRecord(Frozen):
+    kind: Literal["edge"] = "edge"
+    source_id: str = _ID
+    target_id: str = _ID
+    type: str = Field(min_length=1, max_length=MAX_LABEL_CHARS)
+    weight: float = Field(default=1.0, ge=0.0, le=1.0)
+    meta: dict[str, MetaValue] = Field(default_factory=dict)
+
+    @field_validator("meta")
+    @classmethod
+    def _finite(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        return finite_metadata(values)
+
+
+class End(Frozen):
+    kind: Literal["end"] = "end"
+    memories: int = Field(ge=0)
+    edges: int = Field(ge=0)
+
+
+# ---------------------------------------------------------------- the stores' records
+
+
+def record_of(memory: Memory) -> MemoryRecord:
+    """A store's memory as a record: the corrector's mark lifted out of its metadata."""
+    metadata = dict(memory.metadata)
+    supersedes = metadata.pop(SUPERSEDES_KEY, None)
+    return MemoryRecord(
+        id=memory.id,
+        content=memory.content,
+        type=memory.type,
+        entities=memory.entities,
+        tags=memory.tags,
+        created_at=memory.created_at,
+        source=memory.source,
+        importance=memory.importance,
+        confidence=memory.confidence,
+        metadata=metadata,
+        supersedes=supersedes if isinstance(supersedes, str) and supersedes else None,
+        superseded_by=memory.superseded_by,
+        superseded_at=memory.superseded_at,
+    )
+
+
+def edge_of(edge: Edge) -> EdgeRecord:
+    return EdgeRecord(
+        source_id=edge.source_id,
+        target_id=edge.target_id,
+        type=edge.type,
+        weight=edge.weight,
+        meta=edge.meta,
+    )
+
+
+def edge_from(record: EdgeRecord) -> Edge:
+    return Edge(
+        source_id=record.source_id,
+        target_id=record.target_id,
+        type=record.type,
+        weight=record.weight,
+        meta=record.meta,
+    )
+
+
+def memory_of(record: MemoryRecord, ids: dict[str, str] | None = None) -> Memory:
+    """A record as the store keeps it, its ids through `ids` (old -> new) when given."""
+    new = (lambda i: ids.get(i, i)) if ids is not None else (lambda i: i)
+    metadata = dict(record.metadata)
+    if record.supersedes is not None:
+        metadata[SUPERSEDES_KEY] = new(record.supersedes)
+    by = record.superseded_by
+    return Memory(
+        id=new(record.id),
+        content=record.content,
+        type=record.type,
+        entities=record.entities,
+        tags=record.tags,
+        created_at=record.created_at,
+        source=record.source,
+        importance=record.importance,
+        confidence=record.confidence,
+        metadata=metadata,
+        superseded_by=None if by is None else new(by),
+        superseded_at=record.superseded_at,
+    )
+
+
+def new_memory(record: MemoryRecord, ids: dict[str, str]) -> NewMemory:
+    """A record as a write to a store that assigns its own ids: the memory it corrected
+    named by its new id (`ids`: old -> new, of the memories written before it)."""
+    metadata = dict(record.metadata)
+    if record.supersedes is not None and record.supersedes in ids:
+        metadata[SUPERSEDES_KEY] = ids[record.supersedes]
+    return NewMemory(
+        content=record.content,
+        type=record.type,
+        entities=list(record.entities),
+        tags=list(record.tags),
+        created_at=record.created_at,
+        source=record.source,
+        importance=record.importance,
+        confidence=record.confidence,
+        metadata=metadata,
+    )
+
+
+# ---------------------------------------------------------------- writing and reading
+
+
+def lines(
+    header: Header, memories: Iterable[MemoryRecord], edges: Iterable[EdgeRecord]
+) -> Iterator[str]:
+    """The file, a line at a time (each ends with a newline)."""
+    yield header.model_dump_json() + "\n"
+    counts = [0, 0]
+    for memory in memories:
+        counts[0] += 1
+        yield memory.model_dump_json() + "\n"
+    for edge in edges:
+        counts[1] += 1
+        yield edge.model_dump_json() + "\n"
+    yield End(memories=counts[0], edges=counts[1]).model_dump_json() + "\n"
+
+
+@dataclass
+class Export:
+    """A whole export file, read and checked."""
+
+    header: Header
+    memories: list[MemoryRecord] = field(default_factory=list)
+    edges: list[EdgeRecord] = field(default_factory=list)
+
+
+_KINDS: dict[str, type[Frozen]] = {
+    "header": Header,
+    "memory": MemoryRecord,
+    "edge": EdgeRecord,
+    "end": End,
+}
+
+
+def read_export(source: Iterable[str], name: str) -> Export:
+    """Every record of an export file, checked: a header first, an end last whose counts
+    match, ids once each, and every edge and mark naming a memory of the file. Raises
+    TransferError naming the line and what is wrong."""
+    found: Export | None = None
+    end: End | None = None
+    for number, line in enumerate(source, start=1):
+        if not line.strip():
+            continue
+        where = f"{name}, line {number}"
+        if end is not None:
+            raise TransferError(f"{where}: a record after the end record")
+        record = _parse(line, where, first=found is None)
+        if found is None:
+            assert isinstance(record, Header)
+            found = Export(record)
+        elif isinstance(record, MemoryRecord):
+            found.memories.append(record)
+        elif isinstance(record, EdgeRecord):
+            found.edges.append(record)
+        elif isinstance(record, End):
+            end = record
+        else:
+            raise TransferError(f"{where}: a second header")
+    if found is None:
+        raise TransferError(f"{name}: empty; an export has a header, its records and an end")
+    if end is None:
+        raise TransferError(f"{name}: no end record: the file was cut short; nothing restored")
+    if (end.memories, end.edges) != (len(found.memories), len(found.edges)):
+        raise TransferError(
+            f"{name}: the end record counts {end.memories} memories and {end.edges} edges,"
+            f" the file holds {len(found.memories)} and {len(found.edges)}; nothing restored"
+        )
+    _check_ids(found, name)
+    return found
+
+
+def _parse(line: str, where: str, *, first: bool) -> Frozen:
+    if len(line) > MAX_LINE_CHARS:
+        raise TransferError(f"{where}: over {MAX_LINE_CHARS} characters")
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TransferError(f"{where}: not JSON ({exc.msg})") from None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if first and kind != "header":
+        raise TransferError(
+            f"{where}: not an export of this program (the first line is no {FORMAT!r}"
+            " header); to bring memories in, use `orchestrator import`"
+        )
+    model = _KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise TransferError(f"{where}: expected an object whose kind is one of {', '.join(_KINDS)}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise TransferError(f"{where}: {describe_errors(exc)}") from None
+
+
+def _check_ids(export: Export, name: str) -> None:
+    ids: set[str] = set()
+    for memory in export.memories:
+        if memory.id in ids:
+            raise TransferError(f"{name}: memory {memory.id!r} comes twice")
+        ids.add(memory.id)
+    for memory in export.memories:
+        for mark, other in (
+            ("supersedes", memory.supersedes),
+            ("superseded_by", memory.superseded_by),
+        ):
+            if other is not None and other not in ids:
+                raise TransferError(
+                    f"{name}: memory {memory.id!r} has {mark} {other!r}, which is no memory of"
+                    " the file"
+                )
+    for edge in export.edges:
+        for end in (edge.source_id, edge.target_id):
+            if end not in ids:
+                raise TransferError(
+                    f"{name}: an edge {edge.source_id} -> {edge.target_id} ({edge.type}) names"
+                    f" {end!r}, which is no memory of the file"
+                )
