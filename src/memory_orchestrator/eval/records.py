@@ -50,6 +50,9 @@ class RunOptions:
     # turn id as tag and metadata); "content": as an agent writes it, content (and the time
     # it was written) only, so whatever entities it gets come from the orchestrator
     ingest: Literal["protocol", "content"] = "protocol"
+    # ask the questions of the store the settings name, as it is loaded: nothing ingested,
+    # no write check run (`systems.run_eval`)
+    store: bool = False
 
     def __post_init__(self) -> None:
         if not self.k or any(not 1 <= k <= MAX_TOP_K for k in self.k):

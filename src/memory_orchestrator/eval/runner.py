@@ -38,7 +38,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 
-__all__ = ["CaseRunner", "KeyIndex"]
+__all__ = ["CaseRunner", "KeyIndex", "quiet"]
 
 INGEST_CHUNK = 250
 DIAGNOSIS_DEPTH = 50  # how deep the raw store is searched to place a missed evidence turn
@@ -92,33 +92,35 @@ class CaseRunner:
         options: RunOptions,
         advance: Advance,
         embedding: Embedding | None = None,
+        *,
+        loaded: Orchestrator | None = None,
     ) -> None:
+        # `loaded`: an orchestrator over a store already loaded, asked as it is (nothing
+        # ingested, no write check) and left open
         self.dataset, self.case, self.settings = dataset, case, settings
         self.options, self.advance, self.embedding = options, advance, embedding
         self.keys = KeyIndex(dataset)
-        # traces in memory: a case's run is explained from its answers, then dropped
-        quiet = settings.model_copy(
-            update={"traces": settings.traces.model_copy(update={"enabled": False})}
-        )
-        self.orchestrator = Orchestrator.from_settings(quiet, clock=self._now)
+        self._owned = loaded is None
+        self.orchestrator = loaded or Orchestrator.from_settings(quiet(settings), clock=self._now)
 
     def _now(self) -> datetime:
         return self.case.as_of
 
     async def run(self, questions: Sequence[EvalQuestion]) -> CaseResult:
         try:
-            result = await self._ingest()
+            result = await self._ingest() if self._owned else self._as_loaded()
             for question in questions:
                 if question.skip_reason is not None:
                     result.skipped.append(question)
                 else:
                     result.questions.append(await self._ask(question))
                 self.advance("queries", 1)
-            for check in self.case.write_checks:
+            for check in self.case.write_checks if self._owned else ():
                 result.writes.append(await self._check_write(check))
             return result
         finally:
-            await self.orchestrator.close()
+            if self._owned:
+                await self.orchestrator.close()
 
     # ------------------------------------------------------------------ ingest
 
@@ -130,6 +132,15 @@ class CaseRunner:
             result = await self._ingest_in_bulk()
         await self.orchestrator.settle(self.embedding)
         return result
+
+    def _as_loaded(self) -> CaseResult:
+        checks = (
+            f"; {len(self.case.write_checks)} write check(s) not run"
+            if self.case.write_checks
+            else ""
+        )
+        note = f"asked of the store as loaded: nothing ingested{checks}"
+        return CaseResult(id=self.case.id, memories=0, stored=0, ingest_s=0.0, notes=[note])
 
     async def _ingest_in_bulk(self) -> CaseResult:
         caps = self.orchestrator.capabilities
@@ -305,6 +316,14 @@ class CaseRunner:
         return WriteCheckResult(
             id=check.id, expect=check.expect, got=got, passed=not problems, detail=detail
         )
+
+
+def quiet(settings: Settings) -> Settings:
+    """`settings` with traces in memory: a case's run is explained from its answers, then
+    dropped."""
+    return settings.model_copy(
+        update={"traces": settings.traces.model_copy(update={"enabled": False})}
+    )
 
 
 def _as_an_agent_writes(memory: NewMemory) -> NewMemory:

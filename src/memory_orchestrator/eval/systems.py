@@ -42,8 +42,9 @@ from memory_orchestrator.eval.records import (
     SystemName,
     WriteCheckResult,
 )
-from memory_orchestrator.eval.runner import CaseRunner
+from memory_orchestrator.eval.runner import CaseRunner, quiet
 from memory_orchestrator.postgres.scratch import scratch_store
+from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 
 __all__ = [
@@ -86,9 +87,12 @@ async def run_eval(
     report = progress or NoProgress()
     cases = select_cases(dataset, options.cases)
     plan = [(case, _limited(case.questions, options.limit_questions)) for case in cases]
-    counter = _Counter(report, sum(len(c.memories) for c in cases), sum(len(q) for _, q in plan))
+    loaded = 0 if options.store else sum(len(c.memories) for c in cases)
+    counter = _Counter(report, loaded, sum(len(q) for _, q in plan))
     results = []
-    for case, questions in plan:
+    if options.store:
+        results = await _on_the_store(dataset, settings, options, plan, counter)
+    for case, questions in [] if options.store else plan:
         with (
             tempfile.TemporaryDirectory(prefix="orchestrator-eval-") as folder,
             scratch_store(_case_settings(settings, options.backend, Path(folder))) as scoped,
@@ -103,6 +107,32 @@ async def run_eval(
     )
 
 
+async def _on_the_store(
+    dataset: Dataset,
+    settings: Settings,
+    options: RunOptions,
+    plan: Sequence[tuple[EvalCase, list[EvalQuestion]]],
+    counter: _Counter,
+) -> list[CaseResult]:
+    """Every case's questions asked of the store `settings` names, as it is loaded (one
+    orchestrator, its clock at each case's `as_of`), once its derived indexes are settled."""
+    now = [plan[0][0].as_of] if plan else []
+    scoped = _systems_only(settings, options.backend)
+    orchestrator = Orchestrator.from_settings(quiet(scoped), clock=lambda: now[0])
+    results = []
+    try:
+        await orchestrator.settle(counter.embedding)
+        for case, questions in plan:
+            now[0] = case.as_of
+            runner = CaseRunner(
+                dataset, case, scoped, options, counter.add, counter.embedding, loaded=orchestrator
+            )
+            results.append(await runner.run(questions))
+    finally:
+        await orchestrator.close()
+    return results
+
+
 def _limited(questions: Sequence[EvalQuestion], limit: int | None) -> list[EvalQuestion]:
     return list(questions if limit is None else questions[:limit])
 
@@ -113,12 +143,7 @@ def _case_settings(settings: Settings, backend: str, folder: Path) -> Settings:
     store with a home of its own, such as Mnemon's) becomes `folder/<section>`, so no run ever
     touches a real store. Passthrough and automatic expansion are off, so that each system is
     exactly what it says."""
-    update: dict[str, Any] = {
-        "backend": backend,
-        "data_dir": folder,
-        "passthrough": False,
-        "expansion": settings.expansion.model_copy(update={"enabled": False}),
-    }
+    update: dict[str, Any] = {"data_dir": folder}
     for name in type(settings).model_fields:
         section = getattr(settings, name)
         if not isinstance(section, BaseModel):
@@ -131,6 +156,17 @@ def _case_settings(settings: Settings, backend: str, folder: Path) -> Settings:
             changes["data_dir"] = folder / name
         if changes:
             update[name] = section.model_copy(update=changes)
+    return _systems_only(settings.model_copy(update=update), backend)
+
+
+def _systems_only(settings: Settings, backend: str) -> Settings:
+    """Passthrough and automatic expansion off, so that each system is exactly what it
+    says."""
+    update: dict[str, Any] = {
+        "backend": backend,
+        "passthrough": False,
+        "expansion": settings.expansion.model_copy(update={"enabled": False}),
+    }
     return settings.model_copy(update=update)
 
 

@@ -3,7 +3,8 @@
 A thin command over `memory_orchestrator.eval`: it reads the options, draws progress bars on
 stderr (rich), and prints the report as a table, markdown, or exactly one JSON object on
 stdout; `--out DIR` also writes report.json, report.md and PNG plots. Every case runs on a
-fresh temporary store, so `--data-dir` plays no part here.
+fresh temporary store, so `--data-dir` plays no part here; with `--store`, the questions are
+asked of the store the settings name (`--data-dir` included), as it is loaded.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ from memory_orchestrator.eval.plots import write_plots
 from memory_orchestrator.eval.report import build_report, to_json, write_report
 from memory_orchestrator.eval.systems import SYSTEMS, EvalRun, RunOptions, SystemName, run_eval
 from memory_orchestrator.faces.cli import render
-from memory_orchestrator.faces.cli.common import FAILURE, USAGE_ERROR, fail, guarded
+from memory_orchestrator.faces.cli.common import (
+    FAILURE,
+    USAGE_ERROR,
+    fail,
+    guarded,
+    require_store,
+)
 from memory_orchestrator.service import store_names
 from memory_orchestrator.settings import Settings, load_settings
 
@@ -69,6 +76,7 @@ class _RootOptions(Protocol):
 
     config: Path | None
     backend: str | None
+    data_dir: Path | None
     json: bool
 
 
@@ -130,15 +138,25 @@ def evaluate(
     worst: Annotated[
         int, typer.Option("--worst", min=0, help="Worst-missed questions to report.")
     ] = 20,
+    store: Annotated[
+        bool,
+        typer.Option(
+            "--store",
+            help="Ask the store the settings name (--data-dir, --config), as it is loaded:"
+            " nothing ingested, no write check run.",
+        ),
+    ] = False,
 ) -> None:
     """Measure retrieval: the store alone vs the orchestrator, same stores, same questions.
 
     Exit code 1 when a write check of the dataset fails.
     """
     root: _RootOptions | None = ctx.find_root().obj
-    settings = _settings(root, backend)
+    settings = _settings(root, backend, store=store)
     options = _options(settings.backend, k, systems, limit_questions, conversations)
-    options = replace(options, ingest=ingest.value)
+    options = replace(options, ingest=ingest.value, store=store)
+    if store:
+        require_store(settings)
     data = guarded(lambda: load_dataset(dataset))
     run = guarded(lambda: _run_with_bars(data, settings, options))
     report = build_report(run, worst=worst)
@@ -179,10 +197,12 @@ def _emit(report: dict[str, Any], chosen: OutputFormat) -> None:
         _tables(report)
 
 
-def _settings(root: _RootOptions | None, backend: str | None) -> Settings:
+def _settings(root: _RootOptions | None, backend: str | None, *, store: bool) -> Settings:
     config = root.config if root is not None else None
     chosen = backend or (root.backend if root is not None else None)
-    settings = guarded(lambda: load_settings(config, backend=chosen))
+    # a run on fresh stores ignores --data-dir; one on the loaded store reads it
+    data_dir = root.data_dir if root is not None and store else None
+    settings = guarded(lambda: load_settings(config, backend=chosen, data_dir=data_dir))
     guarded(lambda: _known_backend(settings.backend))
     return settings
 
