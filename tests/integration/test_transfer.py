@@ -21,7 +21,8 @@ from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.transfer.records import Export, read_export
 from tests.pg_fixtures import new_schema
 
-pytestmark = pytest.mark.integration
+# a conversation loaded, exported, restored and asked twice: the bound catches a hang only
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"

@@ -26,9 +26,8 @@ the loader by name or file suffix.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,14 @@ from memory_orchestrator.eval.cases import (
     memory_keys,
 )
 from memory_orchestrator.eval.jsonl import load_jsonl, parse_jsonl
-from memory_orchestrator.models import MemoryType, NewMemory
+from memory_orchestrator.transfer.sources.transcripts import (
+    DIA_FIELD,
+    DIA_TAG,
+    locomo_turn,
+    session_time,
+    sessions_of,
+    turn_ids,
+)
 
 __all__ = [
     "GOLDEN",
@@ -85,16 +91,6 @@ LOCOMO_CATEGORIES: dict[str, str] = {
 }
 _LOCOMO_HEADLINE = ("1", "2", "3", "4")
 _LOCOMO_APART = {"5": "adversarial"}
-_DIA_FIELD = "dia_id"
-_DIA_TAG = "dia:"
-_SESSION = re.compile(r"^session_(\d+)$")
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
-_TIME_FORMATS = (
-    "%I:%M %p on %d %B, %Y",
-    "%I:%M %p on %d %B %Y",
-    "%I:%M %p on %d %b, %Y",
-    "%I:%M %p on %d %b %Y",
-)
 
 
 # ---------------------------------------------------------------- dispatch
@@ -120,26 +116,15 @@ def load_dataset(source: str | Path) -> Dataset:
 
 def parse_session_time(value: str) -> datetime:
     """LoCoMo's "1:56 pm on 8 May, 2023" as a UTC datetime."""
-    text = " ".join(value.split())
-    for fmt in _TIME_FORMATS:
-        try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise DatasetError(f"unreadable session date {value!r}")
+    try:
+        return session_time(value)
+    except ValueError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def normalize_evidence(raw: Sequence[object]) -> list[str]:
-    """Evidence ids in canonical form ("D3:14"), in order, without repeats.
-
-    Entries may hold several ids ("D8:6; D9:17") and stray characters ("D:11:26", "D30:05");
-    an entry holding no readable id ("D") gives nothing.
-    """
-    found: list[str] = []
-    for entry in raw:
-        for session, turn in _EVIDENCE.findall(str(entry)):
-            found.append(f"D{int(session)}:{int(turn)}")
-    return list(dict.fromkeys(found))
+    """Evidence ids in canonical form ("D3:14"), in order, without repeats (`turn_ids`)."""
+    return turn_ids(raw)
 
 
 def load_locomo(path: Path) -> Dataset:
@@ -153,8 +138,8 @@ def load_locomo(path: Path) -> Dataset:
     return Dataset(
         name=path.name,
         cases=cases,
-        key_field=_DIA_FIELD,
-        tag_prefix=_DIA_TAG,
+        key_field=DIA_FIELD,
+        tag_prefix=DIA_TAG,
         headline_categories=_LOCOMO_HEADLINE,
         apart_categories=_LOCOMO_APART,
         category_names=LOCOMO_CATEGORIES,
@@ -180,47 +165,17 @@ def _locomo_case(conv: dict[str, Any], index: int, path: Path) -> EvalCase:
 
 
 def _locomo_memories(case_id: str, sessions: dict[str, Any]) -> tuple[EvalMemory, ...]:
-    numbers = sorted(
-        int(match.group(1))
-        for key, value in sessions.items()
-        if (match := _SESSION.match(key)) and isinstance(value, list) and value
-    )
     memories: list[EvalMemory] = []
-    for number in numbers:
+    for number in sessions_of(sessions):
         stamp = sessions.get(f"session_{number}_date_time")
         if not isinstance(stamp, str):
             raise DatasetError(f"{case_id}: session {number} has turns but no date")
         start = parse_session_time(stamp)
         for offset, turn in enumerate(sessions[f"session_{number}"]):
-            memory = _locomo_turn(turn, start + timedelta(seconds=offset))
-            if memory is not None:
-                memories.append(memory)
+            made = locomo_turn(turn, start + timedelta(seconds=offset))
+            if made is not None:
+                memories.append(EvalMemory(key=made[0], memory=made[1]))
     return tuple(memories)
-
-
-def _locomo_turn(turn: object, when: datetime) -> EvalMemory | None:
-    if not isinstance(turn, dict):
-        return None
-    speaker = str(turn.get("speaker") or "").strip()
-    text = str(turn.get("text") or "").strip()
-    dia_id = normalize_evidence([turn.get("dia_id", "")])
-    if not text or not speaker or not dia_id:
-        return None
-    content = f"{speaker}: {text}"
-    caption = str(turn.get("blip_caption") or "").strip()
-    if caption:
-        content += f" [shared a photo: {caption}]"
-    key = dia_id[0]
-    memory = NewMemory(
-        content=content,
-        type=MemoryType.EPISODIC,
-        entities=[speaker.replace(",", " ")],
-        tags=[f"{_DIA_TAG}{key}"],
-        created_at=when,
-        source="locomo",
-        metadata={_DIA_FIELD: key},
-    )
-    return EvalMemory(key=key, memory=memory)
 
 
 def _locomo_question(

@@ -451,8 +451,8 @@ class Orchestrator:
         return self._inspection
 
     def transfer(self) -> Transfer:
-        """Export and restore over this store (`service.transfer`)."""
-        return Transfer(self._backend, self._store, self._indexes.stale)
+        """Export, restore, backup and import over this store (`service.transfer`)."""
+        return Transfer(self._backend, self._store, self._indexes.stale, self._writes)
 
     def trace(self, trace_id: str) -> Trace | None:
         """A stored trace, or None."""

@@ -9,6 +9,9 @@
              each memory written as it is (the store assigns its ids), then the edges and the
              marks through the store's own `link` and `supersede`, with the ids mapped; the
              mapping is reported. A store that holds any memory is refused.
+    backup   a consistent copy while writers go on: the store's own file where it can copy
+             it (`capabilities.backup`), else its export.
+    import   records of another source through the write path (`service.importing`).
 
 Built by the `Orchestrator` (`Orchestrator.transfer`) over its store; it never asks which
 store it has, only what the store can do.
@@ -37,7 +40,10 @@ from memory_orchestrator.backends.base import (
 )
 from memory_orchestrator.errors import BackendError, TransferError
 from memory_orchestrator.models import NewMemory, WriteAction, WriteOutcome
+from memory_orchestrator.service.importing import Importer, ImportSummary
+from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.imports import Ledger
 from memory_orchestrator.transfer.records import (
     EdgeRecord,
     Export,
@@ -51,6 +57,7 @@ from memory_orchestrator.transfer.records import (
     read_export,
     record_of,
 )
+from memory_orchestrator.transfer.sources import Incoming
 
 PAGE = 1000  # memories or edges per listing call
 WRITE_CHUNK = 500  # memories per write_many call of a restore that maps ids
@@ -101,11 +108,30 @@ class Transfer:
     """Export and restore over one store (see the module docstring)."""
 
     def __init__(
-        self, backend: MemoryBackend, store: MemoryBackend, on_written: Callable[[], None]
+        self,
+        backend: MemoryBackend,
+        store: MemoryBackend,
+        on_written: Callable[[], None],
+        writes: WritePath | None = None,
     ) -> None:
         # `backend`: the store itself, for its optional abilities; `store`: the same behind
-        # the retry wrapper, for the calls every store has
+        # the retry wrapper, for the calls every store has; `writes`: the write path of
+        # `memory_write`, which an import goes through
         self._backend, self._store, self._on_written = backend, store, on_written
+        self._writes = writes
+
+    # ------------------------------------------------------------------ import
+
+    async def bring_in(
+        self,
+        incoming: Sequence[Incoming],
+        summary: ImportSummary,
+        ledger: Ledger,
+        progress: Progress = _quiet,
+    ) -> ImportSummary:
+        """`incoming` through the write path, one by one (`service.importing`)."""
+        assert self._writes is not None, "an import needs the orchestrator's write path"
+        return await Importer(self._writes, self._store, ledger).run(incoming, summary, progress)
 
     def _listing(self) -> EnumerableBackend:
         """The store's listing (the callers check `capabilities.listing` first)."""

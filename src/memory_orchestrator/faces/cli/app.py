@@ -15,7 +15,15 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.faces.cli import admin, eval_cmd, render, transfer_cmd, tune_cmd, ui_cmd
+from memory_orchestrator.faces.cli import (
+    admin,
+    eval_cmd,
+    import_cmd,
+    render,
+    transfer_cmd,
+    tune_cmd,
+    ui_cmd,
+)
 from memory_orchestrator.faces.cli.common import (
     AsOfOpt,
     EntityOpt,
@@ -279,6 +287,7 @@ app.command()(admin.stats)
 app.add_typer(admin.config_app, name="config")
 app.command("backends")(admin.list_backends)
 app.command()(admin.demo)
+app.command("import")(import_cmd.import_memories)
 app.command()(transfer_cmd.export)
 app.command()(transfer_cmd.restore)
 app.command()(transfer_cmd.backup)
