@@ -315,7 +315,9 @@ class Transfer:
             source, target = ids.get(edge.source_id), ids.get(edge.target_id)
             if source is None or target is None or source == target:
                 continue
-            await self._store.link(source, target, edge.type, edge.weight, dict(edge.meta))
+            # an edge's metadata may name memories too (Mnemon's mark of a correction)
+            meta = {k: ids.get(v, v) if isinstance(v, str) else v for k, v in edge.meta.items()}
+            await self._store.link(source, target, edge.type, edge.weight, meta)
             made += 1
         return made
 

@@ -82,13 +82,15 @@ class MnemonBackend:
         soft_delete=True,
         listing=True,  # from the store file; off with direct_reads = false
         supersede=True,  # marks read from the store file; off with direct_reads = false
+        export=True,  # list_edges from the store file; off with direct_reads = false
+        backup=True,  # the store file through SQLite's online backup API
         edge_types=NATIVE_EDGES,
     )
 
     def __init__(self, settings: MnemonSettings | None = None) -> None:
         self.settings = settings or MnemonSettings()
         if not self.settings.direct_reads:  # the CLI has no listing that resumes
-            update = {"listing": False, "supersede": False}
+            update = {"listing": False, "supersede": False, "export": False}
             self.capabilities = self.capabilities.model_copy(update=update)
         where = locate(self.settings)
         self.data_dir, self.store, self.store_error = where.data_dir, where.store, where.store_error
@@ -310,6 +312,16 @@ class MnemonBackend:
             if require_id(item, "recall --basic")["id"] in wanted_set:
                 found[str(item["id"])] = item
         return found
+
+    async def list_edges(self, cursor: str | None, limit: int) -> tuple[list[Edge], str | None]:
+        """Edges between live memories from the store file (`ExportingBackend`)."""
+        found = await self.direct(lambda conn: store_file.edge_page(conn, cursor, limit))
+        return found if found is not None else ([], cursor)
+
+    async def backup(self, dest: Path) -> None:
+        """A consistent copy of the store file (`BackingUpBackend`)."""
+        self._check_store()
+        await anyio.to_thread.run_sync(kit.sqlite_backup, self.db_path, dest)
 
     async def list_memories(
         self, cursor: str | None, limit: int

@@ -357,6 +357,39 @@ def marked(conn: sqlite3.Connection | None, memories: list[Memory]) -> list[Memo
     ]
 
 
+_EDGE_PAGE = (
+    "SELECT e.source_id, e.target_id, e.edge_type, e.weight, e.metadata FROM edges e"
+    " JOIN insights s ON s.id = e.source_id AND s.deleted_at IS NULL"
+    " JOIN insights t ON t.id = e.target_id AND t.deleted_at IS NULL"
+    " WHERE (e.source_id, e.target_id, e.edge_type) > (?, ?, ?)"
+    " ORDER BY e.source_id, e.target_id, e.edge_type LIMIT ?"
+)
+
+
+def edge_page(
+    conn: sqlite3.Connection | None, cursor: str | None, limit: int
+) -> tuple[list[Edge], str | None]:
+    """Edges between live insights in key order after `cursor` (`kit.edge_cursor`), with
+    their metadata's plain values."""
+    if conn is None:
+        return [], cursor
+    rows = conn.execute(_EDGE_PAGE, (*kit.edge_cursor(cursor), max(1, limit))).fetchall()
+    edges = []
+    for src, dst, kind, weight, meta in rows:
+        try:
+            found = json.loads(meta) if isinstance(meta, str) and meta else {}
+        except json.JSONDecodeError:
+            found = {}
+        plain = {
+            str(k): v
+            for k, v in (found.items() if isinstance(found, dict) else ())
+            if v is None or isinstance(v, str | int | float | bool)
+        }
+        w = min(1.0, max(0.0, float(weight))) if weight is not None else 1.0
+        edges.append(Edge(source_id=src, target_id=dst, type=str(kind), weight=w, meta=plain))
+    return edges, json.dumps([str(v) for v in rows[-1][:3]]) if rows else cursor
+
+
 def snapshot(source: Path, target: Path) -> None:
     """A consistent copy of the store file `source` at `target` (SQLite's backup, read-only
     on the source: a live WAL store is copied as any reader sees it)."""
