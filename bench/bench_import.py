@@ -12,6 +12,11 @@ follows the others' load, the CPU time much less. The second run must add nothin
 test: it asserts nothing.
 
     .venv/bin/python bench/bench_import.py [--count 10000] [--json OUT]
+    .venv/bin/python bench/bench_import.py --breakdown 300 [--count 10000]
+
+`--breakdown N`: in this process instead, the store loaded with the first count - N memories
+(bulk, unjudged), then the last N imported through the service with timers around the write
+path's judge and its store calls: per record, wall and CPU, and each part's calls and time.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +72,89 @@ def run(data: Path, source: Path) -> dict[str, Any]:
     }
 
 
+def timers() -> tuple[dict[str, float], Counter[str]]:
+    """Seconds spent and calls made, per part, from now on: the write path's judge and the
+    store calls (every store goes through `GuardedBackend`)."""
+    from memory_orchestrator.pipeline import writer
+    from memory_orchestrator.service.resilience import GuardedBackend
+
+    spent: dict[str, float] = defaultdict(float)
+    calls: Counter[str] = Counter()
+    judge = writer.judge
+
+    def timed_judge(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return judge(*args, **kwargs)
+        finally:
+            spent["judge"] += time.perf_counter() - started
+            calls["judge"] += 1
+
+    writer.judge = timed_judge
+
+    def timed(original: Any, name: str) -> Any:
+        async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await original(self, *args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - started
+                calls[name] += 1
+
+        return call
+
+    for name in ("search", "write", "link", "get_memories"):
+        setattr(GuardedBackend, name, timed(getattr(GuardedBackend, name), name))
+    return spent, calls
+
+
+def breakdown(count: int, last: int) -> None:
+    """See the module docstring (`--breakdown`)."""
+    import anyio
+
+    from memory_orchestrator.service import Orchestrator
+    from memory_orchestrator.service.importing import ImportSummary, quiet_settings
+    from memory_orchestrator.settings import load_settings
+    from memory_orchestrator.state.imports import Ledger
+    from memory_orchestrator.transfer.sources import read_source
+
+    spent, calls = timers()
+    with tempfile.TemporaryDirectory(prefix="bench-import-") as folder:
+        source = Path(folder) / "memories.jsonl"
+        memories_file(source, count)
+        settings = quiet_settings(load_settings(data_dir=Path(folder) / "data"))
+        chosen, incoming = read_source(source)
+
+        async def run() -> None:
+            orchestrator = Orchestrator.from_settings(settings)
+            try:
+                await orchestrator.ingest([i.memory for i in incoming[:-last] if i.memory])
+                spent.clear()
+                calls.clear()
+                summary = ImportSummary(str(source), chosen, last)
+                wall, cpu = time.perf_counter(), time.process_time()
+                await orchestrator.transfer().bring_in(incoming[-last:], summary, Ledger(None))
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            finally:
+                await orchestrator.close()
+            print(f"{summary.counts}; load {os.getloadavg()[0]:.1f}")
+            print(f"per record: {wall / last * 1000:.1f} ms wall, {cpu / last * 1000:.1f} ms CPU")
+            for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+                each = seconds / last * 1000
+                print(f"  {name}: {calls[name] / last:.2f} calls, {each:.2f} ms wall")
+
+        anyio.run(run)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--breakdown", type=int, help="time the parts of the last N imports")
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.count, args.breakdown)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-import-") as folder:
         source = Path(folder) / "memories.jsonl"
         memories_file(source, args.count)
