@@ -7,17 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
+from tests.e2e.test_cli import assert_fails, run, store
 
-from tests.e2e.test_cli import assert_fails, invoke, run
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    result = invoke("demo", "--data-dir", str(data))
-    assert result.exit_code == 0, result.output
-    return data
+__all__ = ["store"]  # the built-in sample, loaded by `demo` (a fixture of test_cli)
 
 
 def records(text: str) -> list[str]:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, ValidationError
 
 from memory_orchestrator.errors import TransferError
 from memory_orchestrator.models import (
@@ -45,6 +45,8 @@ FORMAT: Literal["memory-orchestrator-export"] = "memory-orchestrator-export"
 VERSION: Literal[1] = 1
 MAX_LINE_CHARS = 1_000_000  # a longer line is refused: no record of ours is near it
 _ID = Field(min_length=1, max_length=MAX_LABEL_CHARS)
+# metadata JSON can hold: NaN and Infinity are refused
+Meta = Annotated[dict[str, MetaValue], AfterValidator(finite_metadata)]
 
 
 class Header(Frozen):
@@ -72,15 +74,10 @@ class MemoryRecord(Frozen):
     source: str | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    metadata: dict[str, MetaValue] = Field(default_factory=dict)
+    metadata: Meta = Field(default_factory=dict)
     supersedes: str | None = None  # the memory this one corrected
     superseded_by: str | None = None  # the memory that corrected this one
     superseded_at: Moment = None
-
-    @field_validator("metadata")
-    @classmethod
-    def _finite(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
-        return finite_metadata(values)
 
 
 class EdgeRecord(Frozen):
@@ -89,12 +86,7 @@ class EdgeRecord(Frozen):
     target_id: str = _ID
     type: str = Field(min_length=1, max_length=MAX_LABEL_CHARS)
     weight: float = Field(default=1.0, ge=0.0, le=1.0)
-    meta: dict[str, MetaValue] = Field(default_factory=dict)
-
-    @field_validator("meta")
-    @classmethod
-    def _finite(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
-        return finite_metadata(values)
+    meta: Meta = Field(default_factory=dict)
 
 
 class End(Frozen):
@@ -106,45 +98,35 @@ class End(Frozen):
 # ---------------------------------------------------------------- the stores' records
 
 
+# What a memory and its record share, field for field (the marks and ids are mapped apart).
+_SHARED: tuple[str, ...] = ("content", "type", "entities", "tags", "created_at", "source")
+_SHARED += ("importance", "confidence", "superseded_at")
+_EDGE: tuple[str, ...] = ("source_id", "target_id", "type", "weight", "meta")
+
+
+def _fields(value: Frozen, names: tuple[str, ...]) -> dict[str, object]:
+    return {name: getattr(value, name) for name in names}
+
+
 def record_of(memory: Memory) -> MemoryRecord:
     """A store's memory as a record: the corrector's mark lifted out of its metadata."""
     metadata = dict(memory.metadata)
     supersedes = metadata.pop(SUPERSEDES_KEY, None)
     return MemoryRecord(
+        **_fields(memory, _SHARED),
         id=memory.id,
-        content=memory.content,
-        type=memory.type,
-        entities=memory.entities,
-        tags=memory.tags,
-        created_at=memory.created_at,
-        source=memory.source,
-        importance=memory.importance,
-        confidence=memory.confidence,
         metadata=metadata,
         supersedes=supersedes if isinstance(supersedes, str) and supersedes else None,
         superseded_by=memory.superseded_by,
-        superseded_at=memory.superseded_at,
     )
 
 
 def edge_of(edge: Edge) -> EdgeRecord:
-    return EdgeRecord(
-        source_id=edge.source_id,
-        target_id=edge.target_id,
-        type=edge.type,
-        weight=edge.weight,
-        meta=edge.meta,
-    )
+    return EdgeRecord(**_fields(edge, _EDGE))
 
 
 def edge_from(record: EdgeRecord) -> Edge:
-    return Edge(
-        source_id=record.source_id,
-        target_id=record.target_id,
-        type=record.type,
-        weight=record.weight,
-        meta=record.meta,
-    )
+    return Edge(**_fields(record, _EDGE))
 
 
 def memory_of(record: MemoryRecord, ids: dict[str, str] | None = None) -> Memory:
@@ -155,18 +137,10 @@ def memory_of(record: MemoryRecord, ids: dict[str, str] | None = None) -> Memory
         metadata[SUPERSEDES_KEY] = new(record.supersedes)
     by = record.superseded_by
     return Memory(
+        **_fields(record, _SHARED),
         id=new(record.id),
-        content=record.content,
-        type=record.type,
-        entities=record.entities,
-        tags=record.tags,
-        created_at=record.created_at,
-        source=record.source,
-        importance=record.importance,
-        confidence=record.confidence,
         metadata=metadata,
         superseded_by=None if by is None else new(by),
-        superseded_at=record.superseded_at,
     )
 
 
@@ -176,17 +150,8 @@ def new_memory(record: MemoryRecord, ids: dict[str, str]) -> NewMemory:
     metadata = dict(record.metadata)
     if record.supersedes is not None and record.supersedes in ids:
         metadata[SUPERSEDES_KEY] = ids[record.supersedes]
-    return NewMemory(
-        content=record.content,
-        type=record.type,
-        entities=list(record.entities),
-        tags=list(record.tags),
-        created_at=record.created_at,
-        source=record.source,
-        importance=record.importance,
-        confidence=record.confidence,
-        metadata=metadata,
-    )
+    fields = _fields(record, _SHARED[:-1])  # a new memory has no mark of its own
+    return NewMemory(**fields, metadata=metadata)
 
 
 # ---------------------------------------------------------------- writing and reading

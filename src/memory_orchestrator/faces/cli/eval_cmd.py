@@ -71,6 +71,16 @@ class OutputFormat(StrEnum):
     MARKDOWN = "markdown"
 
 
+StoreFlag = Annotated[
+    bool,
+    typer.Option(
+        "--store",
+        help="Ask the store the settings name (--data-dir, --config), as it is loaded:"
+        " nothing ingested, no write check run.",
+    ),
+]
+
+
 class _RootOptions(Protocol):
     """What the root callback stores in `ctx.obj` (see `cli.app.State`)."""
 
@@ -138,14 +148,7 @@ def evaluate(
     worst: Annotated[
         int, typer.Option("--worst", min=0, help="Worst-missed questions to report.")
     ] = 20,
-    store: Annotated[
-        bool,
-        typer.Option(
-            "--store",
-            help="Ask the store the settings name (--data-dir, --config), as it is loaded:"
-            " nothing ingested, no write check run.",
-        ),
-    ] = False,
+    store: StoreFlag = False,
 ) -> None:
     """Measure retrieval: the store alone vs the orchestrator, same stores, same questions.
 
