@@ -50,6 +50,10 @@ COMMANDS = (
     "config",
     "backends",
     "demo",
+    "import",
+    "export",
+    "restore",
+    "backup",
 )
 
 

@@ -84,3 +84,42 @@ def test_a_sqlite_file_of_another_program_is_refused_and_left_alone(tmp_path: Pa
     assert_fails(result, 2, "not a backup of the embedded store", "another program")
     assert other.read_bytes() == before
     assert not (tmp_path / "copy").exists()
+
+
+def test_import_prints_its_summary_and_twice_adds_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "m.jsonl"
+    source.write_text(
+        '{"content": "Dana moved the standup to 9:30."}\n'
+        '{"content": "Dana moved the standup to 10:00."}\n'
+        '{"content": ""}\n'
+    )
+    data = tmp_path / "data"
+    first = run(data, "import", str(source))
+    assert first.exit_code == 0, first.output
+    assert "1 added, 1 updated, 0 skipped, 1 refused" in first.stderr
+    assert "updated 1: corrects a stored memory (first: m.jsonl:2)" in first.stderr
+    assert "refused 1: content: String should have at least 1 character" in first.stderr
+    again = run(data, "--json", "import", str(source))
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert summary["counts"] == {"skipped": 2, "refused": 1}
+    assert [i["action"] for i in summary["items"]] == ["skipped", "skipped", "refused"]
+
+
+def test_import_of_nothing_readable_is_refused_before_any_store_is_made(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    assert_fails(run(data, "import", str(tmp_path / "missing.jsonl")), 2, "no such file")
+    odd = tmp_path / "notes.txt"
+    odd.write_text("hello")
+    assert_fails(run(data, "import", str(odd)), 2, "--format")
+    assert not data.exists()
+
+
+def test_eval_on_the_store_reads_the_data_dir(store: Path, tmp_path: Path) -> None:
+    missing = run(tmp_path / "nowhere", "eval", "--store", "--format", "json")
+    assert_fails(missing, 2, "no memory store")
+    asked = run(store, "eval", "--store", "--format", "json", "--systems", "raw")
+    assert asked.exit_code == 0, asked.output
+    report = json.loads(asked.stdout)
+    assert report["questions"] > 0
+    assert any(n.startswith("asked of the store as it was loaded") for n in report["notes"])

@@ -134,12 +134,9 @@ class CaseRunner:
         return result
 
     def _as_loaded(self) -> CaseResult:
-        checks = (
-            f"; {len(self.case.write_checks)} write check(s) not run"
-            if self.case.write_checks
-            else ""
-        )
-        note = f"asked of the store as loaded: nothing ingested{checks}"
+        checks = self.case.write_checks
+        skipped = f"; {len(checks)} write check(s) not run" if checks else ""
+        note = f"asked of the store as it was loaded: no memory added{skipped}"
         return CaseResult(id=self.case.id, memories=0, stored=0, ingest_s=0.0, notes=[note])
 
     async def _ingest_in_bulk(self) -> CaseResult:
