@@ -147,11 +147,13 @@ def memory_of(record: MemoryRecord, ids: dict[str, str] | None = None) -> Memory
 def new_memory(record: MemoryRecord, ids: dict[str, str]) -> NewMemory:
     """A record as a write to a store that assigns its own ids: the memory it corrected
     named by its new id (`ids`: old -> new, of the memories written before it)."""
-    metadata = dict(record.metadata)
-    if record.supersedes is not None and record.supersedes in ids:
-        metadata[SUPERSEDES_KEY] = ids[record.supersedes]
     fields = _fields(record, _SHARED[:-1])  # a new memory has no mark of its own
-    return NewMemory(**fields, metadata=metadata)
+    memory = NewMemory(**fields, metadata=record.metadata)
+    if record.supersedes is None or record.supersedes not in ids:
+        return memory
+    # the product's own key, added past the validation that refuses it from clients
+    metadata = {**memory.metadata, SUPERSEDES_KEY: ids[record.supersedes]}
+    return memory.model_copy(update={"metadata": metadata})
 
 
 # ---------------------------------------------------------------- writing and reading
