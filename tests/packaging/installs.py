@@ -32,6 +32,7 @@ OPTIONAL = tuple(module for modules in EXTRAS.values() for module in modules)
 # the modules that are an extra's feature: they alone import its packages at load time
 FEATURE_MODULES = {
     "memory_orchestrator.backends.postgres": "psycopg",
+    "memory_orchestrator.backends.postgres_restore": "psycopg",
     "memory_orchestrator.postgres.changes": "psycopg",
     "memory_orchestrator.postgres.database": "psycopg",
     "memory_orchestrator.postgres.state": "psycopg",

@@ -13,6 +13,10 @@ when opened):
 - `edges`: typed, weighted links; `temporal` edges chain memories in time. Memories sharing an
   entity are also joined by an implicit `entity` edge, walked through the entity index.
 
+Export, restore and backup (`embedded_restore`): every edge listed by key, an export written
+back verbatim into an empty file, and the file copied through SQLite's online backup API.
+A SQLite file of another program (no `memories` table) is refused, never given this schema.
+
 WAL, with readers on connections of their own and one writer (`embedded_conn.Connections`,
 which also checks the file on disk before each use); SQL runs in a worker thread so an async
 caller can time out. sqlite errors become `BackendError` (transient when locked or busy, on

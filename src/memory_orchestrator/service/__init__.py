@@ -11,6 +11,7 @@
     inspecting.py    Inspection: what the inspector (faces/ui) reads beyond the tools, over
                      catalog.py (every memory, for pages with filters) and trace_index.py
                      (one line per kept trace)
+    transfer.py      Transfer: export, restore and backup, and import through importing.py
 
 Dependency direction: the faces -> the service -> the pipeline, the derived indexes, the
 state and (through the registry) the backends. The service imports no face.

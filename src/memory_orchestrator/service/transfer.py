@@ -1,4 +1,4 @@
-"""Export and restore: a store's memories and edges out to the export file and back.
+"""Export, restore, backup and import: memories in and out of a store.
 
     export   every live memory (the store's listing, in its order) and every edge between
              them, with their ids, times, types, labels, metadata and supersession marks
