@@ -175,7 +175,7 @@ def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
     text = explain_text(sample_trace())
     assert "canonical" in text
     assert "took b from a via temporal" in text
-    assert "c: duplicate at deduper" in text
+    assert "c: duplicate: of a (deduper stage)" in text
     assert "store cannot filter by time_range" in text
     summary = summarize(sample_trace())
     assert summary.expanded_from == ("a",)

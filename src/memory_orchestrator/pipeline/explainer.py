@@ -6,7 +6,7 @@ score breakdowns and drop reasons. Nothing is recomputed: the trace carries it a
 
 from __future__ import annotations
 
-from memory_orchestrator.models import CandidateTrace, Trace, TraceSummary
+from memory_orchestrator.models import CandidateTrace, Dropped, Trace, TraceSummary
 
 
 def summarize(trace: Trace) -> TraceSummary:
@@ -22,6 +22,20 @@ def summarize(trace: Trace) -> TraceSummary:
         dropped=tuple(trace.dropped),
         notes=tuple(trace.notes),
     )
+
+
+def drop_line(drop: Dropped) -> str:
+    """`ID: why (STAGE stage)`, the reason said once: a detail that already begins with it
+    ("superseded by ...") stands alone, any other follows the reason ("duplicate: ...")."""
+    reason = drop.reason.value.replace("_", " ")
+    detail = drop.detail.strip()
+    if not detail:
+        why = reason
+    elif detail.lower().startswith(reason.split()[0]):
+        why = detail
+    else:
+        why = f"{reason}: {detail}"
+    return f"{drop.id}: {why} ({drop.stage} stage)"
 
 
 def _candidate_line(c: CandidateTrace) -> str:
@@ -74,9 +88,7 @@ def explain_text(trace: Trace) -> str:
             )
     if trace.dropped:
         lines.append(f"Dropped ({len(trace.dropped)}):")
-        lines.extend(
-            f"  {d.id}: {d.reason.value} at {d.stage} {d.detail}".rstrip() for d in trace.dropped
-        )
+        lines.extend(f"  {drop_line(d)}" for d in trace.dropped)
     if trace.notes:
         lines.append("Notes:")
         lines.extend(f"  {note}" for note in trace.notes)

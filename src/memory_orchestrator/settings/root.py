@@ -10,6 +10,7 @@ Only the entry points (CLI, MCP server, eval) build settings; the core receives 
 from __future__ import annotations
 
 import os
+import tomllib
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
@@ -162,10 +163,22 @@ def find_config(explicit: Path | None) -> Path | None:
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
-    """Build settings from defaults, the TOML file, the environment and `overrides`."""
+    """Build settings from defaults, the TOML file, the environment and `overrides`. A file
+    that is not TOML, or cannot be read, is a ConfigError that names it (it may have been
+    picked up from the working directory without the user knowing)."""
     path = find_config(config)
     token = _config_file.set(path)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {_shown(path)}: not valid TOML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        if path is None:
+            raise
+        raise ConfigError(f"config file {_shown(path)}: cannot be read: {exc}") from exc
     finally:
         _config_file.reset(token)
+
+
+def _shown(path: Path | None) -> str:
+    return str(path.absolute()) if path is not None else "(none)"

@@ -18,6 +18,7 @@ from memory_orchestrator.faces.cli.common import (
     FAILURE,
     JsonFlag,
     call_service,
+    fail,
     guarded,
     show,
     state_of,
@@ -106,11 +107,17 @@ def serve(
     mode: Literal["stdio", "streamable-http"] = (
         "stdio" if transport is Transport.STDIO else "streamable-http"
     )
-    guarded(
-        lambda: mcp_server.run(
-            settings, mode, host=host, port=port, insecure_no_auth=insecure_no_auth
+    try:
+        guarded(
+            lambda: mcp_server.run(
+                settings, mode, host=host, port=port, insecure_no_auth=insecure_no_auth
+            )
         )
-    )
+    except OSError as exc:  # the HTTP port in use, or an address this host does not have
+        if mode == "stdio":
+            raise
+        where = f"{host or settings.http.host}:{settings.http.port if port is None else port}"
+        fail(f"cannot serve on {where}: {exc.strerror or exc}", FAILURE)
 
 
 @token_app.command("new")

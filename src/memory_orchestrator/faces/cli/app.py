@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from memory_orchestrator.about import DIST, package_version
 from memory_orchestrator.faces.cli import (
     admin,
     eval_cmd,
@@ -78,6 +79,12 @@ class GroupBy(StrEnum):
     NONE = "none"
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"{DIST} {package_version()}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -93,6 +100,16 @@ def root(
     json: JsonFlag = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show score breakdowns and trace details.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the package's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
     ] = False,
 ) -> None:
     """Plan, retrieve, expand, re-rank and pack agent memory; serve it over MCP."""

@@ -34,6 +34,7 @@ from memory_orchestrator.models import (
     WriteReport,
     describe_errors,
 )
+from memory_orchestrator.pipeline.explainer import drop_line
 from memory_orchestrator.state.observability import StatsReport
 
 _STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
@@ -171,7 +172,7 @@ def explanation(result: Explanation, verbose: bool = False) -> None:
         table.add_row(rank, _text(cand.id), *scores, type_match, str(cand.hops))
     console.print(table)
     for drop in trace.dropped:
-        console.print(_text(f"dropped {drop.id}: {drop.reason} at {drop.stage} {drop.detail}"))
+        console.print(_text(f"dropped {drop_line(drop)}"))
 
 
 def health_report(report: HealthReport) -> None:
@@ -299,7 +300,7 @@ def _trace_footer(console: Console, trace_id: str, trace: TraceSummary, verbose:
     if trace.expanded_from:
         console.print(_text("expanded from: " + ", ".join(trace.expanded_from)))
     for drop in trace.dropped:
-        console.print(_text(f"dropped {drop.id}: {drop.reason} ({drop.stage}) {drop.detail}"))
+        console.print(_text(f"dropped {drop_line(drop)}"))
     for line in trace.notes:
         console.print(_text(f"note: {line}", style="yellow"))
 

@@ -40,6 +40,7 @@ from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.faces.http.endpoint import SessionGate
 from memory_orchestrator.faces.http.sessions import LocalSessions, SessionGauge
 from memory_orchestrator.faces.mcp.access import FORBIDDEN, TokenUser, peer_of
+from memory_orchestrator.faces.sockets import listening
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
 from memory_orchestrator.state.observability import Metrics, Observer
@@ -229,10 +230,12 @@ def serve(
     port: int | None = None,
     insecure_no_auth: bool = False,
 ) -> None:
-    """Serve until stopped (Ctrl-C)."""
+    """Serve until stopped (Ctrl-C). Raises ConfigError (no tokens where they are needed)
+    and OSError (the port in use), before anything is served."""
     bind = host or settings.http.host
     app = build_app(settings, make_server, insecure_no_auth=insecure_no_auth, host=bind)
-    where = f"http://{bind}:{port or settings.http.port}{MCP_PATH}"
+    sock = listening(bind, settings.http.port if port is None else port)
+    where = f"http://{bind}:{sock.getsockname()[1]}{MCP_PATH}"
     if not is_loopback(bind):
         print(EXPOSED_WARNING.format(host=bind), file=sys.stderr, flush=True)
     if insecure_no_auth:
@@ -243,11 +246,5 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
-    config = uvicorn.Config(
-        app,
-        host=bind,
-        port=port or settings.http.port,
-        log_level="warning",
-        access_log=False,
-    )
-    uvicorn.Server(config).run()
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])

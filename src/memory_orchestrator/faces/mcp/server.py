@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 import anyio
@@ -24,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from memory_orchestrator.about import package_version
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.faces.mcp.access import ToolAccess, caller_of, request_scope
 from memory_orchestrator.faces.mcp.tools import (
@@ -155,7 +155,7 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
         "memory-orchestrator",
         title="Memory orchestrator",
         instructions=INSTRUCTIONS,
-        version=_version(),
+        version=package_version(),
         lifespan=lifespan,
         # Our own JSON line per request replaces the SDK's INFO lines (sessions opened and
         # closed, tool failures), which would interleave multi-line text with it on stderr.
@@ -212,13 +212,6 @@ def main() -> None:
         sys.exit(f"memory-orchestrator: {exc}")
     except ValidationError as exc:
         sys.exit(f"memory-orchestrator: settings arguments: {describe_errors(exc)}")
-
-
-def _version() -> str:
-    try:
-        return version("mnemon-memory-orchestrator")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
 
 
 if __name__ == "__main__":

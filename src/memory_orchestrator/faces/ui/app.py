@@ -33,6 +33,7 @@ from memory_orchestrator.errors import (
     OrchestratorError,
     TraceNotFound,
 )
+from memory_orchestrator.faces.sockets import listening
 from memory_orchestrator.faces.ui import pages, trace_pages
 from memory_orchestrator.faces.ui.checks import HealthChecks
 from memory_orchestrator.faces.ui.common import (
@@ -197,14 +198,21 @@ async def _say_ready(orchestrator: Orchestrator, ui: UiState, started: float) ->
         gc.collect()
         gc.freeze()
         gc.enable()
-    listed = (
-        f"{len(inspection.catalog):,} memories listed"
-        if inspection.catalog.listing
-        else ("the store cannot list its memories")
-    )
+    listed = len(inspection.catalog) if inspection.catalog.listing else None
     status = checked.report.status.value if checked is not None else "unknown"
-    detail = f"{listed}, {len(inspection.traces):,} requests read, health {status}"
+    detail = ready_detail(listed, len(inspection.traces), status)
     print(READY.format(detail=detail, took=time.perf_counter() - started), flush=True)
+
+
+def ready_detail(listed: int | None, read: int, status: str) -> str:
+    """What the ready line says: the memories listed (None: the store cannot list), the
+    requests read, the health."""
+    memories = (
+        f"{listed:,} memor{'y' if listed == 1 else 'ies'} listed"
+        if listed is not None
+        else "the store cannot list its memories"
+    )
+    return f"{memories}, {read:,} request{'' if read == 1 else 's'} read, health {status}"
 
 
 def _routes() -> list[BaseRoute]:
@@ -291,18 +299,13 @@ def serve(
     except BaseException:
         anyio.run(orchestrator.close)
         raise
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host.strip("[]"), port))
-        sock.listen(2048)  # connections wait in the backlog until uvicorn takes them
+        sock = listening(host, port)
     except OSError:
-        sock.close()
         anyio.run(orchestrator.close)
         raise
     bound = sock.getsockname()[1]
-    where = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    where = f"[{host.strip('[]')}]" if sock.family == socket.AF_INET6 else host
     if not is_loopback(host):
         print(EXPOSED_WARNING.format(host=host), file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
