@@ -1,7 +1,7 @@
 """The reference pages of the documentation site, generated from the code each time the site
 is built (`scripts/docs_hooks.py` hands them to MkDocs), so they cannot drift from it:
 
-- `reference/tools.md`: the six MCP tools as the server publishes them to clients (name,
+- `reference/tools.md`: the MCP tools as the server publishes them to clients (name,
   description, hints, input and output JSON schemas from the Pydantic models);
 - `reference/cli.md`: every `orchestrator` command and option, by Typer's own docs output;
 - `reference/settings.md`: every setting of the settings model (key, environment variable,
@@ -438,7 +438,7 @@ TOOLS_INTRO = """\
 # MCP tools
 
 {generated}
-The six tools as the server publishes them to every MCP client (`tools/list`): the
+The tools as the server publishes them to every MCP client (`tools/list`): the
 description is the tool's docstring, written for the model that calls it; the input and
 output schemas come from the Pydantic models, so this page changes with them. Every answer is
 structured output that matches the output schema and carries a `trace_id`; bad arguments come

@@ -16,6 +16,7 @@
     |   +-- CapabilityMissing             the store has no such operation
     |   +-- StoreTimeout                  a store process ran past its limit and was stopped
     +-- OutboxError                       the write outbox itself cannot be used
+    +-- ForgetError                       the list of forgotten memories cannot be used
     +-- EmbeddingFailed                   the semantic model failed on memories to index
     +-- MissingExtra                      an optional extra is not installed (names it)
         +-- SemanticUnavailable           the embedding model cannot be loaded
@@ -34,6 +35,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "EmbeddingFailed",
+    "ForgetError",
     "InvalidRequest",
     "MissingExtra",
     "NotFound",
@@ -109,6 +111,11 @@ class StoreTimeout(BackendError):
 
 class OutboxError(OrchestratorError):
     """The outbox file itself cannot be used."""
+
+
+class ForgetError(OrchestratorError):
+    """The list of forgotten memories (`state/forgotten.py`) cannot be read or written: a
+    read fails rather than return a memory that may have been forgotten."""
 
 
 class EmbeddingFailed(OrchestratorError):

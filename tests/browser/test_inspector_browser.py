@@ -155,16 +155,22 @@ def test_forgetting_a_memory_takes_a_confirmation_and_removes_it(watched: Watche
         page.get_by_role("heading", name=re.compile(r"^Forget memory mem_\w+\?$"))
     ).to_be_visible()
     watched.shot("13-forget-confirm")
+    page.get_by_label("Why").fill("a code that must not be recalled")
     page.get_by_role("button", name="Forget it").click()
     expect(page.get_by_role("heading", name="Forgotten")).to_be_visible()
-    expect(page.get_by_role("status")).to_contain_text("forgotten: soft-deleted in the store")
+    expect(page.get_by_role("status")).to_contain_text("1 forgotten: left out of every read")
     watched.shot("14-forgotten")
     answer = page.goto(memory_url)
     assert answer is not None
-    assert answer.status == 404
-    expect(page.get_by_role("alert")).to_contain_text("no memory with id")
-    # chromium logs the 404 asked for here as a console error; nothing else may be there
-    expected = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+    assert answer.status == 410
+    expect(page.get_by_role("note")).to_contain_text("a code that must not be recalled")
+    page.get_by_role("button", name="Undo: bring it back").click()
+    expect(page.get_by_role("heading", name="Back")).to_be_visible()
+    answer = page.goto(memory_url)
+    assert answer is not None
+    assert answer.status == 200
+    # chromium logs the 410 asked for here as a console error; nothing else may be there
+    expected = "Failed to load resource: the server responded with a status of 410 (Gone)"
     assert watched.errors == [expected]
     watched.errors.clear()
 

@@ -1,4 +1,4 @@
-"""The six MCP tools over a real stdio session while the store file is corrupted: every tool
+"""The MCP tools over a real stdio session while the store file is corrupted: every tool
 answers (no tool error), with a note saying why results are missing; the write is queued;
 health says error with the reason and the outbox depth; once the file is repaired, the next
 health call replays the write."""

@@ -1,4 +1,4 @@
-"""The six MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
+"""The MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
 a real server process (`python -m memory_orchestrator.faces.mcp.server`), with the Mnemon
 contract double behind it, then the real binary (`../shared/mnemon/bin/mnemon`, or
 $MNEMON_REAL_BINARY; see `tests.mnemon_double.kinds`)."""
@@ -88,7 +88,7 @@ def written(client: Client) -> list[str]:
     return ids
 
 
-def test_the_six_tools_are_served_over_mnemon(client: Client) -> None:
+def test_the_tools_are_served_over_mnemon(client: Client) -> None:
     assert {tool.name for tool in client.tools()} == TOOLS
 
 

@@ -29,6 +29,7 @@ TOOLS = {
     "memory_write",
     "memory_explain",
     "memory_health",
+    "memory_forget",
 }
 REQUEST_TIMEOUT_S = 20.0
 START_TIMEOUT_S = 30.0
@@ -150,7 +151,7 @@ def written(client: Client) -> list[str]:
 # ---------------------------------------------------------------- the tool list
 
 
-def test_the_server_lists_exactly_the_six_memory_tools(client: Client) -> None:
+def test_the_server_lists_exactly_the_seven_memory_tools(client: Client) -> None:
     tools = client.tools()
     assert {tool.name for tool in tools} == TOOLS
     assert len(tools) == len(TOOLS)
@@ -176,6 +177,24 @@ def test_tool_schemas_state_required_fields_and_limits(client: Client) -> None:
     )
     assert set(schemas["memory_explain"]["properties"]) == {"trace_id", "query"}
     assert schemas["memory_health"].get("properties", {}) == {}
+    forget = schemas["memory_forget"]
+    assert forget["required"] == ["ids"]
+    assert set(forget["properties"]) == {"ids", "reason", "undo"}
+    assert forget["properties"]["ids"]["minItems"] == 1
+    assert forget["properties"]["ids"]["maxItems"] == 200
+
+
+def test_only_memory_forget_is_destructive(client: Client) -> None:
+    hints = {tool.name: tool.annotations for tool in client.tools()}
+    forget = hints["memory_forget"]
+    assert forget is not None
+    assert (forget.destructive_hint, forget.idempotent_hint, forget.read_only_hint) == (
+        True,
+        True,
+        False,
+    )
+    others = {name for name, a in hints.items() if a is not None and a.destructive_hint}
+    assert others == {"memory_forget"}
 
 
 def test_the_context_tool_tells_the_model_when_to_call_it(client: Client) -> None:
@@ -254,6 +273,32 @@ def test_explain_reads_back_the_context_trace(client: Client, written: list[str]
 def test_explain_can_run_a_fresh_query(client: Client, written: list[str]) -> None:
     explanation = client.ok("memory_explain", {"query": "radio firmware"})
     assert explanation["trace"]["plan"]["raw_query"] == "radio firmware"
+
+
+def test_forget_leaves_a_memory_out_of_every_read_until_undone(
+    client: Client, written: list[str]
+) -> None:
+    runbook = written[3]
+    assert runbook in client.search_ids("flash radio firmware")
+    refused = client.call("memory_forget", {"ids": [runbook]})
+    assert refused.is_error
+    assert "reason" in _text(refused)
+    assert runbook in client.search_ids("flash radio firmware")  # nothing was forgotten
+    try:
+        report = client.ok("memory_forget", {"ids": [runbook, "nope"], "reason": "outdated"})
+        assert set(report) == {
+            "action", "done", "unchanged", "not_found", "refused", "summary", "trace_id",
+        }  # fmt: skip
+        assert (report["done"], report["not_found"]) == ([runbook], ["nope"])
+        assert runbook not in client.search_ids("flash radio firmware")
+        package = client.ok("memory_context", {"query": "flash radio firmware", "history": True})
+        assert runbook not in package["context_block"]
+        explained = client.ok("memory_explain", {"query": "flash radio firmware"})
+        assert runbook not in explained["text"]
+    finally:
+        back = client.ok("memory_forget", {"ids": [runbook], "undo": True})
+    assert back["done"] == [runbook]
+    assert runbook in client.search_ids("flash radio firmware")
 
 
 def test_health_reports_an_ok_store_and_its_capabilities(client: Client) -> None:

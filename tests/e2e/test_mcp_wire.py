@@ -90,7 +90,7 @@ def test_a_line_that_is_not_a_message_gets_a_json_rpc_error_with_its_id(
     send(proc, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}))
     listed = answer(proc)  # the session goes on
     assert listed["id"] == 9
-    assert len(listed["result"]["tools"]) == 6
+    assert len(listed["result"]["tools"]) == 7
 
 
 def initialized(p: subprocess.Popen[str]) -> None:

@@ -105,7 +105,7 @@ def test_every_setting_is_on_the_settings_page_with_its_variable(site: Path) -> 
 def test_every_tool_and_each_of_its_arguments_and_fields_is_on_the_tools_page(site: Path) -> None:
     html = _page(site, "reference/tools")
     tools = asyncio.run(create_server(Settings.model_construct()).list_tools())
-    assert len(tools) == 6
+    assert len(tools) == 7
     for tool in tools:
         section = _section(html, tool.name)
         for kind, schema in (("input", tool.input_schema), ("output", tool.output_schema)):

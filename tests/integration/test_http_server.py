@@ -198,8 +198,8 @@ def test_a_token_sees_only_the_tools_it_may_call(server: ServerProcess) -> None:
             return {tool.name for tool in (await session.list_tools()).tools}
 
     everything = anyio.run(names, TOKENS["full"])
-    assert len(everything) == 6
-    assert anyio.run(names, TOKENS["reader"]) == everything - {"memory_write"}
+    assert len(everything) == 7
+    assert anyio.run(names, TOKENS["reader"]) == everything - {"memory_write", "memory_forget"}
     assert anyio.run(names, TOKENS["searcher"]) == {"memory_search"}
 
 

@@ -498,10 +498,12 @@ def test_forget_needs_a_confirmed_same_origin_form_with_its_csrf_token(settings:
         assert "not sent from a page of this inspector" in refusals[0].text
         assert "CSRF token" in refusals[2].text
         assert (await site.get(f"/memories/{victim}")).status_code == 200  # still there
-        by_referer = await site.post(path, form, origin=None, Referer=f"{LOCAL}/memories/{victim}")
+        by_referer = await site.post(
+            path, {**form, "reason": "a test"}, origin=None, Referer=f"{LOCAL}/memories/{victim}"
+        )
         assert by_referer.status_code == 200
-        assert "forgotten: soft-deleted in the store" in by_referer.text
-        assert (await site.get(f"/memories/{victim}")).status_code == 404
+        assert "1 forgotten: left out of every read" in by_referer.text
+        assert "Undo" in by_referer.text
         assert victim not in (await site.get("/")).text
         assert "of 39" in (await site.get("/")).text
         traces = await site.get("/traces?tool=forget")
@@ -510,21 +512,35 @@ def test_forget_needs_a_confirmed_same_origin_form_with_its_csrf_token(settings:
     _run(settings, body)
 
 
-def test_a_store_without_soft_delete_refuses_to_forget_and_says_why(tmp_path: Path) -> None:
-    settings = load_settings(data_dir=tmp_path, backend="mnemonic")
+@pytest.mark.parametrize("backend", ["embedded", "mnemonic"])
+def test_a_forgotten_memory_s_page_says_why_and_undo_brings_it_back(
+    tmp_path: Path, backend: str
+) -> None:
+    """The inspector's forget is the orchestrator's (the same as `memory_forget`): on every
+    store, a store without a delete of its own (mnemonic) too."""
+    settings = load_settings(data_dir=tmp_path, backend=backend)
 
     async def body(site: Site) -> None:
         victim = (await site.ids())[0]
         page = await site.get(f"/memories/{victim}")
-        assert "has no soft delete" in page.text
-        assert "Forget this memory" not in page.text
-        confirm = await site.get(f"/memories/{victim}/forget")
-        assert "Forget it" not in confirm.text
-        csrf = site.app.state.ui.sessions.csrf(None)  # the page offers no form to take it from
-        done = await site.post(f"/memories/{victim}/forget", {"csrf": csrf, "confirm": "yes"})
-        assert done.status_code == 409
-        assert "the mnemonic store has no soft delete" in done.text
+        assert "Forget this memory" in page.text
+        path = f"/memories/{victim}/forget"
+        csrf = _csrf((await site.get(path)).text)
+        done = await site.post(path, {"csrf": csrf, "confirm": "yes", "reason": "stale <b>"})
+        assert done.status_code == 200
+        gone = await site.get(f"/memories/{victim}")
+        assert gone.status_code == 410
+        assert "stale &lt;b&gt;" in gone.text
+        assert "Undo: bring it back" in gone.text
+        assert victim not in (await site.get("/")).text
+        assert (await site.get("/memories/no-such-memory")).status_code == 404
+        back = await site.post(path, {"csrf": _csrf(gone.text), "confirm": "yes", "undo": "1"})
+        assert back.status_code == 200
+        assert "1 back: every read returns them again" in back.text
         assert (await site.get(f"/memories/{victim}")).status_code == 200
+        assert victim in (await site.get("/")).text
+        stones = await site.orchestrator.forgotten()
+        assert stones == []
 
     _run(settings, body)
 
@@ -583,7 +599,7 @@ def test_off_loopback_a_token_is_needed_and_a_read_only_one_cannot_forget(
         csrf = _csrf(page.text)  # the logout form carries it
         refused = await site.post(f"/memories/{victim}/forget", {"csrf": csrf, "confirm": "yes"})
         assert refused.status_code == 403
-        assert "token &#39;reader&#39; is read-only and may not call memory_write" in refused.text
+        assert "token &#39;reader&#39; is read-only and may not call memory_forget" in refused.text
         assert (await site.get(f"/memories/{victim}")).status_code == 200
         site.client.cookies.clear()
         as_writer = await site.get(f"/memories/{victim}", Authorization=f"Bearer {writer}")

@@ -162,17 +162,44 @@ def test_a_memory_deleted_elsewhere_leaves_the_catalog_when_its_page_is_read(
 ) -> None:
     async def main() -> None:
         orchestrator = Orchestrator.from_settings(settings)
-        other = Orchestrator.from_settings(settings)  # another process on the same file
         try:
             await orchestrator.ingest(_memories(5))
             catalog = orchestrator.inspection().catalog
             shown = await catalog.page(MemoryFilter(), 0, 10)
             assert shown.total == 5
-            assert (await other.inspection().forget(shown.memories[0].id)).done
+            store = EmbeddedBackend(settings.embedded_path())  # the store's own delete
+            assert await store.forget(shown.memories[0].id)
+            await store.close()
             again = await catalog.page(MemoryFilter(), 0, 10)
             assert len(again.memories) == 4
             assert "1 memories on this page were deleted since they were listed" in again.notes
             assert (await catalog.page(MemoryFilter(), 0, 10)).total == 4
+        finally:
+            await orchestrator.close()
+
+    anyio.run(main)
+
+
+def test_a_memory_forgotten_elsewhere_is_hidden_from_the_catalog_until_undone(
+    settings: Settings,
+) -> None:
+    async def main() -> None:
+        orchestrator = Orchestrator.from_settings(settings)
+        other = Orchestrator.from_settings(settings)  # another process on the same data dir
+        try:
+            await orchestrator.ingest(_memories(5))
+            catalog = orchestrator.inspection().catalog
+            shown = await catalog.page(MemoryFilter(), 0, 10)
+            victim = shown.memories[0].id
+            assert (await other.inspection().forget(victim, "elsewhere")).done
+            hidden = await catalog.page(MemoryFilter(), 0, 10)
+            assert (hidden.total, len(hidden.memories)) == (4, 4)
+            assert victim not in [m.id for m in hidden.memories]
+            assert not hidden.notes  # hidden, not deleted: it stays listed for an undo
+            assert (await other.inspection().forget(victim, "", undo=True)).done
+            back = await catalog.page(MemoryFilter(), 0, 10)
+            assert back.total == 5
+            assert victim in [m.id for m in back.memories]
         finally:
             await other.close()
             await orchestrator.close()

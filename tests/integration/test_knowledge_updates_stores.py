@@ -11,13 +11,6 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.backends.fused import FusedBackend, Member
-from memory_orchestrator.backends.kg_memory import KgMemoryBackend
-from memory_orchestrator.backends.mnemon import MnemonBackend
-from memory_orchestrator.backends.mnemon_mcp import MnemonMcpBackend
-from memory_orchestrator.backends.mnemonic import MnemonicBackend
 from memory_orchestrator.models import (
     ContextRequest,
     NewMemory,
@@ -27,41 +20,22 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.settings import MnemonSettings, Settings
+from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.mnemon_double import JUNE_2026, fast_launcher, real_binary
-from tests.npm_servers import require_script
+from tests.mnemon_double import real_binary
+from tests.stores import make_store
 
 pytestmark = pytest.mark.integration
 
 T = TypeVar("T")
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 RATE = "The API rate limit for the billing service is {} requests per minute."
-# Mnemon: the contract double, the double acting as the June 2026 build, the real binary
-MNEMONS = ["mnemon", "mnemon-june", "mnemon-real"]
 REAL = [pytest.param("mnemon-real", marks=pytest.mark.mnemon_real)] if real_binary() else []
 STORES = ["mnemon-mcp", "kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"]
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn)
-
-
-def make_store(kind: str, folder: Path) -> MemoryBackend:
-    if kind == "mnemon-mcp":
-        return MnemonMcpBackend(folder / "m.db", script=require_script("mnemon-mcp"), timeout_s=20)
-    if kind == "kg-memory":
-        script = require_script("@modelcontextprotocol/server-memory")
-        return KgMemoryBackend(folder / "g.jsonl", script=script, timeout_s=20)
-    if kind == "mnemonic":
-        return MnemonicBackend(folder / "notes", rescan_s=0.0)
-    if kind in MNEMONS:
-        version = JUNE_2026 if kind == "mnemon-june" else None
-        binary = real_binary() if kind == "mnemon-real" else fast_launcher(folder / "bin", version)
-        return MnemonBackend(MnemonSettings(binary=binary, data_dir=folder / "mnemon"))
-    primary = MnemonicBackend(folder / "notes", rescan_s=0.0)
-    other = EmbeddedBackend(folder / "e.db")
-    return FusedBackend([Member("notes", primary), Member("embedded", other)], primary="notes")
 
 
 @pytest.fixture(params=STORES)

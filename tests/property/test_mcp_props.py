@@ -1,4 +1,4 @@
-"""The six MCP tools through a real MCP client session (in-process transport, the server
+"""The MCP tools through a real MCP client session (in-process transport, the server
 built by `create_server` over the embedded store): any JSON arguments, of any type, give
 either a result or one of our clear tool errors; never a crash (whose message would be only
 `Error executing tool <name>`)."""
@@ -33,8 +33,14 @@ PARAMS = {
     ],
     "memory_explain": ["trace_id", "query"],
     "memory_health": [],
+    "memory_forget": ["ids", "reason", "undo"],
 }  # fmt: skip
-OUR_ERRORS = ("invalid arguments: ", "unknown trace id: ", "memory store error: ")
+OUR_ERRORS = (
+    "invalid arguments: ",
+    "unknown trace id: ",
+    "memory store error: ",
+    "forgotten-memory list error: ",
+)
 # Plausible values per parameter name, so many calls get past validation; any JSON otherwise.
 PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "query": TEXT,
@@ -55,6 +61,9 @@ PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     ),
     "importance": st.floats(-1, 2),
     "trace_id": st.text(ANY_CHAR, max_size=70),
+    "ids": st.lists(st.text(ANY_CHAR, max_size=20) | st.just("mem_1"), max_size=4),
+    "reason": TEXT,
+    "undo": st.booleans(),
 }
 
 
@@ -65,6 +74,7 @@ REQUIRED = {
     "memory_write": ["content"],
     "memory_explain": ["query"],
     "memory_health": [],
+    "memory_forget": ["ids"],
 }
 
 

@@ -64,10 +64,11 @@ def test_only_a_configured_secret_authenticates() -> None:
 def test_a_read_only_token_may_read_but_never_write() -> None:
     _, spec = _token("reader", read_only=True)
     assert TokenBook.check_tool(spec, "memory_search") is None
-    denied = TokenBook.check_tool(spec, "memory_write")
-    assert denied is not None
-    assert denied.status == 403
-    assert "read-only" in denied.reason
+    for tool in ("memory_write", "memory_forget"):
+        denied = TokenBook.check_tool(spec, tool)
+        assert denied is not None
+        assert denied.status == 403
+        assert "read-only" in denied.reason
 
 
 def test_a_token_may_call_only_the_tools_and_stores_it_names() -> None:

@@ -25,7 +25,7 @@ def _undescribed(name: str, schema: JSON) -> Iterator[str]:
 
 def _tool_fields() -> Iterator[str]:
     tools = asyncio.run(create_server(Settings.model_construct()).list_tools())
-    assert len(tools) == 6
+    assert len(tools) == 7
     for tool in tools:
         for kind, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
             schema = schema or {}

@@ -122,6 +122,7 @@ class EmbeddedBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        delete=True,
         listing=True,  # by rowid
         supersede=True,  # columns superseded_by / superseded_at
         export=True,  # list_edges, by key (embedded_restore)

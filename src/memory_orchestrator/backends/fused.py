@@ -118,6 +118,7 @@ class FusedBackend:
             entity_filter=all(c.entity_filter for c in caps),
             entity_index=any(c.entity_index for c in caps),
             soft_delete=prim.soft_delete,
+            delete=all(c.delete for c in caps),  # a memory is purged in the member holding it
             supersede=prim.supersede,  # writes go to the primary, so do corrections
             listing=False,  # no list_memories: one cursor cannot span the members' listings
             edge_types=tuple(dict.fromkeys(t for c in caps for t in c.edge_types)),

@@ -211,6 +211,7 @@ class KgMemoryBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        delete=True,
         listing=True,  # from read_graph; see list_memories
         supersede=True,  # a mark observation on the old memory's entity
         edge_types=("entity", "mentions"),

@@ -133,6 +133,7 @@ class MnemonMcpBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        delete=True,
         listing=True,  # from memory_export, in write order
         edge_types=("entity",),
     )

@@ -83,6 +83,7 @@ class MnemonicBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=False,
+        delete=True,
         listing=True,  # in the order files were read; see list_memories
         supersede=True,  # frontmatter: superseded_by, temporal.valid_until
         edge_types=("entity", "related"),

@@ -111,6 +111,7 @@ class PostgresBackend:
         entity_filter=True,
         entity_index=True,
         soft_delete=True,
+        delete=True,
         listing=True,  # by change sequence
         export=True,  # list_edges, by key (postgres_restore)
         restore=True,  # into an empty schema (postgres_restore)

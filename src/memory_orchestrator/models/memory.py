@@ -275,7 +275,10 @@ class Capabilities(Frozen):
     )
     entity_index: bool = Field(default=False, description="Can list the entity names it has seen.")
     soft_delete: bool = Field(
-        default=False, description="Can forget a memory without erasing it for good."
+        default=False, description="Its own delete keeps the memory's record (marked deleted)."
+    )
+    delete: bool = Field(  # forget(id): what `orchestrator forget --purge` calls
+        default=False, description="Can remove a memory from the store (a purge)."
     )
     listing: bool = Field(  # list_memories: pages of every live memory (`EnumerableBackend`)
         default=False, description="Can list every memory, page by page (for derived indexes)."

@@ -102,3 +102,21 @@ class ExplainRequest(Frozen):
         if self.query is not None and not self.query.strip():
             raise ValueError("query must not be blank")
         return self
+
+
+MAX_REASON_CHARS = 500
+
+
+class ForgetRequest(Frozen):
+    """Forget memories (every read leaves them out; nothing is deleted in the store), or
+    with `undo`, bring them back."""
+
+    ids: list[Label] = Field(min_length=1, max_length=MAX_IDS)
+    reason: Annotated[str | None, Field(default=None, max_length=MAX_REASON_CHARS)] = None
+    undo: bool = False
+
+    @model_validator(mode="after")
+    def _why(self) -> ForgetRequest:
+        if not self.undo and not (self.reason and self.reason.strip()):
+            raise ValueError("say why in reason (a few words) to forget; undo needs none")
+        return self

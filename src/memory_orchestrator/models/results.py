@@ -271,6 +271,30 @@ class HealthReport(Frozen):
     )
 
 
+class ForgetAction(StrEnum):
+    FORGET = "forget"
+    UNDO = "undo"
+    PURGE = "purge"
+
+
+class ForgetReport(Frozen):
+    """The answer of `memory_forget` (and `orchestrator forget`): which ids changed, by id."""
+
+    action: ForgetAction = Field(description="forget, undo (bring back) or purge (erase).")
+    done: tuple[str, ...] = Field(
+        description="The ids this call forgot (undo: brought back; purge: erased)."
+    )
+    unchanged: tuple[str, ...] = Field(
+        default=(), description="Already so: forgotten before (forget), not forgotten (undo)."
+    )
+    not_found: tuple[str, ...] = Field(default=(), description="No memory with this id.")
+    refused: tuple[str, ...] = Field(
+        default=(), description="Not done; `summary` says why (e.g. purged: cannot come back)."
+    )
+    summary: str = Field(description="One line on what was done.")
+    trace_id: str = Field(description="The request's trace.")
+
+
 class Explanation(Frozen):
     """The answer of `memory_explain`: the stored trace and a readable account of it."""
 

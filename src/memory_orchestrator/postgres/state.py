@@ -10,6 +10,10 @@ dies mid-replay loses its connection, which releases the row for the others.
 `PgTraceStore` keeps the trace store's behaviour (saved behind the request, read after a
 flush) with the rows in a shared table, so any replica explains or replays any trace.
 
+`PgTombstones` keeps the forgotten memories (`state/forgotten.py`) in a shared table: a
+memory forgotten on one replica is left out by every replica's next read (each read asks the
+one-row version first, and the ids only when it moved).
+
 `SharedTokens` is the token list in the database: tokens added there are accepted by every
 replica (next to those in its config), without a restart.
 """
@@ -26,14 +30,16 @@ from typing import Any
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
-from memory_orchestrator.errors import BackendError, OutboxError
+from memory_orchestrator.errors import BackendError, ForgetError, OutboxError
 from memory_orchestrator.models import QueuedWrite, Trace
 from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.state.forgotten import Row as TombstoneRow
+from memory_orchestrator.state.forgotten import Tombstones
 from memory_orchestrator.state.outbox import _COLS, Outbox, Row, _record
 from memory_orchestrator.state.tokens import TokenSpec
 from memory_orchestrator.state.traces import TraceStore
 
-__all__ = ["PgOutbox", "PgTraceStore", "SharedTokens"]
+__all__ = ["PgOutbox", "PgTombstones", "PgTraceStore", "SharedTokens"]
 
 Conn = Connection[tuple[Any, ...]]
 
@@ -160,6 +166,77 @@ class PgTraceStore(TraceStore):
 
     def close(self) -> None:
         super().close()
+        self._pg.close()
+
+
+_TOMBSTONE_COLS = "memory_id, store, reason, forgotten_at, purged_at"
+
+
+class PgTombstones(Tombstones):
+    """The forgotten memories in a shared table (see the module docstring)."""
+
+    blocking = True  # every `ids()` is a round trip: callers run it in a worker thread
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(None)
+        self._pg = db
+        self._version: int | None = None
+
+    def ids(self) -> frozenset[str]:
+        def read(conn: Conn) -> None:
+            row = conn.execute("SELECT version FROM forgotten_version").fetchone()
+            version = int(row[0]) if row else 0
+            if version != self._version:
+                ids = frozenset(str(r[0]) for r in conn.execute("SELECT memory_id FROM forgotten"))
+                self._take(ids, version)
+
+        self._call(read)
+        return self._ids
+
+    def _take(self, ids: frozenset[str], version: int) -> None:
+        with self._lock:
+            if ids != self._ids:
+                self._ids = ids
+                self.generation += 1
+            self._version = version
+
+    def _select(self, ids: list[str] | None) -> list[TombstoneRow]:
+        sql = f"SELECT {_TOMBSTONE_COLS} FROM forgotten"
+        args: tuple[object, ...] = ()
+        if ids is not None:
+            sql, args = sql + " WHERE memory_id = ANY(%s)", (ids,)
+        rows: list[TombstoneRow] = self._call(
+            lambda conn: conn.execute(
+                (sql + " ORDER BY forgotten_at, memory_id").encode(), args
+            ).fetchall()
+        )
+        return rows
+
+    def _write(self, sql: str, rows: list[tuple[object, ...]]) -> set[str]:
+        statement = sql.replace("?", "%s").encode()
+
+        def run(conn: Conn) -> set[str]:
+            done: set[str] = set()
+            with conn.transaction():
+                row = conn.execute(
+                    "UPDATE forgotten_version SET version = version + 1 RETURNING version"
+                ).fetchone()
+                for args in rows:
+                    done.update(str(r[0]) for r in conn.execute(statement, args).fetchall())
+                ids = frozenset(str(r[0]) for r in conn.execute("SELECT memory_id FROM forgotten"))
+            self._take(ids, int(row[0]) if row else 0)
+            return done
+
+        done: set[str] = self._call(run)
+        return done
+
+    def _call(self, fn: Any) -> Any:
+        try:
+            return self._pg.call(fn)
+        except BackendError as exc:
+            raise ForgetError(f"forgotten memories (shared): {exc}") from exc
+
+    def close(self) -> None:
         self._pg.close()
 
 

@@ -16,6 +16,8 @@ a note saying how many that is; without a server a page waits for it. That listi
 to the requests (`Quiet`): before each listing page it waits for a moment without one.
 
 Like the derived indexes, it is a cache the orchestrator owns, never the source of truth.
+The memories forgotten through the orchestrator (`hidden`, `state/forgotten.py`) stay in it,
+left out of every page and count, so that an undo shows them again at once.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from memory_orchestrator.errors import describe
 from memory_orchestrator.models import SUPERSEDES_KEY, Memory, MemoryType, to_utc
 from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.service.store_calls import StoreCalls
+from memory_orchestrator.state.forgotten import Tombstones
 
 __all__ = ["Catalog", "MemoryFilter", "MemoryPage", "Quiet", "Spawn"]
 
@@ -154,8 +157,10 @@ class Catalog:
         interval_s: float = 2.0,
         timeout_s: float = 120.0,
         quiet: Quiet | None = None,
+        hidden: Tombstones | None = None,
     ) -> None:
         self._lister, self._store, self._calls = lister, store, calls
+        self._hidden = hidden
         self._quiet = quiet or Quiet()
         self._interval_s, self._timeout_s = interval_s, timeout_s
         self._cursor: str | None = None
@@ -261,6 +266,9 @@ class Catalog:
             await self.refresh()
         indexing = self.indexing
         matching = self._matching(wanted)
+        hidden = await self._forgotten()
+        if hidden:
+            matching = [e for e in matching if e.id not in hidden]
         ids = [e.id for e in matching[offset : offset + limit]]
         notes = [self._note] if self._note else []
         if indexing:
@@ -274,7 +282,7 @@ class Catalog:
         if ids:
             read = self._store.get_memories
             memories = await self._calls.strict(lambda: read(ids), "reading the page's memories")
-        gone = self._reconcile(ids, memories)
+        gone = self._reconcile(ids, memories, await self._forgotten())
         if gone:
             notes.append(f"{gone} memories on this page were deleted since they were listed")
         if not wanted.corrected:
@@ -295,6 +303,14 @@ class Catalog:
         self._drop([memory_id])
 
     # ------------------------------------------------------------------ internals
+
+    async def _forgotten(self) -> frozenset[str]:
+        hidden = self._hidden
+        if hidden is None:
+            return frozenset()
+        if hidden.blocking:
+            return await anyio.to_thread.run_sync(hidden.ids)
+        return hidden.ids()
 
     def _add(self, memories: Sequence[Memory]) -> None:
         """Take a page of the store's listing."""
@@ -354,10 +370,13 @@ class Catalog:
         state.pending = [e for e in state.pending if e.id not in gone]
         state.version += 1
 
-    def _reconcile(self, ids: Sequence[str], memories: Sequence[Memory]) -> int:
-        """Bring the entries of one page in line with what the store returned for it."""
+    def _reconcile(
+        self, ids: Sequence[str], memories: Sequence[Memory], hidden: frozenset[str]
+    ) -> int:
+        """Bring the entries of one page in line with what the store returned for it (one
+        forgotten meanwhile is only hidden: it stays for an undo)."""
         found = {m.id: m for m in memories}
-        gone = [i for i in ids if i not in found]
+        gone = [i for i in ids if i not in found and i not in hidden]
         self._drop(gone)
         for memory in memories:  # the store's mark is the truth (as on the read path)
             self._mark(memory.id, superseded(memory))

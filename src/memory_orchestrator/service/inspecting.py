@@ -6,40 +6,43 @@
                                       the requests that returned a memory
     memory(id)   one memory with its edges, what it corrected or what corrected it, and
                  the requests that returned it
-    forget(id)   the store's own soft delete, traced; refused where the store has none
+    forget(id)   forget it, or bring it back (`undo`): the orchestrator's own forget, the
+                 same as `memory_forget` and `orchestrator forget` (`forgetting.py`)
+    forgotten(id) the tombstone of a forgotten memory (its page offers undo)
     graph(...)   the neighbourhood of an entity or a memory, within the hop budget of
                  `memory_expand`, with the edge each node was reached by
 
 It is built by the `Orchestrator` (`Orchestrator.inspection`) over the same guarded store,
 trace recorder and settings as the tools, and never asks which store it has: it reads the
-capabilities (listing, graph, soft delete) and says what it cannot do.
+capabilities (listing, graph) and says what it cannot do.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
-from memory_orchestrator.errors import describe
+from memory_orchestrator.errors import OrchestratorError, describe
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
+    ForgetRequest,
     Memory,
     Neighbor,
     SearchFilters,
-    Trace,
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Quiet, Spawn
+from memory_orchestrator.service.forgetting import ForgetPath
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.trace_index import ToolLine, TraceIndex, TraceLine
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.forgotten import Tombstone
 
 __all__ = [
     "Forgotten",
@@ -81,7 +84,6 @@ class MemoryView:
     change: str | None  # "changed on DATE: was '...' (100 -> 500)"
     correction: str | None  # "changed on DATE: now '...'"
     requests: tuple[TraceLine, ...]  # the newest requests that returned it
-    forget_refused: str | None  # why forgetting is not offered; None: it is
     notes: tuple[str, ...] = ()
 
 
@@ -126,7 +128,7 @@ def _cut(text: str) -> str:
 
 
 class Inspection:
-    """The inspector's reads and its one write (forget) over one store."""
+    """The inspector's reads and its one write (forget, and its undo) over one store."""
 
     def __init__(
         self,
@@ -135,12 +137,15 @@ class Inspection:
         recorder: TraceRecorder,
         calls: StoreCalls,
         settings: Settings,
+        forgets: ForgetPath,
     ) -> None:
         self._store, self._recorder, self._calls, self._settings = store, recorder, calls, settings
+        self._forgets = forgets
         # a server counts its requests in flight here; the listing and the reading of the
         # traces beside them give way to them
         self.quiet = Quiet()
-        self.catalog = Catalog(lister, store, calls, quiet=self.quiet)
+        hidden = forgets.tombstones  # the catalog lists the store itself: it leaves them out
+        self.catalog = Catalog(lister, store, calls, quiet=self.quiet, hidden=hidden)
         self.traces = TraceIndex(recorder, keep=settings.traces.keep)
         self._reading_traces = False  # the first reading of the traces runs beside requests
         self._traces_read = anyio.Event()  # set when that reading has ended
@@ -219,7 +224,6 @@ class Inspection:
         corrected_by = others.get(memory.superseded_by or "")
         edges, notes = await self._edges(memory_id)
         await self.refresh_traces()
-        caps = self._store.capabilities
         return MemoryView(
             memory=memory,
             edges=edges,
@@ -228,28 +232,28 @@ class Inspection:
             change=_change(memory, corrects),
             correction=_correction(memory, corrected_by),
             requests=tuple(self.traces.returning(memory_id)),
-            forget_refused=None if caps.soft_delete else self._no_soft_delete(),
             notes=notes,
         )
 
-    async def forget(self, memory_id: str) -> Forgotten:
-        """Soft-delete `memory_id` with the store's own operation, leaving a trace; refused
-        (nothing asked of the store) when the store has no soft delete."""
-        if not self._store.capabilities.soft_delete:
-            return Forgotten(False, self._no_soft_delete())
-        started = time.perf_counter()
-        trace = self._recorder.begin("forget", {"memory_id": memory_id})
+    async def forgotten(self, memory_id: str) -> Tombstone | None:
+        """The tombstone of `memory_id` when it is forgotten, else None."""
+        found = await self._forgets.entries([memory_id])
+        return found[0] if found else None
+
+    async def forget(self, memory_id: str, reason: str, *, undo: bool = False) -> Forgotten:
+        """Forget `memory_id` (or bring it back) as `memory_forget` does; a failure is the
+        answer's message."""
         try:
-            gone = await self._calls.strict(lambda: self._store.forget(memory_id), "forget")
-        except Exception as exc:
-            trace.error = describe(exc)
-            self._finish(trace, started)
-            return Forgotten(False, f"the store refused: {trace.error}", trace.trace_id)
-        trace.result_ids = [memory_id] if gone else []
-        self._finish(trace, started)
-        self.catalog.forgotten(memory_id)
-        message = "forgotten: soft-deleted in the store" if gone else "the store has no such memory"
-        return Forgotten(gone, message, trace.trace_id)
+            request = ForgetRequest(ids=[memory_id], reason=reason or None, undo=undo)
+            report = await self._forgets.forget(request)
+        except (OrchestratorError, ValueError, TimeoutError) as exc:
+            return Forgotten(False, f"not done: {describe(exc)}")
+        finally:
+            self.traces.stale()
+        done = bool(report.done)
+        if done and undo:
+            self.catalog.stale()
+        return Forgotten(done, report.summary, report.trace_id)
 
     async def graph(
         self, *, entity: str | None = None, memory_id: str | None = None, hops: int | None = None
@@ -285,17 +289,6 @@ class Inspection:
         return Graph(centre, budget, tuple(nodes), tuple(_unique(edges)), tuple(notes))
 
     # ------------------------------------------------------------------ internals
-
-    def _no_soft_delete(self) -> str:
-        return (
-            f"the {self._store.name} store has no soft delete: forgetting here would erase the"
-            " memory for good, so the inspector does not offer it (use the store's own tools)"
-        )
-
-    def _finish(self, trace: Trace, started: float) -> None:
-        trace.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
-        self._recorder.finish(trace)
-        self.traces.stale()
 
     async def _edges(self, memory_id: str) -> tuple[tuple[Linked, ...], tuple[str, ...]]:
         if not self._store.capabilities.graph:

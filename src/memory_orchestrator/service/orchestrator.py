@@ -6,6 +6,8 @@ A facade over small parts, each built here with its collaborators handed in:
     +-- ReadPath     (reading.py)    search, context, explain: one pipeline run per request
     +-- ExpandPath   (expanding.py)  memory_expand: the graph around seeds
     +-- WritePath    (writing.py)    limits, near-duplicates, the outbox behind the store
+    +-- ForgetPath   (forgetting.py) forget, undo, purge; `ForgettingStore`, the seam every
+                                     read of the store passes, leaves forgotten memories out
     +-- DerivedIndexes, KnownEntities (derived/)  caches derived from the store
     +-- TraceRecorder (recorder.py)  begins, finishes, logs and keeps every trace
     +-- StoreCalls   (store_calls.py) bounded store calls with a trace note on failure
@@ -48,6 +50,8 @@ from memory_orchestrator.models import (
     ExpandRequest,
     ExplainRequest,
     Explanation,
+    ForgetReport,
+    ForgetRequest,
     GroupBy,
     HealthCheck,
     HealthReport,
@@ -71,6 +75,7 @@ from memory_orchestrator.pipeline.explainer import explain_text
 from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
 from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
+from memory_orchestrator.service.forgetting import ForgetPath, ForgettingStore, redact
 from memory_orchestrator.service.heap import settle_heap
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
@@ -81,6 +86,7 @@ from memory_orchestrator.service.transfer import Transfer
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state import shared as shared_state
+from memory_orchestrator.state.forgotten import Tombstone, Tombstones
 from memory_orchestrator.state.observability import Observer, StatsReport, compute_stats
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.traces import TraceStore
@@ -106,15 +112,18 @@ class Orchestrator:
         outbox: Outbox | None = None,
         clock: Callable[[], datetime] = _utcnow,
         observer: Observer | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
-        # checked by content hash before it is tried again).
-        store = GuardedBackend(
+        # checked by content hash before it is tried again), and every answer back through
+        # the seam that leaves out the memories forgotten (`forgetting.py`).
+        guarded = GuardedBackend(
             backend,
             RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s),
             max_query_chars=settings.limits.max_query_chars,
         )
+        store = ForgettingStore(guarded, tombstones or Tombstones(None))
         self._store: MemoryBackend = store
         self._backend = backend  # its optional abilities (`transfer`)
         self.settings = settings
@@ -131,7 +140,11 @@ class Orchestrator:
         lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
         watch = versioned(backend)
         self._indexes = DerivedIndexes(
-            lister, store, calls, settings, version=watch.data_version if watch else None
+            lister,
+            store,
+            calls,
+            settings,
+            version=store.versioned(watch.data_version) if watch else None,
         )
         self._reads = ReadPath(
             store,
@@ -152,6 +165,7 @@ class Orchestrator:
             on_written=self._indexes.stale,
             meaning=Meaning(self._indexes.embedder, words=self._word_vectors),
         )
+        self._forgets = ForgetPath(store, self._recorder, calls)
         self._calls = calls
         self._entities = entities
         self._observer = observer
@@ -194,6 +208,7 @@ class Orchestrator:
             outbox=shared_state.outbox(settings),
             clock=clock,
             observer=observer,
+            tombstones=shared_state.tombstones(settings),
         )
         if fresh and store_file is not None and store_file.exists():
             made.created_store = store_file
@@ -361,6 +376,19 @@ class Orchestrator:
         """Raises InvalidRequest, before anything is written, when a limit is broken."""
         return await self._writes.write(request)
 
+    async def forget(self, request: ForgetRequest) -> ForgetReport:
+        """Forget memories (every read leaves them out), or bring them back (`undo`): the
+        MCP tool, the CLI and the inspector all come here."""
+        return await self._forgets.forget(request)
+
+    async def purge(self, ids: Sequence[str]) -> ForgetReport:
+        """Erase forgotten memories from the store for good (see `ForgetPath.purge`)."""
+        return await self._forgets.purge(ids)
+
+    async def forgotten(self, ids: Sequence[str] | None = None) -> list[Tombstone]:
+        """The forgotten memories (of `ids`), oldest first, with why and when."""
+        return await self._forgets.entries(ids)
+
     async def explain(self, request: ExplainRequest) -> Explanation:
         """Raises TraceNotFound for an unknown trace id."""
         if request.trace_id is not None:
@@ -446,7 +474,7 @@ class Orchestrator:
         one memory with its edges and corrections, forget, the graph, the trace index."""
         if self._inspection is None:
             self._inspection = Inspection(
-                self._store, self._lister, self._recorder, self._calls, self.settings
+                self._store, self._lister, self._recorder, self._calls, self.settings, self._forgets
             )
         return self._inspection
 
@@ -455,8 +483,9 @@ class Orchestrator:
         return Transfer(self._backend, self._store, self._indexes.stale, self._writes)
 
     def trace(self, trace_id: str) -> Trace | None:
-        """A stored trace, or None."""
-        return self._recorder.get(trace_id)
+        """A stored trace, or None; the memories forgotten since are left out of it."""
+        trace = self._recorder.get(trace_id)
+        return redact(trace, self._forgets.tombstones.ids()) if trace is not None else None
 
     def record_failure(
         self, tool: str, request: dict[str, object], error: str, latency_ms: float
@@ -512,13 +541,14 @@ class Orchestrator:
         finally:
             self._recorder.close()
             self._writes.close()
+            self._forgets.tombstones.close()
             if self._observer is not None:  # log lines still waiting for the logger
                 await anyio.to_thread.run_sync(self._observer.flush)
 
     # ------------------------------------------------------------------ internals
 
     def _stored(self, trace_id: str) -> Trace:
-        trace = self._recorder.get(trace_id)
+        trace = self.trace(trace_id)
         if trace is None:
             raise TraceNotFound(f"no trace with id {trace_id!r}")
         return trace

@@ -88,7 +88,12 @@ def asked(tool: str, request: dict[str, Any]) -> str:
         content = memory.get("content") if isinstance(memory, dict) else None
         return str(content or "")
     if tool == "forget":
-        return str(request.get("memory_id") or "")
+        ids = request.get("ids")
+        return (
+            ", ".join(map(str, ids))
+            if isinstance(ids, list)
+            else str(request.get("memory_id") or "")
+        )
     return ""
 
 

@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     backend: str = Field(default="embedded", description="store to use (see `backends`)")
     data_dir: Annotated[Path, AfterValidator(_dir_path)] = Field(
         default_factory=default_data_dir,
-        description="where the store file, the traces and the outbox are kept",
+        description="where the store file, the traces, the outbox and the forgotten list are kept",
     )
     passthrough: bool = Field(
         default=False, description="search returns the store's raw results unchanged"
@@ -144,6 +144,10 @@ class Settings(BaseSettings):
 
     def outbox_path(self) -> Path:
         return self.outbox.path or self.data_dir / "outbox.db"
+
+    def forgotten_path(self) -> Path:
+        """The memories forgotten through the orchestrator (`state/forgotten.py`)."""
+        return self.data_dir / "forgotten.db"
 
 
 def find_config(explicit: Path | None) -> Path | None:

@@ -2,11 +2,12 @@
 
     traces.py         the trace store (SQLite; written behind the request by a writer thread)
     outbox.py         writes the store could not take yet, replayed later, delivered once
+    forgotten.py      the memories forgotten through the orchestrator (tombstones)
     tokens.py         bearer tokens (hashes only), HTTP settings, the access decision
     observability.py  structured logs, Prometheus metrics, per-tool stats, the one percentile
     learned.py        the ranking weights `orchestrator tune` learned (a small JSON file)
     shared.py         local files or one shared PostgreSQL (`[shared]`), chosen by settings
 
 None of these modules imports the service, a face or a backend; the PostgreSQL versions of
-the traces, the outbox and the tokens live in `memory_orchestrator.postgres`.
+the traces, the outbox, the tombstones and the tokens live in `memory_orchestrator.postgres`.
 """

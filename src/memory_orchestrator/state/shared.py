@@ -1,8 +1,10 @@
 """Where the state beside the store lives, chosen by `[shared] state`: "local" (SQLite files
-under the data dir, one replica's own: `state/outbox.py`, `state/traces.py`) or "postgres"
+under the data dir, one replica's own: `state/outbox.py`, `state/traces.py`,
+`state/forgotten.py`) or "postgres"
 (tables in one PostgreSQL database that every replica shares: `postgres/state.py`).
 
-With shared state, any replica explains and replays any trace, a write queued by one replica
+With shared state, any replica explains and replays any trace, a memory forgotten on one
+replica is left out by all of them, a write queued by one replica
 is replayed by whichever replica reaches the store first, exactly once (the row is claimed
 with `FOR UPDATE SKIP LOCKED`), tokens added to the shared list work on every replica (and a
 revoked one on none), and MCP sessions live in the database, so any replica serves any
@@ -17,6 +19,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from memory_orchestrator.errors import ConfigError, MissingExtra
+from memory_orchestrator.state.forgotten import Tombstones
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.tokens import TokenSpec
 from memory_orchestrator.state.traces import TraceStore
@@ -33,6 +36,7 @@ __all__ = [
     "shared",
     "shared_sessions",
     "shared_tokens",
+    "tombstones",
     "trace_store",
 ]
 
@@ -104,6 +108,17 @@ def outbox(settings: Settings) -> Outbox:
 
         return PgOutbox(_database(settings))
     return Outbox(settings.outbox_path())
+
+
+def tombstones(settings: Settings) -> Tombstones:
+    """The forgotten memories: shared when `[shared] state = "postgres"`, else the SQLite file
+    under the data dir (made by the first forget)."""
+    if shared(settings):
+        _need_postgres()
+        from memory_orchestrator.postgres.state import PgTombstones
+
+        return PgTombstones(_database(settings))
+    return Tombstones(settings.forgotten_path())
 
 
 def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | None:

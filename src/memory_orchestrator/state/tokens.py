@@ -49,8 +49,9 @@ TOOL_NAMES = (
     "memory_write",
     "memory_explain",
     "memory_health",
+    "memory_forget",
 )
-WRITE_TOOLS = frozenset({"memory_write"})
+WRITE_TOOLS = frozenset({"memory_write", "memory_forget"})
 _PREFIX = "sha256:"
 _HASH = r"^sha256:[0-9a-f]{64}$"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -84,7 +85,9 @@ class TokenSpec(_Section):
         default_factory=lambda: [ANY],
         description='store (backend) names it may reach; "*" = any',
     )
-    read_only: bool = Field(default=False, description="never allowed to call memory_write")
+    read_only: bool = Field(
+        default=False, description="never allowed to call memory_write or memory_forget"
+    )
 
     @field_validator("tools")
     @classmethod

@@ -80,6 +80,7 @@ class MnemonBackend:
         entity_filter=False,  # recall has no entity filter
         entity_index=True,
         soft_delete=True,
+        delete=True,
         listing=True,  # from the store file; off with direct_reads = false
         supersede=True,  # marks read from the store file; off with direct_reads = false
         export=True,  # list_edges from the store file; off with direct_reads = false

@@ -19,6 +19,7 @@ from memory_orchestrator.about import DIST, package_version
 from memory_orchestrator.faces.cli import (
     admin,
     eval_cmd,
+    forget_cmd,
     import_cmd,
     render,
     transfer_cmd,
@@ -284,6 +285,9 @@ def replay(
     """Run a stored request again and compare the results."""
     result = call_service(ctx, lambda o: o.replay(trace_id))
     show(ctx, json, result, render.replay_report)
+
+
+app.command()(forget_cmd.forget)
 
 
 @app.command()

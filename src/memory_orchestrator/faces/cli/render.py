@@ -23,6 +23,7 @@ from memory_orchestrator.models import (
     ContextItem,
     ContextPackage,
     Explanation,
+    ForgetReport,
     HealthReport,
     OutboxReport,
     ReplayReport,
@@ -35,6 +36,7 @@ from memory_orchestrator.models import (
     describe_errors,
 )
 from memory_orchestrator.pipeline.explainer import drop_line
+from memory_orchestrator.state.forgotten import Tombstone
 from memory_orchestrator.state.observability import StatsReport
 
 _STATUS_STYLE = {Status.OK: "green", Status.DEGRADED: "yellow", Status.ERROR: "red"}
@@ -210,6 +212,30 @@ def replay_report(report: ReplayReport) -> None:
     ):
         if ids:
             console.print(_text(f"{label}: {', '.join(ids)}"))
+
+
+def forget_report(report: ForgetReport) -> None:
+    console = _out()
+    console.print(_text(report.summary, style="bold"))
+    for label, ids in (
+        (str(report.action), report.done),
+        ("unchanged", report.unchanged),
+        ("not found", report.not_found),
+        ("refused", report.refused),
+    ):
+        if ids:
+            console.print(_text(f"{label}: {', '.join(ids)}"))
+    console.print(_text(f"trace {report.trace_id}", style="dim"))
+
+
+def forgotten_list(stones: Sequence[Tombstone]) -> None:
+    table = Table(title=f"{len(stones)} forgotten memories (oldest first)")
+    for column in ("id", "forgotten", "store", "reason", "purged"):
+        table.add_column(column)
+    for t in stones:
+        purged = _when(t.purged_at) if t.purged_at else "-"
+        table.add_row(_text(t.memory_id), _when(t.forgotten_at), t.store, _text(t.reason), purged)
+    _out().print(table)
 
 
 def new_token(name: str, secret: str, toml: str) -> None:

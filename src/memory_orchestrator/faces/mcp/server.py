@@ -1,4 +1,4 @@
-"""The MCP face: the server that carries the six memory tools (`faces.mcp.tools`) over stdio or
+"""The MCP face: the server that carries the seven memory tools (`faces.mcp.tools`) over stdio or
 HTTP.
 
 `create_server(settings)` builds it: the orchestrator opens with the server and closes after it;
@@ -47,8 +47,9 @@ INSTRUCTIONS = """\
 Long-term memory shared across sessions. Call memory_context before answering anything that \
 may depend on earlier sessions, decisions, preferences or project history, and cite the memory \
 ids you rely on. Use memory_search to look something up, memory_expand to follow links from \
-memories you already have, memory_write to keep a durable fact or event, memory_explain to see \
-why a result was chosen, and memory_health when memory tools fail."""
+memories you already have, memory_write to keep a durable fact or event, memory_forget to stop \
+recalling a memory that is wrong or unwanted, memory_explain to see why a result was chosen, \
+and memory_health when memory tools fail."""
 
 _MAX_FAILED_REQUEST_CHARS = 4000
 

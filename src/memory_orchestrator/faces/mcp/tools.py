@@ -1,4 +1,4 @@
-"""The six memory tools of the MCP face, written for the model that calls them.
+"""The seven memory tools of the MCP face, written for the model that calls them.
 
 Each tool validates its arguments (the SDK checks the typed signature, then the request model
 checks the rules that span fields), calls one service method and returns the service's
@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from memory_orchestrator.errors import (
     BackendError,
+    ForgetError,
     InvalidRequest,
     OrchestratorError,
     OutboxError,
@@ -33,12 +34,15 @@ from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,
     MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
     MAX_TOP_K,
     ContextPackage,
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
     Explanation,
+    ForgetReport,
+    ForgetRequest,
     GroupBy,
     HealthReport,
     MemoryType,
@@ -164,6 +168,8 @@ def tool_error(error: BaseException) -> str | None:
         return f"memory store error: {error}{hint}"
     if isinstance(error, OutboxError):
         return f"write outbox error: {error}"
+    if isinstance(error, ForgetError):
+        return f"forgotten-memory list error: {error}"
     return None
 
 
@@ -402,9 +408,46 @@ async def memory_health(ctx: ToolContext) -> HealthReport:
     return await _call(_orchestrator(ctx).health())
 
 
+async def memory_forget(
+    ids: Annotated[
+        tuple[LabelText, ...],
+        Field(
+            min_length=1,
+            max_length=MAX_IDS,
+            description="The ids of the memories to forget (memory_id from earlier results).",
+        ),
+    ],
+    ctx: ToolContext,
+    reason: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_REASON_CHARS,
+            description="Why, in a few words; kept with them. Needed to forget, not to undo.",
+        ),
+    ] = None,
+    undo: Annotated[
+        bool, Field(description="Bring these forgotten memories back instead.")
+    ] = False,
+) -> ForgetReport:
+    """Forget memories that are wrong, must not be recalled, or were stored by mistake: no
+    memory tool returns them any more. Nothing is erased: the store keeps them, and
+    undo=true brings them back. Give the memory ids and a short reason. To replace an
+    outdated fact, write the new one with memory_write instead (a correction supersedes the
+    old one and keeps the history). Returns which ids were forgotten (`done`), were already
+    (`unchanged`) or do not exist (`not_found`).
+    """
+    request = _validated(ForgetRequest, {"ids": ids, "reason": reason, "undo": undo})
+    return await _call(_orchestrator(ctx).forget(request))
+
+
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+# destructive: what it forgets leaves every answer (undo brings it back); forgetting twice
+# is forgetting once
+_FORGET = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (memory_context, _READ),
@@ -413,6 +456,7 @@ TOOLS: tuple[tuple[Callable[..., Any], ToolAnnotations], ...] = (
     (memory_write, _WRITE),
     (memory_explain, _READ),
     (memory_health, _READ),
+    (memory_forget, _FORGET),
 )
 TOOL_NAMES = frozenset(tool.__name__ for tool, _ in TOOLS)
 # The arguments of each tool that have a default: sent as null, they are taken as not given

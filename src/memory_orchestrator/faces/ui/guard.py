@@ -10,8 +10,8 @@
   secret on the server and checks it again on every request, so a token removed from the
   config stops working at once).
 - **Per page, per tool**: a token sees a page only where it may call the tool the page stands
-  for (`PAGE_TOOLS`); forgetting needs `memory_write`, so a read-only token sees no forget
-  button and is refused (403) if it posts anyway.
+  for (`PAGE_TOOLS`); forgetting (and its undo) needs `memory_forget`, so a read-only token
+  sees no forget button and is refused (403) if it posts anyway.
 - **Forms that change anything** (forget, login, logout) must come from this origin (the
   Origin header, else the Referer) and carry the session's CSRF token.
 - **Every answer** carries a Content-Security-Policy without scripts or outside sources,
@@ -64,7 +64,7 @@ PAGE_TOOLS = {
     "/health": "memory_health",
     "/eval": "memory_search",
 }
-WRITE_TOOL = "memory_write"
+FORGET_TOOL = "memory_forget"
 
 SECURITY_HEADERS = [
     (
@@ -102,7 +102,7 @@ class Access:
 
     @property
     def can_forget(self) -> bool:
-        return self.may(WRITE_TOOL)
+        return self.may(FORGET_TOOL)
 
 
 class Sessions:

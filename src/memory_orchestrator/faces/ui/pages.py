@@ -33,6 +33,8 @@ __all__ = ["forget", "forget_confirm", "graph", "memories", "memory"]
 
 PAGE_SIZES = (20, 50, 100)
 _MAX_ENTITY = 200
+_MAX_REASON = 500
+INSPECTOR_REASON = "forgotten in the inspector"
 
 
 def _day(request: Request, name: str, *, end: bool) -> datetime | None:
@@ -134,35 +136,46 @@ async def memory(request: Request) -> Response:
     inspection = state_of(request).orchestrator.inspection()
     view = await inspection.memory(memory_id)
     if view is None:
-        raise Refused(404, f"no memory with id {memory_id!r} in this store (forgotten, or never)")
+        return await _forgotten_or_missing(request, memory_id, access.can_forget)
     can_forget = access.can_forget
     return page(request, "memory.html", view=view, can_forget=can_forget, inspection=inspection)
 
 
+async def _forgotten_or_missing(request: Request, memory_id: str, can_undo: bool) -> Response:
+    """A forgotten memory's page (410): when, why, and the undo; else 404."""
+    stone = await state_of(request).orchestrator.inspection().forgotten(memory_id)
+    if stone is None:
+        raise Refused(404, f"no memory with id {memory_id!r} in this store")
+    return page(request, "memory_forgotten.html", code=410, stone=stone, can_undo=can_undo)
+
+
 async def forget_confirm(request: Request) -> Response:
-    """`/memories/<id>/forget` (GET): the memory and one button, or why it cannot be."""
+    """`/memories/<id>/forget` (GET): the memory, a reason and one button, or why not."""
     access = allowed(request, "memory_search")
     memory_id = request.path_params["memory_id"]
     view = await state_of(request).orchestrator.inspection().memory(memory_id)
     if view is None:
-        raise Refused(404, f"no memory with id {memory_id!r} in this store (forgotten, or never)")
-    refused = access.denied("memory_write") or view.forget_refused
-    return page(request, "forget.html", view=view, refused=refused)
+        return await _forgotten_or_missing(request, memory_id, access.can_forget)
+    refused = access.denied("memory_forget")
+    return page(request, "forget.html", view=view, refused=refused, reason=INSPECTOR_REASON)
 
 
 async def forget(request: Request) -> Response:
-    """`/memories/<id>/forget` (POST): soft-delete it, after the form's checks."""
+    """`/memories/<id>/forget` (POST): forget it (or, with `undo=1`, bring it back) as
+    `memory_forget` does, after the form's checks."""
     fields = await form_of(request)
     access = allowed(request, "memory_search")
-    denied = access.denied("memory_write")
+    denied = access.denied("memory_forget")
     if denied is not None:
         raise Refused(403, f"forbidden: {denied}")
     memory_id = request.path_params["memory_id"]
     if fields.get("confirm") != "yes":
         raise Refused(400, "the forget form must be confirmed")
-    done = await state_of(request).orchestrator.inspection().forget(memory_id)
+    undo = fields.get("undo") == "1"
+    reason = fields.get("reason", "").strip()[:_MAX_REASON] or INSPECTOR_REASON
+    done = await state_of(request).orchestrator.inspection().forget(memory_id, reason, undo=undo)
     code = 200 if done.done else 409
-    return page(request, "forgotten.html", code=code, done=done, memory_id=memory_id)
+    return page(request, "forgotten.html", code=code, done=done, memory_id=memory_id, undo=undo)
 
 
 async def graph(request: Request) -> Response:
