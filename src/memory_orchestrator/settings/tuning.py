@@ -257,18 +257,19 @@ class TraceSettings(Section):
 
 
 class SemanticSettings(Section):
-    """Semantic relevance from a local embedding model (the optional `semantic` extra)."""
+    """Semantic relevance from a local embedding model (`orchestrator models install`)."""
 
     enabled: bool | Literal["auto"] = Field(
         default="auto",
-        description='"auto": on where the `semantic` extra (and a model) is installed, quietly '
-        "off elsewhere (health says what is missing); true: on, and health is degraded when it "
-        "cannot load; false: off",
+        description='"auto": on where a model is installed (`orchestrator models install`), off '
+        "elsewhere, and then every face says search is lexical only; true: on, and health is "
+        "degraded when it cannot load; false: off",
     )
     model: Literal["auto", "wordllama", "minilm", "minilm-int8"] = Field(
         default="auto",
-        description='"wordllama": static word vectors that ship in the wheel (256-d); "minilm": '
-        "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `make models` builds it); "
+        description='"wordllama": static word vectors (256-d; the `semantic` extra); "minilm": '
+        "the all-MiniLM-L6-v2 sentence encoder on ONNX Runtime (384-d; `orchestrator models "
+        "install` installs it); "
         '"minilm-int8": its int8 copy (built beside it): a query and the first embedding of a '
         "store take about half the time, for a small loss of retrieval quality (measured in "
         'docs/explanation/performance.md); "auto": minilm where its model folder is found, '
@@ -276,9 +277,11 @@ class SemanticSettings(Section):
     )
     model_dir: DirPath = Field(
         default=None,
-        description="minilm's model folder (model.onnx, tokenizer.json); default: the first of "
-        ".tools/models/all-MiniLM-L6-v2 above the working directory, the same above the "
-        "installed package, <data_dir>/models/all-MiniLM-L6-v2, fastembed's cache",
+        description="minilm's model folder (model.onnx, tokenizer.json), where `orchestrator "
+        "models install` writes it too; default: the first of .tools/models/all-MiniLM-L6-v2 "
+        "above the working directory, the same above the installed package, "
+        "<data_dir>/models/all-MiniLM-L6-v2, the user's "
+        "$XDG_DATA_HOME/memory-orchestrator/models/all-MiniLM-L6-v2, fastembed's cache",
     )
     candidates: int = Field(
         default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"

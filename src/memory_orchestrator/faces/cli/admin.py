@@ -20,6 +20,7 @@ from memory_orchestrator.faces.cli.common import (
     call_service,
     fail,
     guarded,
+    say_if_lexical_only,
     show,
     state_of,
     validate,
@@ -265,6 +266,7 @@ def demo(
 
     result = call_service(ctx, load_and_ask, settings, creates=True)
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
+    say_if_lexical_only(settings)
 
 
 def _fresh_demo_dir(path: Path) -> None:

@@ -21,6 +21,7 @@ from memory_orchestrator.faces.cli import (
     eval_cmd,
     forget_cmd,
     import_cmd,
+    models_cmd,
     render,
     transfer_cmd,
     tune_cmd,
@@ -39,6 +40,8 @@ from memory_orchestrator.faces.cli.common import (
     call_service,
     drop_none,
     filters_from,
+    guarded,
+    say_if_lexical_only,
     show,
     state_of,
     validate,
@@ -153,6 +156,7 @@ def search(
     )
     result = call_service(ctx, lambda o: o.search(request))
     show(ctx, json, result, lambda r: render.search_result(r, state_of(ctx).verbose))
+    say_if_lexical_only(guarded(state_of(ctx).settings))
 
 
 @app.command()
@@ -191,6 +195,7 @@ def context(
     )
     result = call_service(ctx, lambda o: o.context(request))
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
+    say_if_lexical_only(guarded(state_of(ctx).settings))
 
 
 @app.command()
@@ -312,6 +317,7 @@ app.command("import")(import_cmd.import_memories)
 app.command()(transfer_cmd.export)
 app.command()(transfer_cmd.restore)
 app.command()(transfer_cmd.backup)
+app.add_typer(models_cmd.models_app, name="models")
 
 
 app.command("eval")(eval_cmd.evaluate)

@@ -137,6 +137,17 @@ def require_store(chosen: Settings) -> None:
         )
 
 
+def say_if_lexical_only(settings: Settings) -> None:
+    """One line on stderr when the semantic stage is asked for and its model is missing: the
+    answer was found by words alone, and `orchestrator models install` fixes it."""
+    from memory_orchestrator.derived.embedders import lexical_only
+
+    sem = settings.semantic
+    note = lexical_only(sem.enabled, sem.model, model_dir=sem.model_dir, data_dir=settings.data_dir)
+    if note is not None:
+        render.note(f"note: {note}")
+
+
 def show(ctx: typer.Context, json: bool, result: T, printer: Callable[[T], None]) -> None:
     if json or state_of(ctx).json:
         render.print_json(result)

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 from memory_orchestrator.about import package_version
+from memory_orchestrator.derived.embedders import lexical_only
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.faces.mcp.access import ToolAccess, caller_of, request_scope
 from memory_orchestrator.faces.mcp.tools import (
@@ -190,6 +191,12 @@ def run(
         raise UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(store_names())}"
         )
+    sem = settings.semantic
+    lexical = lexical_only(
+        sem.enabled, sem.model, model_dir=sem.model_dir, data_dir=settings.data_dir
+    )
+    if lexical is not None:  # a line in the client's server log (stdio) or the terminal
+        print(f"memory-orchestrator: {lexical}", file=sys.stderr, flush=True)
     if transport == "stdio":
         create_server(settings, Observer()).run("stdio")
         return
