@@ -28,7 +28,7 @@ from typing import TypeVar, cast
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend, SupersedingBackend
+from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, SupersedingBackend
 from memory_orchestrator.errors import CapabilityMissing
 from memory_orchestrator.models import (
     Capabilities,
@@ -133,6 +133,14 @@ class ForgettingStore:
 
     async def known_entities(self, limit: int = 500) -> list[str]:
         return await self.inner.known_entities(limit)
+
+    async def list_memories(
+        self, cursor: str | None, limit: int
+    ) -> tuple[list[Memory], str | None]:
+        """The store's listing, whole (`EnumerableBackend`), forgotten memories included: a
+        bulk read for what must see the store as it is (an export, the check that a restore
+        goes into an empty store), which takes the tombstones from `Tombstones.entries`."""
+        return await cast(EnumerableBackend, self.inner).list_memories(cursor, limit)
 
     # ------------------------------------------------------------------ writes and the rest
 

@@ -6,8 +6,7 @@ A facade over small parts, each built here with its collaborators handed in:
     +-- ReadPath     (reading.py)    search, context, explain: one pipeline run per request
     +-- ExpandPath   (expanding.py)  memory_expand: the graph around seeds
     +-- WritePath    (writing.py)    limits, near-duplicates, the outbox behind the store
-    +-- ForgetPath   (forgetting.py) forget, undo, purge; `ForgettingStore`, the seam every
-                                     read of the store passes, leaves forgotten memories out
+    +-- ForgetPath   (forgetting.py) forget, undo, purge; ForgettingStore: every read's seam
     +-- DerivedIndexes, KnownEntities (derived/)  caches derived from the store
     +-- TraceRecorder (recorder.py)  begins, finishes, logs and keeps every trace
     +-- StoreCalls   (store_calls.py) bounded store calls with a trace note on failure
@@ -116,8 +115,7 @@ class Orchestrator:
     ) -> None:
         rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
-        # checked by content hash before it is tried again), and every answer back through
-        # the seam that leaves out the memories forgotten (`forgetting.py`).
+        # checked by content hash before it is tried again), every answer through forgetting.py
         guarded = GuardedBackend(
             backend,
             RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s),
@@ -139,13 +137,8 @@ class Orchestrator:
         # per-call retries.
         lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
         watch = versioned(backend)
-        self._indexes = DerivedIndexes(
-            lister,
-            store,
-            calls,
-            settings,
-            version=store.versioned(watch.data_version) if watch else None,
-        )
+        version = store.versioned(watch.data_version) if watch else None
+        self._indexes = DerivedIndexes(lister, store, calls, settings, version=version)
         self._reads = ReadPath(
             store,
             settings,
@@ -377,8 +370,7 @@ class Orchestrator:
         return await self._writes.write(request)
 
     async def forget(self, request: ForgetRequest) -> ForgetReport:
-        """Forget memories (every read leaves them out), or bring them back (`undo`): the
-        MCP tool, the CLI and the inspector all come here."""
+        """Forget memories, or bring them back (`undo`): the tool, the CLI, the inspector."""
         return await self._forgets.forget(request)
 
     async def purge(self, ids: Sequence[str]) -> ForgetReport:
