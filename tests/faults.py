@@ -45,6 +45,26 @@ T = TypeVar("T")
 JUNK_ID = "junk_unknown_id"
 
 
+# The optional abilities that bring a method of their own, and that method
+# (docs/explanation/store-abilities.md). A wrapper here forwards only the methods every store
+# has, so it declares none of these, whatever its inner store can do.
+METHOD_OF = {
+    "listing": "list_memories",
+    "supersede": "supersede",
+    "versioned": "data_version",
+    "export": "list_edges",
+    "restore": "restore",
+    "backup": "backup",
+}
+
+
+def forwarded(caps: Capabilities) -> Capabilities:
+    """`caps` less the abilities a wrapper that forwards the required methods alone lacks
+    (and less the dispatch signal: the wrapper's own work comes between)."""
+    lacks = dict.fromkeys([*METHOD_OF, "dispatch_signal"], False)
+    return caps.model_copy(update=lacks)
+
+
 class FaultyBackend:
     """Delegates to `inner`; operations in `faults` hang, raise, or raise transiently.
 
@@ -62,7 +82,7 @@ class FaultyBackend:
     ) -> None:
         self.inner = inner
         self.name = f"faulty-{inner.name}"
-        self.capabilities = capabilities or inner.capabilities
+        self.capabilities = forwarded(capabilities or inner.capabilities)
         self.faults = faults
         self.fail_queries = tuple(fail_queries)
         self.calls: dict[str, int] = {}

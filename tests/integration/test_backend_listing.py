@@ -10,13 +10,14 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, enumerable
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.fused import FusedBackend, Member
 from memory_orchestrator.errors import CapabilityMissing
 from memory_orchestrator.models import Memory, NewMemory
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings, load_settings
+from tests.faults import METHOD_OF
 
 pytestmark = pytest.mark.integration
 
@@ -33,10 +34,15 @@ def built(name: str, tmp_path: Path) -> MemoryBackend:
 
 
 @pytest.mark.parametrize("name", registry.names())
-def test_every_store_declares_listing_exactly_when_it_can_list(name: str, tmp_path: Path) -> None:
+def test_every_ability_a_store_declares_comes_with_its_method(name: str, tmp_path: Path) -> None:
+    """A flag is the one declaration of an ability (docs/explanation/store-abilities.md): a
+    store that sets one must have its method, a link mypy cannot see."""
     backend = built(name, tmp_path)
     try:
-        assert backend.capabilities.listing == isinstance(backend, EnumerableBackend)
+        declared = backend.capabilities.model_dump()
+        for flag, method in METHOD_OF.items():
+            if declared[flag]:
+                assert callable(getattr(backend, method, None)), f"{name}: {flag} without {method}"
     finally:
         anyio.run(backend.close)
 
@@ -59,7 +65,7 @@ def test_the_fused_store_lists_nothing_even_over_stores_that_can(tmp_path: Path)
     fused = FusedBackend(members)
     assert all(m.backend.capabilities.listing for m in members)
     assert not fused.capabilities.listing
-    assert not isinstance(fused, EnumerableBackend)
+    assert enumerable(fused) is None
     anyio.run(fused.close)
 
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import embedded_conn, registry
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, enumerable
 from memory_orchestrator.backends.embedded import EmbeddedBackend, from_settings
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
@@ -562,7 +562,7 @@ def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
 
 def test_list_memories_pages_in_write_order_skips_deleted_and_resumes(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
-        assert isinstance(b, EnumerableBackend)
+        assert enumerable(b) is b
         outcomes = await b.write_many([mem(f"note {i} about topic {i}", i) for i in range(5)])
         await b.forget(outcomes[1].id)
         first, cursor = await b.list_memories(None, 2)

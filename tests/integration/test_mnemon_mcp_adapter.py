@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, enumerable
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE, MnemonMcpBackend, query_terms
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
@@ -213,7 +213,7 @@ def test_list_memories_pages_through_the_store_and_resumes_after_new_writes(
     backend: MnemonMcpBackend,
 ) -> None:
     async def main() -> None:
-        assert isinstance(backend, EnumerableBackend)
+        assert enumerable(backend) is backend
         listed, cursor = [], None
         while True:
             page, cursor = await backend.list_memories(cursor, 3)

@@ -218,7 +218,7 @@ def test_without_local_lists_the_store_is_waited_for(
 def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
     chain: tuple[EmbeddedBackend, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A store that says when its search reaches its database (`DispatchingBackend`): the
+    """A store that says when its search reaches its database (`capabilities.dispatch_signal`): the
     local lists' Python runs only then, so that it overlaps SQLite's work instead of
     keeping the store's worker thread from Python's lock. (The wait's bound is an hour here:
     the order is the mechanism's, not the machine's speed.)"""

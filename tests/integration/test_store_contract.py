@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, enumerable
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
@@ -65,7 +65,7 @@ async def add(backend: MemoryBackend, *memories: NewMemory) -> list[str]:
 def test_a_written_memory_round_trips_and_is_found_by_a_stemmed_search(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         assert isinstance(b, MemoryBackend)
-        assert isinstance(b, EnumerableBackend)
+        assert enumerable(b) is not None
         assert b.capabilities.listing
         new = mem(
             "Caroline went hiking with her family in the mountains",

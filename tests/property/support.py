@@ -29,6 +29,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.models import (
     HealthCheck as StoreCheck,
 )
+from tests.faults import forwarded
 
 PROPS = settings(
     max_examples=40,
@@ -123,7 +124,7 @@ class RecordingBackend:
     def __init__(self, inner: MemoryBackend) -> None:
         self.inner = inner
         self.name = inner.name
-        self.capabilities: Capabilities = inner.capabilities
+        self.capabilities: Capabilities = forwarded(inner.capabilities)
         self.queries: list[str] = []
         self.writes: list[NewMemory] = []
 

@@ -1,7 +1,11 @@
 """The one seam between the orchestrator and a memory store.
 
 Every store sits behind `MemoryBackend`. The pipeline asks a backend what it can do through
-`capabilities` and never asks which backend it is talking to.
+`capabilities` and never asks which backend it is talking to. An optional ability that brings
+a method (listing, marking corrections, a change token, the dispatch signal) is declared by
+its flag alone; its Protocol below types the method and is not checked at run time: the code
+reaches the method through the ability's accessor (`enumerable`, `superseding`, `versioned`,
+`dispatching`), which reads the flag (docs/explanation/store-abilities.md).
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from memory_orchestrator.hooks import Hook
 from memory_orchestrator.models import (
@@ -45,8 +49,9 @@ class MemoryBackend(Protocol):
     - `known_entities` lists entity names the store has seen (most frequent first).
     - `health` never raises: it reports ok / degraded / error per check.
     - `list_memories(cursor, limit)` (see `EnumerableBackend`) is there to call when
-      `capabilities.listing` is True, and only then; optional abilities are declared there,
-      not guessed (a store may have the method yet not list in its configuration).
+      `capabilities.listing` is True, and only then; optional abilities are declared by the
+      flags, not guessed from methods (a store may have the method yet not list in its
+      configuration, and a wrapper has every method).
     - `notes` names the fallbacks the store runs with (e.g. an older build without a
       command), one line each; the service copies them into every trace. Usually empty.
     - Every method may raise `BackendError`; `transient=True` means a retry may succeed.
@@ -94,7 +99,6 @@ class MemoryBackend(Protocol):
     async def close(self) -> None: ...
 
 
-@runtime_checkable
 class EnumerableBackend(Protocol):
     """A store that can list its live memories page by page: the optional ability a backend
     declares with `capabilities.listing` (the derived local indexes are fed from it).
@@ -111,11 +115,16 @@ class EnumerableBackend(Protocol):
     ) -> tuple[list[Memory], str | None]: ...
 
 
-@runtime_checkable
+def enumerable(backend: MemoryBackend) -> EnumerableBackend | None:
+    """`backend` when it declares `capabilities.listing`; else None."""
+    return cast(EnumerableBackend, backend) if backend.capabilities.listing else None
+
+
 class VersionedBackend(Protocol):
     """A store that can tell at once whether anything in it changed: the optional ability
-    that lets the derived indexes keep the memories their candidates were read back as
-    (`derived.readback`) instead of reading them again for every query.
+    a backend declares with `capabilities.versioned`, that lets the derived indexes keep the
+    memories their candidates were read back as (`derived.readback`) instead of reading them
+    again for every query.
 
     Contract of `data_version()`: a token (compared with `==`) equal to an earlier one only
     when no change committed in between, by this process or any other; None when the store
@@ -125,28 +134,22 @@ class VersionedBackend(Protocol):
     def data_version(self) -> Hashable | None: ...
 
 
-def versioned(backend: object) -> VersionedBackend | None:
-    """`backend` when it can say whether it changed (`VersionedBackend`); else None."""
-    return backend if isinstance(backend, VersionedBackend) else None
+def versioned(backend: MemoryBackend) -> VersionedBackend | None:
+    """`backend` when it declares `capabilities.versioned`; else None."""
+    return cast(VersionedBackend, backend) if backend.capabilities.versioned else None
 
 
-@runtime_checkable
-class DispatchingBackend(Protocol):
-    """A store whose search runs on a worker thread and can say when its statement goes to
-    the database: the optional ability that lets the retrieval run its own Python (the local
-    index's lists) while the database searches, instead of before it (a worker thread needs
-    Python's lock for its own Python first, which the event loop's thread would hold).
+def dispatching(backend: MemoryBackend) -> bool:
+    """Whether `backend` declares `capabilities.dispatch_signal`: its search runs on a worker
+    thread and says when its statement goes to the database, which lets the retrieval run
+    its own Python (the local index's lists) while the database searches, instead of before
+    it (a worker thread needs Python's lock for its own Python first, which the event loop's
+    thread would hold).
 
     Contract: each `search` calls `dispatched()` on its worker thread once its own Python work
     is done, just before the statement that does the search's work (it may not, when it
     fails before: the caller waits a bounded moment at most)."""
-
-    def says_when_dispatched(self) -> bool: ...
-
-
-def dispatching(backend: object) -> bool:
-    """Whether `backend` calls `dispatched()` in its searches (`DispatchingBackend`)."""
-    return isinstance(backend, DispatchingBackend) and backend.says_when_dispatched()
+    return backend.capabilities.dispatch_signal
 
 
 _DISPATCHED = Hook("on_dispatched")
@@ -154,7 +157,7 @@ _DISPATCHED = Hook("on_dispatched")
 
 def dispatched() -> None:
     """A store's worker thread: the search's statement goes to the database now (see
-    `DispatchingBackend`); tells the caller that asked (`on_dispatched`), if any."""
+    `dispatching`); tells the caller that asked (`on_dispatched`), if any."""
     _DISPATCHED.now()
 
 
@@ -164,7 +167,6 @@ def on_dispatched(hook: Callable[[], None]) -> AbstractContextManager[None]:
     return _DISPATCHED.when(hook)
 
 
-@runtime_checkable
 class SupersedingBackend(Protocol):
     """A store that can mark a memory as corrected by a later one: the optional ability a
     backend declares with `capabilities.supersede` (see `pipeline.conflicts`).
@@ -178,15 +180,11 @@ class SupersedingBackend(Protocol):
     async def supersede(self, old_id: str, new_id: str) -> None: ...
 
 
-def superseding(backend: object) -> SupersedingBackend | None:
-    """`backend` when it declares `capabilities.supersede` and has `supersede`; else None."""
-    caps = getattr(backend, "capabilities", None)
-    if getattr(caps, "supersede", False) and isinstance(backend, SupersedingBackend):
-        return backend
-    return None
+def superseding(backend: MemoryBackend) -> SupersedingBackend | None:
+    """`backend` when it declares `capabilities.supersede`; else None."""
+    return cast(SupersedingBackend, backend) if backend.capabilities.supersede else None
 
 
-@runtime_checkable
 class ExportingBackend(Protocol):
     """A store that can list every edge between its live memories, page by page: with
     `list_memories`, what a lossless export needs (`capabilities.export`; see
@@ -200,15 +198,11 @@ class ExportingBackend(Protocol):
     async def list_edges(self, cursor: str | None, limit: int) -> tuple[list[Edge], str | None]: ...
 
 
-def exporting(backend: object) -> ExportingBackend | None:
-    """`backend` when it declares `capabilities.export` and has `list_edges`; else None."""
-    caps = getattr(backend, "capabilities", None)
-    if getattr(caps, "export", False) and isinstance(backend, ExportingBackend):
-        return backend
-    return None
+def exporting(backend: MemoryBackend) -> ExportingBackend | None:
+    """`backend` when it declares `capabilities.export`; else None."""
+    return cast(ExportingBackend, backend) if backend.capabilities.export else None
 
 
-@runtime_checkable
 class RestoringBackend(Protocol):
     """A store that can take an export verbatim (`capabilities.restore`; see
     `service.transfer`): nothing judged, nothing merged, no links of its own made.
@@ -222,15 +216,11 @@ class RestoringBackend(Protocol):
     async def restore(self, memories: Sequence[Memory], edges: Sequence[Edge]) -> None: ...
 
 
-def restoring(backend: object) -> RestoringBackend | None:
-    """`backend` when it declares `capabilities.restore` and has `restore`; else None."""
-    caps = getattr(backend, "capabilities", None)
-    if getattr(caps, "restore", False) and isinstance(backend, RestoringBackend):
-        return backend
-    return None
+def restoring(backend: MemoryBackend) -> RestoringBackend | None:
+    """`backend` when it declares `capabilities.restore`; else None."""
+    return cast(RestoringBackend, backend) if backend.capabilities.restore else None
 
 
-@runtime_checkable
 class BackingUpBackend(Protocol):
     """A store kept in a file of its own that it can copy consistently while it is written
     (`capabilities.backup`; a SQLite file, through SQLite's online backup API).
@@ -243,9 +233,6 @@ class BackingUpBackend(Protocol):
     async def backup(self, dest: Path) -> None: ...
 
 
-def backing_up(backend: object) -> BackingUpBackend | None:
-    """`backend` when it declares `capabilities.backup` and has `backup`; else None."""
-    caps = getattr(backend, "capabilities", None)
-    if getattr(caps, "backup", False) and isinstance(backend, BackingUpBackend):
-        return backend
-    return None
+def backing_up(backend: MemoryBackend) -> BackingUpBackend | None:
+    """`backend` when it declares `capabilities.backup`; else None."""
+    return cast(BackingUpBackend, backend) if backend.capabilities.backup else None

@@ -128,6 +128,8 @@ class EmbeddedBackend:
         export=True,  # list_edges, by key (embedded_restore)
         restore=True,  # into an empty file (embedded_restore)
         backup=True,  # SQLite's online backup API
+        versioned=True,  # SQLite's data_version and the file's identity
+        dispatch_signal=True,  # each search calls dispatched() before its FTS statement
         edge_types=("temporal", "entity", "causal", "semantic", "related", "update", "supersedes"),
     )
     notes: tuple[str, ...] = ()  # no fallbacks: every feature is always there
@@ -168,10 +170,6 @@ class EmbeddedBackend:
     def writing(self) -> bool:
         """True while a write holds (or waits for) the writer connection."""
         return self._conns.writing
-
-    def says_when_dispatched(self) -> bool:
-        """`DispatchingBackend`: each search calls `dispatched()` before its FTS statement."""
-        return True
 
     def data_version(self) -> Hashable | None:
         """`VersionedBackend`: moves whenever a change commits to the file, from this

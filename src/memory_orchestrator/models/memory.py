@@ -280,6 +280,9 @@ class Capabilities(Frozen):
     delete: bool = Field(  # forget(id): what `orchestrator forget --purge` calls
         default=False, description="Can remove a memory from the store (a purge)."
     )
+    # The flags below bring a method of their own: the flag is the one declaration of the
+    # ability (docs/explanation/store-abilities.md), the method is reached through its
+    # accessor in `backends.base`.
     listing: bool = Field(  # list_memories: pages of every live memory (`EnumerableBackend`)
         default=False, description="Can list every memory, page by page (for derived indexes)."
     )
@@ -295,6 +298,14 @@ class Capabilities(Frozen):
     )
     backup: bool = Field(  # backup(dest): a consistent copy of its file (`BackingUpBackend`)
         default=False, description="Can copy its own file consistently while it is written."
+    )
+    versioned: bool = Field(  # data_version(): a token that moves on every change
+        default=False,
+        description="Can tell at once whether anything changed (read-back memories are kept).",
+    )
+    dispatch_signal: bool = Field(  # its searches call backends.base.dispatched()
+        default=False,
+        description="Says when a search reaches its database (retrieval overlaps the wait).",
     )
     edge_types: tuple[str, ...] = Field(
         default=(), description="The edge types it keeps; empty: any."

@@ -79,7 +79,7 @@ async def retrieve(
     Without such a list every store call has its whole `timeout_s`.
 
     `dispatching`: the store says when each search's statement goes to its database
-    (`backends.base.DispatchingBackend`); `prefetch` then waits for that (at most
+    (`backends.base.dispatching`); `prefetch` then waits for that (at most
     `DISPATCH_WAIT_S`), so that its Python runs while the database searches: a store's worker
     thread needs Python's lock for its own Python first, which this thread would hold."""
     calls = _Calls(backend, per_query, timeout_s, max_chars, list_budget_s, dispatching)

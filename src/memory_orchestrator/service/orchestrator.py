@@ -24,15 +24,14 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 import anyio
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import (
-    EnumerableBackend,
     MemoryBackend,
     dispatching,
+    enumerable,
     versioned,
 )
 from memory_orchestrator.derived.embedders import Embedder, load_embedder
@@ -135,7 +134,7 @@ class Orchestrator:
         entities = KnownEntities(store, calls, lambda: settings.cache_ttl_s)
         # The store's own listing feeds the derived indexes: a bulk read, outside the
         # per-call retries.
-        lister = cast(EnumerableBackend, backend) if backend.capabilities.listing else None
+        lister = enumerable(backend)
         watch = versioned(backend)
         version = store.versioned(watch.data_version) if watch else None
         self._indexes = DerivedIndexes(lister, store, calls, settings, version=version)

@@ -130,7 +130,7 @@ class ReadPath:
         self._store, self._settings, self._recorder = store, settings, recorder
         self._indexes, self._entities, self._clock = indexes, entities, clock
         # `dispatching`: the store says when its searches reach its database
-        # (`DispatchingBackend`)
+        # (`capabilities.dispatch_signal`)
         self._dispatching = dispatching
 
     async def run(self, req: ReadRequest, *, finish: bool = True) -> ReadOutcome:

@@ -29,14 +29,14 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, superseding
+from memory_orchestrator.backends.base import MemoryBackend, enumerable, superseding, versioned
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
@@ -212,8 +212,8 @@ class GuardedBackend:
         """The inner store's page (`EnumerableBackend`), asked once: a bulk read that its
         caller repeats on its own schedule. Raises CapabilityMissing when the store does not
         declare `listing`."""
-        inner = self.inner
-        if not self.capabilities.listing or not isinstance(inner, EnumerableBackend):
+        inner = enumerable(self.inner)
+        if inner is None:
             raise CapabilityMissing(f"{self.name} cannot list its memories")
         page, after = await inner.list_memories(cursor, limit)
         if after is not None and not isinstance(after, str):
@@ -261,6 +261,14 @@ class GuardedBackend:
         if not isinstance(edge, Edge):
             raise BackendError(f"the store answered a link with {_kind(edge)}, not an edge")
         return edge
+
+    def data_version(self) -> Hashable | None:
+        """The inner store's change token (`VersionedBackend`): a local read, never retried.
+        Raises CapabilityMissing when the store does not declare `versioned`."""
+        inner = versioned(self.inner)
+        if inner is None:
+            raise CapabilityMissing(f"{self.name} cannot tell whether it changed")
+        return inner.data_version()
 
     async def supersede(self, old_id: str, new_id: str) -> None:
         """The inner store's mark (`SupersedingBackend`), retried on transient errors (marking
