@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ from memory_orchestrator.settings import Settings
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
-README_MAX_LINES = 250
+README_MAX_LINES = 150
+SPEED_MAX_LINES = 12  # the README's Speed section: a few lines and one table
+PERFORMANCE_MAX_WORDS = 3000  # docs/explanation/performance.md: how fast, why, how to measure
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +176,55 @@ def test_every_page_the_readme_links_to_exists() -> None:
     # Images are left to the site's strict build, which checks the pages that show them.
     links = re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)", text)
     local = [link.split("#", 1)[0] for link in links if "://" not in link]
-    assert len(local) > 20
+    assert len(local) > 15
     for target in local:
         assert (REPO / target).exists(), target
+
+
+def _readme_section(text: str, title: str) -> list[str]:
+    """The lines of the README's `## title` section, up to the next `## ` heading, without the
+    blank lines that end it."""
+    lines = text.splitlines()
+    start = lines.index(f"## {title}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = lines[start:end]
+    while section and not section[-1].strip():
+        section.pop()
+    return section
+
+
+def test_the_readme_speed_section_is_a_few_lines_and_one_table() -> None:
+    section = _readme_section((REPO / "README.md").read_text(encoding="utf-8"), "Speed")
+    assert len(section) <= SPEED_MAX_LINES, "\n".join(section)
+    separators = [line for line in section if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line)]
+    assert len(separators) == 1, "the Speed section holds exactly one table"
+
+
+def test_the_performance_page_explains_and_leaves_the_record_to_bench_results() -> None:
+    text = (REPO / "docs" / "explanation" / "performance.md").read_text(encoding="utf-8")
+    assert len(text.split()) <= PERFORMANCE_MAX_WORDS
+    results = REPO / "bench" / "results"
+    dated = [p.name for p in results.glob("*.md") if p.name != "README.md"]
+    assert dated
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d-[a-z0-9-]+\.md", name) for name in dated), dated
+    for name in re.findall(r"bench/results/(\d[\w.-]+\.md)", text):
+        assert (results / name).is_file(), name
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as the site's table of contents makes it (Python-Markdown's
+    default slugify, over the heading's text without its inline markup)."""
+    text = re.sub(r"[`*_]", "", heading)
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def test_every_anchor_the_readme_links_to_is_a_heading_of_its_page() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s#]+\.md)#([^)\s]+)\)", text)
+    assert links, "the README links to sections of the docs"
+    for page, anchor in links:
+        lines = (REPO / page).read_text(encoding="utf-8").splitlines()
+        headings = {_slug(line.lstrip("#")) for line in lines if re.match(r"#{1,6} ", line)}
+        assert anchor in headings, f"{page}#{anchor}"
