@@ -151,7 +151,7 @@ bench-mnemon-latency: setup ## memory_context vs one lone recall on the real Mne
 
 # ---------------------------------------------------------------- npm MCP stores (issue 6)
 # The real servers behind the mnemon-mcp and kg-memory backends, installed into .tools/npm.
-# better-sqlite3 (mnemon-mcp) compiles from source once (~80 s; needs gcc, make, python3 and
+# better-sqlite3 (mnemon-mcp) compiles from source once (slow; needs gcc, make, python3 and
 # the headers of the Node that will run it). The stamp skips it once done.
 NPM_PREFIX := $(TOOLS)/npm
 NPM_PACKAGES := mnemon-mcp@1.3.0 @modelcontextprotocol/server-memory@2026.8.31

@@ -186,9 +186,9 @@ def _cold(client: httpx2.Client) -> dict[str, Any]:
 
 
 def measure(url: str, rounds: int, count: int) -> dict[str, Any]:
-    # a new connection per request: on a kept-alive connection this client waits ~40 ms for
-    # each answer (a delayed-ACK stall of its own; curl and chromium do not), which is not
-    # the server's time
+    # a new connection per request: on a kept-alive connection this client stalls on each
+    # answer (a delayed-ACK stall of its own; curl and chromium do not), which is not the
+    # server's time
     none_kept = httpx2.Limits(max_keepalive_connections=0)
     with httpx2.Client(base_url=url, timeout=600, limits=none_kept) as client:
         cold = _cold(client)

@@ -1,8 +1,7 @@
 """Instructions per request, for A/B comparisons that the machine's drifting speed cannot blur.
 
-Wall-clock timings on this shared 2-core machine move by 10-40% from run to run (the same
-code's synthetic-data generation measured 0.36 s and 0.51 s in two profiles), so a change of a
-few percent in `bench/bench_context.py` is noise. Valgrind's callgrind counts instructions,
+Wall-clock timings on a shared machine move from run to run by more than a change of a few
+percent in `bench/bench_context.py`, which is then noise. Valgrind's callgrind counts instructions,
 which repeat for the same code and input. Run this script twice under callgrind, with 0 and
 with N `memory_context` calls (direct, 2,000 LoCoMo turns, traces flushed after each call); the
 difference of the two totals is the cost of N calls:

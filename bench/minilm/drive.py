@@ -37,10 +37,8 @@ dependencies. Then, from the repository root:
     # the plateau's misses that the semantic models find (needs wordllama too, for comparison)
     MINILM_MODEL_DIR=... .venv/bin/python bench/minilm/missed.py
 
-Measured on the LoCoMo development split: semantic-only recall@10 0.518 (content words) and
-0.499 (whole text) against wordllama's 0.444 and 0.403; as the lever, the plateau's recall@10
-0.7907 / nDCG@10 0.632 / MRR 0.6108 become 0.7926 / 0.6373 / 0.6184 with `"semantic": 0.2`
-(raw text), against wordllama's best 0.7909 / 0.6331 / 0.6126 (`"semantic": 0.05`).
+What it measured on the LoCoMo development split:
+bench/results/2026-11-29-figures-moved-from-comments.md.
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ def test_health_counts_the_graph(backend: KgMemoryBackend) -> None:
 def test_concurrent_writes_from_many_tasks_are_all_kept(
     backend: KgMemoryBackend, graph_file: Path
 ) -> None:
-    """The server alone keeps ~1 of 20 overlapping adds; the adapter serializes them."""
+    """The server alone loses most overlapping adds (each rewrites its whole file); the
+    adapter serializes them."""
     anyio.run(backend.health)
     starts = backend.client.starts
     ids: list[str] = []

@@ -121,7 +121,7 @@ def test_the_int8_copy_is_close_to_the_model_named_apart_and_finds_the_same_mean
     assert got.dtype == np.float32
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
     cosines = (got * exact).sum(axis=1)
-    # close ("ok", two tokens, moves most: 0.97), not the same: the vectors are not shared
+    # close (the shortest text, "ok", moves most), not the same: the vectors are not shared
     assert float(cosines.min()) > 0.95
     assert float(cosines.mean()) > 0.98
     assert float(cosines.min()) < 1.0 - 1e-6

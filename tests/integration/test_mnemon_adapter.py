@@ -1071,7 +1071,7 @@ def test_the_correction_marks_start_from_the_edges_never_from_every_insight(
     mnemon: Mnemon,
 ) -> None:
     """Every read looks up correction marks: its plan must find edges by target first (a
-    join let SQLite walk every live insight instead: 3 s per page of 500 at 10k memories)."""
+    join let SQLite walk every live insight instead, for every page of a read)."""
     run(_three_linked(mnemon.backend()))
     ids = [f"id-{n}" for n in range(200)]  # a page of ids, as a read asks
     marks = ",".join("?" * len(ids))

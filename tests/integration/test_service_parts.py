@@ -198,7 +198,7 @@ def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
 ) -> None:
     """The servers' warm-up asks the store for its entity names first: a request that comes
     meanwhile takes that answer instead of asking again (on a store still being listed, a
-    second call waited 47 ms behind the listing in the first request after start)."""
+    second call waited behind the listing in the first request after start)."""
     spy = RecordingBackend(store)
     asked: list[int] = []
     entered, gate = anyio.Event(), anyio.Event()

@@ -19,7 +19,7 @@ REPO = HERE.parents[1]
 def fast_launcher(folder: Path, version: str | None = None) -> Path:
     """An executable `mnemon` in `folder` running the same double with this interpreter and
     `-S`: no site-packages scan and no version-manager shim in between (`#!/usr/bin/env
-    python3` may go through one), so a call costs ~30 ms instead of ~90 ms here. With
+    python3` may go through one), so a call starts in a fraction of the time. With
     `version`, the double pretends to be that version (`MNEMON_DOUBLE_VERSION`, unless the
     environment names another): `JUNE_2026` acts as the real June 2026 build does."""
     folder.mkdir(parents=True, exist_ok=True)

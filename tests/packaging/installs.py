@@ -39,7 +39,7 @@ FEATURE_MODULES = {
     "memory_orchestrator.postgres.database": "psycopg",
     "memory_orchestrator.postgres.state": "psycopg",
 }
-INSTALL_TIMEOUT_S = 480.0  # a cold download cache fetches ~300 MB (the `semantic` extra)
+INSTALL_TIMEOUT_S = 480.0  # a cold download cache fetches the `semantic` extra's large wheels
 RUN_TIMEOUT_S = 90.0
 
 

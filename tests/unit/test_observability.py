@@ -180,7 +180,7 @@ def test_a_request_finished_inside_a_call_names_its_caller() -> None:
 
 
 class HeldLogger:
-    """Fault injection: making the request log's logger (structlog's imports, ~0.25 s) waits
+    """Fault injection: making the request log's logger (structlog's imports: slow) waits
     until the test lets it go, as it does on a busy machine while the server starts."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,7 +203,7 @@ def test_a_line_does_not_wait_while_the_warm_up_makes_the_logger(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first request after start finished while the warm-up was still importing
-    structlog, and waited for it (~40 ms of a 55 ms first call): its line now waits instead,
+    structlog, and waited for it (most of that first call's time): its line now waits instead,
     and is written, in order, as soon as the logger is made."""
     held, out = HeldLogger(monkeypatch), io.StringIO()
     observer = Observer(out)

@@ -99,7 +99,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Row = tuple[Any, ...]
 # the longest a read run on the event loop's thread may take before SQLite gives up (it is
-# then run again on a worker thread): context neighbours took ~0.35 ms at 10k memories
+# then run again on a worker thread): far above a context-neighbours read, far below what
+# would hold the event loop up
 READ_NOW_BUDGET_S = 0.005
 _KEPT_COUNTS = 20_000  # search terms' memory counts a reader connection keeps, at most
 

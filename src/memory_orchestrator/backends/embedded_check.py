@@ -1,6 +1,6 @@
 """The embedded store's integrity check (`PRAGMA quick_check`), off the path of `health`.
 
-quick_check reads every page of the file: about 0.3 to 0.6 s at 100,000 memories, and it grows
+quick_check reads every page of the file, so it takes longer than any other check and grows
 with the file. So `health` does not run it on every call; it reports the latest result with its
 age, and the check runs, in a thread of its own, one at a time, on a reader connection of its
 own (a read: it never waits for a write, nor holds one up):

@@ -22,9 +22,8 @@
 - `read_now` runs a short read on the caller's thread (an event loop's) when nothing can
   make it wait: the file fine without waiting for the writer's lock, an idle reader at hand,
   SQLite told to give up at once on a lock (busy timeout 0) and after a time budget; else it
-  says "not now" and the caller reads through a worker thread. On this 2-core machine a
-  worker thread's round trip (wake it, hand the answer back) took ~0.5 ms, more than a
-  context-neighbours read itself (~0.35 ms).
+  says "not now" and the caller reads through a worker thread. A worker thread's round trip
+  (wake it, hand the answer back) costs more than such a read itself.
 - `version` tells, on the caller's thread and without waiting, whether anything changed: a
   token from the file's identity and shape on disk, the connections' generation and SQLite's
   `PRAGMA data_version` on a connection kept for it (it moves when any other connection, of

@@ -1,8 +1,8 @@
 """A first pass for the semantic index at scale: fewer bytes read per query.
 
 The exact ranking multiplies the query with every memory's vector: at 100,000 memories that
-is 150 MB of float32 read per query (~13 ms on a shared 2-core machine, the memory's
-bandwidth, not arithmetic). `Coarse` keeps each vector's coordinates along the `dims`
+is 150 MB of float32 read per query (the time goes to the memory's bandwidth, not to
+arithmetic). `Coarse` keeps each vector's coordinates along the `dims`
 directions in which the index's vectors vary most (the principal components of their
 covariance, worked out from the vectors themselves: no training data, nothing downloaded),
 so a query reads a sixth of the bytes; the `pool` rows nearest by those coordinates are then

@@ -103,9 +103,8 @@ def on_computing(hook: Callable[[], None]) -> AbstractContextManager[None]:
 
 def embedding_text(text: str) -> str:
     """What wordllama embeds: the content words (stop words out). Static word embeddings are
-    an average over tokens, so filler words pull every text towards the same point; measured
-    on the LoCoMo development split, dropping them lifts semantic-only recall@10 from 0.40
-    to 0.44 (`bench/semantic_only.py`)."""
+    an average over tokens, so filler words pull every text towards the same point; dropping
+    them lifts semantic-only recall (`bench/semantic_only.py`; figures in `bench/results/`)."""
     return " ".join(content_words(text)) or text
 
 
@@ -113,8 +112,8 @@ class WordLlamaEmbedder:
     """`wordllama` static embeddings, loaded once, lazily, from the package's own folder
     with downloads disabled."""
 
-    # below this cosine a memory is not proposed as a candidate: unrelated texts' 90th
-    # percentile on the shipped agent-facts set is 0.17, nonsense words reach 0.14-0.26
+    # below this cosine a memory is not proposed as a candidate: set between what most
+    # unrelated texts of the shipped agent-facts set reach and what nonsense words reach
     min_similarity = 0.15
     fallback: str | None = None  # set by `auto`: why minilm could not run instead
 
@@ -157,17 +156,17 @@ class MiniLMEmbedder:
     tokens, at most `max_length`, truncated; the encoder; the mean over the non-padding
     tokens; L2 normalisation). Texts are embedded whole (a contextual encoder reads the filler
     words too), in batches of `batch_size` sorted by length so little padding is computed
-    (on two cores, batches of 4 to 8 embed fastest: larger ones compute more padding). ONNX
+    (on few cores small batches embed fastest: larger ones compute more padding). ONNX
     Runtime runs each call on the calling thread.
 
     `folder` holds `model.onnx` (inputs among input_ids, attention_mask, token_type_ids;
     output `last_hidden_state`, or an already pooled embedding) and `tokenizer.json`. With
-    `quantized`, its int8 copy `model.int8.onnx` runs instead: about twice as fast, and its
+    `quantized`, its int8 copy `model.int8.onnx` runs instead: faster, and its
     vectors are not the same (they are kept apart, under the name `all-MiniLM-L6-v2-int8`)."""
 
     name = MINILM_FOLDER
     # below this cosine a memory is not proposed as a candidate: on the shipped agent-facts
-    # set every question's answer is at 0.25 or more, nonsense words reach 0.15-0.23
+    # set every question's answer is above it, and most nonsense words below
     min_similarity = 0.2
 
     def __init__(
@@ -201,9 +200,9 @@ class MiniLMEmbedder:
             options.log_severity_level = 3  # errors only: no warnings on stderr per session
             # Each run on the calling thread: a query is embedded on one core while the
             # request waits for the store on the other, and the background workers run one
-            # batch each, in parallel (on two busy cores, one 1-thread run per core embedded
-            # 57 memories a second against 37 for 2-thread runs one at a time, and a query
-            # took 5.8 ms p50 against 7.3). The vectors are the same to the last bit.
+            # batch each, in parallel. On busy cores one 1-thread run per core embeds more
+            # memories a second, and a query sooner, than multi-threaded runs one at a time
+            # whose threads wait on each other. The vectors are the same to the last bit.
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
             # a service embeds now and then: idle threads sleep instead of spinning on the cores

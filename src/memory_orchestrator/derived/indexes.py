@@ -346,8 +346,8 @@ class DerivedIndexes:
         queued = 0
 
         def add(page: Sequence[Memory]) -> int:
-            # the semantic index embeds in the background (all-MiniLM-L6-v2: ~15 ms a memory);
-            # a query that handed it new memories waits below, up to `index_wait_s`
+            # the semantic index embeds in the background (a contextual model is slow per
+            # memory); a query that handed it new memories waits below, up to `index_wait_s`
             nonlocal queued
             fresh = semantic.queue(page) if semantic is not None else 0
             queued += fresh

@@ -60,7 +60,7 @@ class QueryVectors:
     def ahead(self, query: str) -> None:
         """Start embedding `query` on the worker. When the worker is free, wait (a bounded
         moment) until its encoder computes: the worker needs Python's lock until then, and
-        the caller, planning its request, would hold it, starting the encoder ~1 ms late."""
+        the caller, planning its request, would hold it, starting the encoder late."""
         with self._lock:
             if query in self._cache or query in self._ahead:
                 return

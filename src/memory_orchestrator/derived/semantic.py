@@ -78,11 +78,11 @@ def _digest(text: str) -> bytes:
 
 
 class SemanticIndex:
-    """Memory vectors in one matrix (brute-force cosine: 10k x 384 floats is about a
-    millisecond per query), keyed by memory id, re-embedded when a memory's text changes.
+    """Memory vectors in one matrix (brute-force cosine, through a first pass at scale:
+    `derived.coarse`), keyed by memory id, re-embedded when a memory's text changes.
 
     `add` embeds now; `queue` hands memories to a background worker (the feed's pages: a
-    contextual model takes ~10 ms a memory), and `wait` waits for it within a bound.
+    contextual model is slow per memory), and `wait` waits for it within a bound.
 
     With `vectors`, what it embeds is kept on disk and what was kept is loaded now: a memory
     whose text is unchanged is not embedded again. Such a memory is known by id (and vector)
@@ -306,10 +306,9 @@ class SemanticIndex:
 
     def rank_ahead(self, query: str, k: int) -> None:
         """Start `ranked(query, k)` on the query worker thread, after the query's vector: the
-        product with every memory's vector (memory-bound: ~0.5 ms at 10k; ~4 ms at 100k
-        through the first pass) runs while the request waits for the store; `ranked` then
-        takes its result when no vector changed meanwhile, and works it out anew when one
-        did. Nothing to start when the ranking is kept from an earlier request."""
+        product with every memory's vector (memory-bound) runs while the request waits for the
+        store; `ranked` then takes its result when no vector changed meanwhile, and works it out
+        anew when one did. Nothing to start when the ranking is kept from an earlier request."""
         with self._lock:
             if (query, k) in self._ranked_ahead or self._kept(query, k) is not None:
                 return
@@ -470,10 +469,10 @@ class _Rate:
 def _cosines(matrix: Matrix, vector: Matrix) -> Matrix:
     """Each row's dot product with `vector` (cosines: both are L2-normalised): numpy's BLAS
     product on the calling thread. The BLAS's own threads wait on each other when the
-    machine's cores are busy: on two shared cores a 10k x 384 product took 0.1 ms or 19 ms
-    from one call to the next that way, 0.3-0.9 ms on one thread (the same numbers to the
-    last bit). So the BLAS is held to one thread, once for the process: limiting it around
-    each product (threadpoolctl's context) cost 0.5 ms a call, as much as the product."""
+    machine's cores are busy, which made the product's time erratic; on one thread it is
+    steady (and the same numbers to the last bit). So the BLAS is held to one thread, once
+    for the process: limiting it around each product (threadpoolctl's context) cost as much
+    as the product itself."""
     _one_blas_thread()
     sims: Matrix = matrix @ vector
     return sims

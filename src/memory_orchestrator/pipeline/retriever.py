@@ -217,7 +217,7 @@ def _on_asyncio() -> bool:
 async def _together(calls: list[Coroutine[Any, Any, None]]) -> None:
     """Run `calls` at once, in that order, until all are done (none raises but when
     cancelled). On asyncio its own `gather`, which cancels them all when the caller is
-    cancelled: anyio's task group costs ~4x as much a task (each gets a cancel scope and an
+    cancelled: anyio's task group costs more a task (each gets a cancel scope and an
     event), and a request runs one for every retrieval."""
     if _on_asyncio():
         tasks = [asyncio.ensure_future(call) for call in calls]

@@ -446,12 +446,12 @@ def _bare_month(m: re.Match[str], now: datetime) -> Period | None:
     return _month_period(today.year if month <= today.month else today.year - 1, month)
 
 
-# What every rule's phrase holds, at the start of a word (or anywhere, a digit): a month or
-# a weekday (any of their spellings starts with one of these), a unit, a keyword. A text
-# holding none has no time phrase, and is not searched rule by rule (most questions name
-# no time: ~70 us a question saved). Words are matched by their start: "recent" covers
-# "recently", "late" "lately" and "latest", "day" "days"; a word that only starts like one
-# ("maybe", "money") costs the rules' search, never a phrase.
+# What every rule's phrase holds, at the start of a word (or anywhere, a digit): a month or a
+# weekday (any of their spellings starts with one of these), a unit, a keyword. A text holding none
+# has no time phrase, and is not searched rule by rule (most questions name no time, and the rules'
+# search is the planner's costliest part). Words are matched by their start: "recent" covers
+# "recently", "late" "lately" and "latest", "day" "days"; a word that only starts like one ("maybe",
+# "money") costs the rules' search, never a phrase.
 _ANCHOR = re.compile(
     r"\d|\b(?:"
     + "|".join(sorted({name[:3] for name in _MONTHS} | {day[:3] for day in _WEEKDAYS}))

@@ -9,11 +9,11 @@ first. A page is a slice of the matching entries; the memories on it are then re
 the store, so what is shown is the store's current record (a memory deleted since it was
 listed leaves the catalog there; one corrected since is marked).
 
-The first whole listing takes seconds on a large store (about 3.5 s for 100,000 memories
-of the embedded store). A server (`fill`, with its task group's `spawn`) runs it beside the
-requests, and until it is done a page answers at once from the memories listed so far, with
-a note saying how many that is; without a server a page waits for it. That listing gives way
-to the requests (`Quiet`): before each listing page it waits for a moment without one.
+The first whole listing takes seconds on a large store. A server (`fill`, with its task group's
+`spawn`) runs it beside the requests, and until it is done a page answers at once from the
+memories listed so far, with a note saying how many that is; without a server a page waits for
+it. That listing gives way to the requests (`Quiet`): before each listing page it waits for a
+moment without one.
 
 Like the derived indexes, it is a cache the orchestrator owns, never the source of truth.
 The memories forgotten through the orchestrator (`hidden`, `state/forgotten.py`) stay in it,
@@ -385,7 +385,7 @@ class Catalog:
     def _sorted(self) -> list[_Entry]:
         """The entries, newest first, with those listed since sorted in. While the first
         listing runs, at most every `_RESORT_S`: a page then need not sort them all each
-        time (about 40 ms at 100,000), and may miss the last second's."""
+        time (a sort of every entry, on a large store), and may miss the last second's."""
         state = self._state
         if not state.pending and not state.rebuild:
             return state.entries

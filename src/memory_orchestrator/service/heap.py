@@ -1,13 +1,13 @@
 """Python's cyclic garbage collector, set for a server that lives long and answers often.
 
-With the interpreter's default thresholds a `memory_context` call over a warmed-up 10k store
-runs ~2.4 young collections, 0.22 middle ones and, one call in fifty, a full one, which walks
-everything the server holds (the store's listing, the derived indexes, the caches): ~90 ms at
-10k memories, ~240 ms at 100k, in that request's time (`bench/bench_heap.py`). Once the server
-has warmed up, what is alive then, kept for the life of the process, is collected once and
-frozen out of later collections (a full collection then takes ~0 ms), and young collections
-come every `YOUNG` new objects instead of 700. Objects are still freed by their reference
-counts at once; only cycles wait longer.
+With the interpreter's default thresholds a `memory_context` call over a warmed-up store runs
+several young collections and, now and then, a full one, which walks everything the server holds
+(the store's listing, the derived indexes, the caches) in that request's time
+(`bench/bench_heap.py` counts them). Once the server has warmed up, what is alive then, kept for
+the life of the process, is collected once and frozen out of later collections (a full
+collection then has almost nothing to walk), and young collections come every `YOUNG` new
+objects instead of 700. Objects are still freed by their reference counts at once; only cycles
+wait longer.
 """
 
 from __future__ import annotations

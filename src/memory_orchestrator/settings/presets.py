@@ -16,26 +16,8 @@ __all__ = ["PRESETS", "apply_preset"]
 # LoCoMo-style conversation logs (two speakers, turns in sessions), tuned on the development
 # split with `bench/tune_ranking.py --dataset ../shared/datasets/locomo/locomo-dev.json
 # --system expanded` (a deterministic coordinate search; objective: the mean of recall@10,
-# nDCG@10 and MRR of `expanded`), in three passes, each starting from the last one's values:
-#   1. ranking and retrieval, from ORCHESTRATOR_RANKING__CONTEXT_SEEDS=10
-#      ORCHESTRATOR_RANKING__NEIGHBOR_SHARE=0.9 (2 rounds): objective 0.579 -> 0.631;
-#   2. with ORCHESTRATOR_LOCAL_INDEX__ENABLED=true, the grid local_index.weight,
-#      ranking.lexical_share, local_index.context_weight, ranking.store_score_share,
-#      local_index.candidates (1 round): 0.635 -> 0.646;
-#   3. local_index.lend_context, ranking.context_window, local_index.b, local_index.k1,
-#      ranking.neighbor_share (1 round): 0.646 -> 0.649;
-#   4. local_index.radius (1, 2, 3): 0.649 -> 0.653; then, with radius 2, local_index.weight,
-#      local_index.context_weight, local_index.candidates (1 round): 0.653 -> 0.654;
-#   5. with local_index.date_terms (new, on by default): 0.663; then --grid
-#      ranking.local_share=0,.3,.5,.7 --grid ranking.lexical_share=.5,.3,.7: 0.663 -> 0.672; then
-#      from there, lexical_share, local_share, context_window, when_time_boost,
-#      weights.cross_reference, local_index.weight/context_weight/k1/b, retrieval.rrf_k,
-#      neighbor_share (1 round): 0.672 -> 0.677; a last round over cross_reference (.4, .5),
-#      neighbor_share (.7), local_share (.5), weights.recency (0), context_seeds (10) kept
-#      nothing (0.677);
-#   6. fewer candidates: --grid retrieval.candidate_k=60,40,30,20 --grid
-#      local_index.candidates=40,30,20 --grid retrieval.max_subqueries=4,2,1: 0.677 -> 0.680 (20,
-#      30); from there candidate_k 15/10, local_index.candidates 25, context_seeds 3 kept nothing.
+# nDCG@10 and MRR of `expanded`), in six passes, each starting from the last one's values;
+# each pass's grid and what it gave: bench/results/2026-11-23-locomo-dev-preset.md.
 _LOCOMO: dict[str, dict[str, Any]] = {
     "retrieval": {"candidate_k": 20, "rrf_k": 10},
     "ranking": {
@@ -64,10 +46,8 @@ _LOCOMO: dict[str, dict[str, Any]] = {
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "locomo-dev": _LOCOMO,
-    # The same, plus semantic relevance (the optional `semantic` extra), measured after pass 3: with
-    # ORCHESTRATOR_SEMANTIC__ENABLED=true ORCHESTRATOR_SEMANTIC__CANDIDATES=0, the grid
-    # local_index.semantic_share, ranking.semantic_share (1 round): 0.649 -> 0.653. On pass 6's
-    # values it no longer pays (expanded 0.786 / 0.634 / 0.614 against 0.789 / 0.635 / 0.616).
+    # The same, plus semantic relevance (the optional `semantic` extra), tuned after pass 3
+    # (the same file in bench/results/ says how, and what it gives on later passes' values).
     "locomo-dev-semantic": {
         **_LOCOMO,
         "ranking": {**_LOCOMO["ranking"], "semantic_share": 0.05},

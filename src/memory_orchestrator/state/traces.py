@@ -103,7 +103,7 @@ class TraceStore:
             except Exception as exc:
                 self._failed(1, exc)
             # Hand the GIL over after each trace: a request waiting for it would otherwise
-            # wait out the interpreter's switch interval (5 ms) behind this thread's work.
+            # wait out the interpreter's whole switch interval behind this thread's work.
             time.sleep(0)
         try:
             self._insert(rows)

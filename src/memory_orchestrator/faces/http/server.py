@@ -170,8 +170,7 @@ def build_app(
     # The SDK builds its transport (and DNS-rebinding protection for loopback hosts) here, in
     # its stateless mode: sessions are ours (`faces.http.endpoint`), kept where every replica
     # finds them. Plain JSON answers instead of one SSE stream per call: the tools send no
-    # progress notifications, and in a side-by-side check over loopback calls were about 15%
-    # faster.
+    # progress notifications, so a stream per call is only overhead.
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host or http.host,

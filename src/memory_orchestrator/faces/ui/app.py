@@ -185,10 +185,10 @@ async def _say_ready(orchestrator: Orchestrator, ui: UiState, started: float) ->
     """One line on stdout once the store is listed, the traces read and health checked:
     from then on no page answers from a part (the tests wait for it).
 
-    Meanwhile Python's cyclic garbage collector is off: the listing makes millions of
-    short-lived objects, and each full collection over the growing caches stopped every
-    request for 100 ms and more. Once done, what is alive (the catalog, the trace lines, the
-    store's caches: kept for the life of the server) is frozen out of later collections."""
+    Meanwhile Python's cyclic garbage collector is off: the listing makes millions of short-lived
+    objects, and each full collection over the growing caches stopped every request for as long as
+    it walked them. Once done, what is alive (the catalog, the trace lines, the store's caches: kept
+    for the life of the server) is frozen out of later collections."""
     inspection = orchestrator.inspection()
     gc.disable()
     try:

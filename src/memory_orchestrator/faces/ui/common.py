@@ -82,7 +82,7 @@ def _env() -> Environment:
 
 
 def compile_templates() -> None:
-    """Compile every template now (about 0.2 s, once per process), so that no page's first
+    """Compile every template now (once per process, at start), so that no page's first
     visit pays for its own."""
     env = _env()
     for name in env.list_templates():
