@@ -63,10 +63,11 @@ test-unit: setup ## Run the unit tests only
 test-packaging: setup ## The wheel in fresh venvs: no extra, then each extra alone (part of `test`)
 	$(BIN)/pytest -q tests/packaging
 
-lint: setup ## ruff check, ruff format --check and mypy (strict)
+lint: setup ## ruff check, ruff format --check, mypy (strict) and the import contracts
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 format: setup ## Apply ruff fixes and formatting
 	$(BIN)/ruff check --fix src tests bench scripts
@@ -86,7 +87,8 @@ bench-http: setup ## Load on the HTTP server: 16 MCP clients, mixed tools, write
 	$(BIN)/python bench/bench_http_load.py --clients 16 --requests 200
 
 clean: ## Remove .venv, .tools, demo data and caches
-	rm -rf $(VENV) $(TOOLS) demo-data site .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) demo-data site .mypy_cache .ruff_cache .pytest_cache .hypothesis \
+		.import_linter_cache
 	find . -path ./.git -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # ---------------------------------------------------------------- evaluation (issue 10)
