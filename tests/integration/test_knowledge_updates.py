@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.backends.embedded_sql import SCHEMA, SCHEMA_VERSION
+from memory_orchestrator.backends.embedded_sql import MIGRATIONS, SCHEMA_VERSION
 from memory_orchestrator.errors import BackendError
 from memory_orchestrator.models import (
     ContextRequest,
@@ -299,10 +299,8 @@ def test_two_unlinked_current_memories_that_disagree_newer_first_with_a_note(
 
 def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_memories(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
-    v1 = SCHEMA.replace(", superseded_by TEXT, superseded_at INTEGER", "")
-    assert v1 != SCHEMA
     conn = sqlite3.connect(path)
-    conn.executescript(v1)
+    conn.executescript(MIGRATIONS[0].sql)  # schema version 1
     conn.execute(
         "INSERT INTO memories (id, content, type, created_at, updated_at, content_hash)"
         " VALUES ('mem_old', 'The limit is 100.', 'semantic', 1, 1, 'h')"

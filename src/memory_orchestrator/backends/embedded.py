@@ -1,7 +1,7 @@
 """The default, zero-setup store: one SQLite file with FTS5 (BM25), an entity index and edges.
 
-Layout (schema version 2, kept in `PRAGMA user_version`; a version 1 file is upgraded in place
-when opened):
+Layout (the numbered migrations in `embedded_migrations/`; the file's version, the last one
+applied, is kept in `PRAGMA user_version`, and an older file is upgraded in place when opened):
 - `memories`: one row per memory; times are integer microseconds since the epoch (UTC);
   `deleted_at` marks a soft delete; `superseded_by` / `superseded_at` a memory a later one
   corrected (version 2).
@@ -549,12 +549,10 @@ class EmbeddedBackend:
 
 
 def _setup(conn: sqlite3.Connection) -> None:
-    """A newly opened file: WAL, and the schema when it is new (or older)."""
+    """A newly opened file: WAL, and the migrations it lacks (all, for a new file)."""
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
     if version < SCHEMA_VERSION:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "memories" not in tables:  # another program's file: left as it is
@@ -563,7 +561,8 @@ def _setup(conn: sqlite3.Connection) -> None:
                 f"embedded store {where}: a SQLite file of another program (tables"
                 f" {', '.join(sorted(tables)[:5])}), not an embedded store; left as it is"
             )
-        migrate(conn, version)
+    if version != SCHEMA_VERSION:
+        migrate(conn)
 
 
 def from_settings(settings: Settings) -> EmbeddedBackend:

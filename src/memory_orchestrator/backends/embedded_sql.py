@@ -13,6 +13,7 @@ from typing import Any
 
 from memory_orchestrator import text
 from memory_orchestrator.errors import BackendError
+from memory_orchestrator.migrations import numbered
 from memory_orchestrator.models import (
     Memory,
     MemoryType,
@@ -20,45 +21,16 @@ from memory_orchestrator.models import (
 
 Row = tuple[Any, ...]
 
-SCHEMA_VERSION = 2
-# Version 2 adds `superseded_by` / `superseded_at` (a memory a later one corrected); a version 1
-# file is upgraded in place when it is opened (`MIGRATE`), its memories kept.
-MIGRATE = {
-    2: (
-        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
-        "ALTER TABLE memories ADD COLUMN superseded_at INTEGER",
-    ),
-}
+# The schema is the numbered files of `embedded_migrations` (`migrate`); the file's version is
+# its `PRAGMA user_version`, the number of the last file applied.
+MIGRATIONS = numbered("memory_orchestrator.backends.embedded_migrations")
+SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
 CHUNK = 500  # ids per IN (...) query
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS memories (
-    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT NOT NULL,
-    type TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, source TEXT,
-    importance REAL, confidence REAL, entities TEXT NOT NULL DEFAULT '[]',
-    tags TEXT NOT NULL DEFAULT '[]', metadata TEXT NOT NULL DEFAULT '{}',
-    content_hash TEXT NOT NULL, deleted_at INTEGER, superseded_by TEXT, superseded_at INTEGER);
-CREATE INDEX IF NOT EXISTS memories_hash ON memories(content_hash) WHERE deleted_at IS NULL;
-CREATE INDEX IF NOT EXISTS memories_time ON memories(created_at) WHERE deleted_at IS NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(body, ents, tokenize='unicode61');
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, row);
-CREATE TABLE IF NOT EXISTS entities (
-    key TEXT NOT NULL, memory_id TEXT NOT NULL, name TEXT NOT NULL,
-    created_at INTEGER NOT NULL, PRIMARY KEY (key, memory_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS entities_time ON entities(key, created_at);
-CREATE INDEX IF NOT EXISTS entities_memory ON entities(memory_id);
-CREATE TABLE IF NOT EXISTS edges (
-    source_id TEXT NOT NULL, target_id TEXT NOT NULL, type TEXT NOT NULL, weight REAL NOT NULL,
-    meta TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL,
-    PRIMARY KEY (source_id, target_id, type)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
-"""
 
 
 COLS = (
@@ -207,24 +179,46 @@ def parsed_row(row: tuple[Any, ...]) -> Memory:
     )
 
 
-def migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Create the schema (a new file) or upgrade an older one, in one transaction."""
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply the migrations the file lacks, all in one transaction with its new version, and
+    return the versions applied. The version is read again once the transaction holds the
+    write lock: another process may have migrated the file meanwhile. Raises BackendError for
+    a file newer than this code."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in filter(str.strip, SCHEMA.split(";")):
-            conn.execute(statement)
-        have = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
-        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATE.get(step, ()):
-                column = statement.split("ADD COLUMN ")[1].split()[0]
-                if column not in have:
-                    conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise BackendError(f"schema version {version} is newer than {SCHEMA_VERSION}")
+        pending = [m for m in MIGRATIONS if m.version > version]
+        for migration in pending:
+            for statement in statements(migration.sql):
+                conn.execute(statement)
+        if pending:
+            conn.execute(f"PRAGMA user_version = {pending[-1].version}")
     except BaseException:
         if conn.in_transaction:
             conn.rollback()
         raise
     conn.execute("COMMIT")
+    return [m.version for m in pending]
+
+
+def statements(script: str) -> list[str]:
+    """The statements of an SQL script, each whole: cut after a `;` only where SQLite says the
+    text so far is complete (a `;` in a string, a comment or a trigger's body does not end
+    one). Raises ValueError when the script ends inside a statement."""
+    found: list[str] = []
+    start = 0
+    for at, char in enumerate(script):
+        if char == ";" and sqlite3.complete_statement(script[start : at + 1]):
+            found.append(script[start : at + 1].strip())
+            start = at + 1
+    rest = "\n".join(
+        line for line in script[start:].splitlines() if not line.strip().startswith("--")
+    )
+    if rest.strip():
+        raise ValueError(f"the script ends inside a statement: {rest.strip()[:60]!r}")
+    return found
 
 
 def marks(values: Sequence[object]) -> str:

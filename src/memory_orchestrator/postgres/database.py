@@ -13,34 +13,27 @@ zone and a statement timeout.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib import resources
 from typing import TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memory_orchestrator.errors import BackendError
+from memory_orchestrator.migrations import Migration, numbered
 
 __all__ = ["Database", "migrations", "transient"]
 
 T = TypeVar("T")
 
 _LOCK_KEY = 0x6D6F5F6D6967  # the advisory lock that serializes migrations
-_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(version, name, SQL) of every migration file, in order."""
-    found = []
-    for entry in resources.files("memory_orchestrator.postgres.migrations").iterdir():
-        match = _FILE.match(entry.name)
-        if match:
-            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
-    return sorted(found)
+def migrations() -> list[Migration]:
+    """(version, name, SQL) of every migration file, in order (`memory_orchestrator.migrations`)."""
+    return numbered("memory_orchestrator.postgres.migrations")
 
 
 def transient(exc: BaseException) -> bool:
