@@ -8,7 +8,9 @@ Mapping:
 - entities -> `entity_name` (the first entity; the server keeps one) and all of them in the
   `meta` JSON; read back as `(entity_name,)`;
 - `created_at` -> `event_at` (the time the event happened); time windows -> `date_from` /
-  `date_to`, which the server applies to event_at, else its insert time;
+  `date_to`, which the server applies to the day of event_at, else of its insert time: the
+  days the window touches are sent, and the adapter keeps what is within it (the filter
+  rule, `filtering.matches`), as it matches entity names case folded;
 - scope -> `Memory.store` is "mnemon-mcp" and the scope goes to `metadata["scope"]`;
 - a write whose `metadata["supersedes"]` names a memory is sent as `memory_update` with
   `supersede=true` (a versioned replacement: the old one leaves search results and the
@@ -43,6 +45,7 @@ from memory_orchestrator.backends import kit
 from memory_orchestrator.backends.mcp_stdio import ToolError
 from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError, CapabilityMissing
+from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -67,6 +70,7 @@ NAME = "mnemon-mcp"
 _FORGOTTEN = 0.0  # confidence of a forgotten memory
 _MIN_CONFIDENCE = 0.001  # asked of every search, so forgotten memories never come back
 _EXPORT_LIMIT = 10_000
+_MAX_LIMIT = 100  # the most memory_search gives in one call
 
 
 def query_terms(query: str) -> str:
@@ -184,9 +188,9 @@ class MnemonMcpBackend:
         terms = " ".join(query.split()) if self.native_search else query_terms(query)
         if not terms:
             return []
-        args, entities = self._search_args(terms, top_k, filters)
+        args = self._search_args(terms, top_k, filters)
         rows: dict[str, dict[str, Any]] = {}
-        for entity in entities:
+        for entity in await self._entity_names(filters):
             call = dict(args, entity_name=entity) if entity else args
             try:
                 found = await self.server.call("memory_search", call, read=True)
@@ -197,36 +201,50 @@ class MnemonMcpBackend:
                     best = rows.get(row["id"])
                     if best is None or float(row.get("score") or 0) > float(best.get("score") or 0):
                         rows[row["id"]] = row
-        ranked = sorted(rows.values(), key=lambda r: -float(r.get("score") or 0))[:top_k]
+        ranked = sorted(rows.values(), key=lambda r: -float(r.get("score") or 0))
+        # the server's window is whole days: the exact one is the filter rule's
+        memories = [(r, _to_memory(r)) for r in ranked]
+        kept = [(r, m) for r, m in memories if matches(m, filters)][:top_k]
         return [
-            SearchHit(memory=_to_memory(r), rank=n, score=float(r.get("score") or 0))
-            for n, r in enumerate(ranked, 1)
+            SearchHit(memory=memory, rank=n, score=float(r.get("score") or 0))
+            for n, (r, memory) in enumerate(kept, 1)
         ]
 
-    def _search_args(
-        self, terms: str, top_k: int, filters: SearchFilters | None
-    ) -> tuple[dict[str, Any], list[str | None]]:
-        """The memory_search arguments, and the entity names to ask for one call each."""
+    def _search_args(self, terms: str, top_k: int, filters: SearchFilters | None) -> dict[str, Any]:
+        """The memory_search arguments. The server compares a window with the day of each
+        memory's time, so the days the window touches are sent, and `search` keeps the
+        memories within it (of as many as the server gives, so that the top_k are the best
+        within it)."""
+        windowed = filters is not None and filters.time_range is not None
         args: dict[str, Any] = {
             "query": terms,
-            "limit": min(top_k, 100),
+            "limit": _MAX_LIMIT if windowed else min(top_k, _MAX_LIMIT),
             "min_confidence": _MIN_CONFIDENCE,
         }
         if self.scope:
             args["scope"] = self.scope
         if filters is None:
-            return args, [None]
+            return args
         if filters.memory_types:
             args["layers"] = [t.value for t in filters.memory_types]
         span = filters.time_range
         if span is not None and span.start is not None:
-            args["date_from"] = kit.utc_text(span.start)
+            args["date_from"] = kit.utc_text(span.start)[:10]
         if span is not None and span.end is not None:
-            args["date_to"] = kit.utc_text(span.end)
-        entities: list[str | None] = [None]
-        if filters.entity_ids:
-            entities = list(dict.fromkeys(filters.entity_ids))
-        return args, entities
+            args["date_to"] = kit.utc_text(span.end)[:10]
+        return args
+
+    async def _entity_names(self, filters: SearchFilters | None) -> list[str | None]:
+        """The entity names to search one call each: the server matches an entity_name
+        exactly, the filter rule case folded, so each asked name becomes the names the store
+        holds that fold alike (the name itself when it holds none). [None]: no entity filter."""
+        if filters is None or not filters.entity_ids:
+            return [None]
+        held: dict[str, list[str]] = {}
+        for name in await self.known_entities(limit=_EXPORT_LIMIT):
+            held.setdefault(name.casefold(), []).append(name)
+        names = [n for e in filters.entity_ids for n in held.get(e.casefold(), [e])]
+        return list(dict.fromkeys(names))
 
     async def _all(self) -> list[dict[str, Any]]:
         """Every live memory, from `memory_export` (cached until the next write)."""
