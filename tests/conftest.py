@@ -4,8 +4,9 @@ Every test runs isolated from the developer's environment: no `ORCHESTRATOR_*` v
 seen, the working directory is the test's own `tmp_path` (so no `./orchestrator.toml` is
 picked up) and the default data dir points inside it.
 
-Async code is driven with `anyio.run`, e.g. `anyio.run(backend.search, "query", 5)` or a
-local `async def main() -> None: ...` passed to `anyio.run(main)`; no async test plugin is used.
+An async test (`async def test_...`) runs through anyio's pytest plugin (`anyio_mode = "auto"`
+in pyproject.toml) on asyncio, on an event loop of its own (`anyio_backend` below); a sync
+test that needs one await at most may still use `anyio.run`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def mnemon_real() -> Path:
     if found is None:
         pytest.skip(real_problem() or "no real mnemon binary")
     return found
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """The async tests' event loop: asyncio's own (no uvloop, no trio), as `anyio.run` gives.
+    The plugin makes a loop when a test (or an async fixture) needs one and closes it when
+    none does, so each test gets a new one, as each `anyio.run` did."""
+    return "asyncio"
 
 
 @pytest.fixture(autouse=True)

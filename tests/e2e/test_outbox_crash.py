@@ -134,7 +134,7 @@ def test_the_cli_says_queued_and_health_shows_the_depth(tmp_path: Path) -> None:
     )
 
 
-def test_a_server_replays_queued_writes_in_the_background_without_a_health_call(
+async def test_a_server_replays_queued_writes_in_the_background_without_a_health_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real HTTP server; another process holds the store's write lock, so a write is
@@ -162,6 +162,6 @@ def test_a_server_replays_queued_writes_in_the_background_without_a_health_call(
                     await anyio.sleep(0.1)  # a poll interval, not a synchronisation
 
     with http_server(data, [token.spec]) as server:
-        anyio.run(main)
+        await main()
     assert live_copies(data / "memories.db", queued) == 1
     assert "memory_health" not in (data / "server.log").read_text()

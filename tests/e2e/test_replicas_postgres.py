@@ -95,7 +95,7 @@ async def call(server: ServerProcess, tool: str, arguments: dict[str, Any]) -> d
     return answer.structured_content or {}
 
 
-def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_other(
+async def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_other(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ExitStack() as stack:
@@ -114,7 +114,7 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             assert again["action"] == "skipped"
             return str(found["trace_id"])
 
-        search_trace = anyio.run(main)
+        search_trace = await main()
         # a trace taken on b is replayed by another process over the same database
         replayed = subprocess.run(
             [*orchestrator_command(), "replay", search_trace, "--json"],
@@ -144,7 +144,7 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             async with mcp_session(a.mcp_url, secret, terminate_on_close=False):
                 pass  # a session left open
 
-        anyio.run(with_minted)
+        await with_minted()
         # revoked once: refused by both replicas, its open session ended
         revoked = subprocess.run(
             [*orchestrator_command(), "token", "revoke", "--name", "bot", "--json"],
@@ -166,7 +166,7 @@ def test_a_write_through_one_replica_is_found_explained_and_listed_through_the_o
             assert refused.status_code == 401
 
 
-def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult, LoadResult]:
+async def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult, LoadResult]:
     """8 clients on each replica at once."""
     results: list[LoadResult] = []
 
@@ -177,22 +177,19 @@ def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult
             )
         )
 
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(one, a)
-            tg.start_soon(one, b)
-
-    anyio.run(main)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, a)
+        tg.start_soon(one, b)
     return results[0], results[1]
 
 
-def test_a_load_across_two_replicas_stores_every_acknowledged_write_once(
+async def test_a_load_across_two_replicas_stores_every_acknowledged_write_once(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ExitStack() as stack:
         a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch))
         b = stack.enter_context(replica(tmp_path, "b", pg_dsn, monkeypatch))
-        one, two = _load(a, b, requests=25)
+        one, two = await _load(a, b, requests=25)
     assert (one.errors, two.errors) == (0, 0), one.error_samples + two.error_samples
     assert one.requests + two.requests == 16 * 25
     written = one.written + two.written
@@ -200,7 +197,7 @@ def test_a_load_across_two_replicas_stores_every_acknowledged_write_once(
     assert lost_and_duplicated(written, stored(pg_dsn)) == (0, 0)
 
 
-def test_one_replica_killed_mid_load_the_other_keeps_serving(
+async def test_one_replica_killed_mid_load_the_other_keeps_serving(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ExitStack() as stack:
@@ -224,7 +221,7 @@ def test_one_replica_killed_mid_load_the_other_keeps_serving(
                 await call(a, "memory_write", {"content": "written just before the kill"})
                 a.process.send_signal(signal.SIGKILL)  # mid-load: b's clients are running
 
-        anyio.run(main)
+        await main()
         a.process.wait(timeout=15)
     (result,) = survivor
     assert result.errors == 0, result.error_samples
@@ -233,7 +230,7 @@ def test_one_replica_killed_mid_load_the_other_keeps_serving(
     assert contents["written just before the kill"] == 1
 
 
-def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
+async def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
     tmp_path: Path, pg_dsn: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Replica a cannot reach the store (its store address is wrong) but shares the outbox:
@@ -254,7 +251,7 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
             for content in contents:
                 assert (await call(a, "memory_write", {"content": content}))["action"] == "queued"
 
-        anyio.run(queue_on_a)
+        await queue_on_a()
         a.process.send_signal(signal.SIGKILL)
         a.process.wait(timeout=15)
         # b replays them in the background too (`[outbox] retry_every_s`): racing that
@@ -265,7 +262,7 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
                     tg.start_soon(call, b, "memory_health", {})
             return await call(b, "memory_health", {})
 
-        health = anyio.run(drain_on_b)
+        health = await drain_on_b()
         outbox = next(c for c in health["checks"] if c["name"] == "outbox")
         assert outbox["status"] == "ok", outbox
     with psycopg.connect(pg_dsn) as conn:
@@ -277,24 +274,21 @@ def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_once(
 # ---------------------------------------------------------------- behind round-robin
 
 
-def found_on(server: ServerProcess, contents: list[str]) -> list[str]:
+async def found_on(server: ServerProcess, contents: list[str]) -> list[str]:
     """The contents a search through `server` does not find (each by its unique tag)."""
 
-    async def main() -> list[str]:
-        missing = []
-        async with mcp_session(server.mcp_url, TOKEN.secret) as session:
-            for content in contents:
-                tag = content.split(" item ")[1].split()[0]  # the uuid in `unique_memory`
-                answer = await session.call_tool("memory_search", {"query": tag, "top_k": 3})
-                items = (answer.structured_content or {}).get("items", [])
-                if not any(tag in item["summary"] for item in items):
-                    missing.append(content)
-        return missing
-
-    return anyio.run(main)
+    missing = []
+    async with mcp_session(server.mcp_url, TOKEN.secret) as session:
+        for content in contents:
+            tag = content.split(" item ")[1].split()[0]  # the uuid in `unique_memory`
+            answer = await session.call_tool("memory_search", {"query": tag, "top_k": 3})
+            items = (answer.structured_content or {}).get("items", [])
+            if not any(tag in item["summary"] for item in items):
+                missing.append(content)
+    return missing
 
 
-def test_two_replicas_behind_round_robin_need_no_session_affinity(
+async def test_two_replicas_behind_round_robin_need_no_session_affinity(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every request of every session goes to the other replica than the one before:
@@ -303,20 +297,20 @@ def test_two_replicas_behind_round_robin_need_no_session_affinity(
         a = stack.enter_context(replica(tmp_path, "a", pg_dsn, monkeypatch))
         b = stack.enter_context(replica(tmp_path, "b", pg_dsn, monkeypatch))
         url = stack.enter_context(balancer([a.base_url, b.base_url], tmp_path / "balancer.log"))
-        result = anyio.run(
-            lambda: run_load(url + "/mcp", TOKEN.secret, clients=8, requests_per_client=25, mix=MIX)
+        result = await run_load(
+            url + "/mcp", TOKEN.secret, clients=8, requests_per_client=25, mix=MIX
         )
         assert result.errors == 0, result.error_samples
         assert result.requests == 8 * 25
         counts = balanced(url)
         assert min(counts.get(a.base_url, 0), counts.get(b.base_url, 0)) > 100, counts
         assert result.written
-        assert found_on(a, result.written) == []
-        assert found_on(b, result.written) == []
+        assert await found_on(a, result.written) == []
+        assert await found_on(b, result.written) == []
     assert lost_and_duplicated(result.written, stored(pg_dsn)) == (0, 0)
 
 
-def test_a_replica_killed_mid_load_behind_round_robin_loses_no_acknowledged_write(
+async def test_a_replica_killed_mid_load_behind_round_robin_loses_no_acknowledged_write(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Replica a dies (SIGKILL) while 8 sessions run through the balancer: their sessions go
@@ -343,7 +337,7 @@ def test_a_replica_killed_mid_load_behind_round_robin_loses_no_acknowledged_writ
                         await anyio.sleep(0.02)
                 a.process.send_signal(signal.SIGKILL)
 
-        anyio.run(main)
+        await main()
         a.process.wait(timeout=15)
     (result,) = results
     assert result.requests == 8 * 25

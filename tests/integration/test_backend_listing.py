@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends import registry
@@ -34,7 +33,9 @@ def built(name: str, tmp_path: Path) -> MemoryBackend:
 
 
 @pytest.mark.parametrize("name", registry.names())
-def test_every_ability_a_store_declares_comes_with_its_method(name: str, tmp_path: Path) -> None:
+async def test_every_ability_a_store_declares_comes_with_its_method(
+    name: str, tmp_path: Path
+) -> None:
     """A flag is the one declaration of an ability (docs/explanation/store-abilities.md): a
     store that sets one must have its method, a link mypy cannot see."""
     backend = built(name, tmp_path)
@@ -44,7 +45,7 @@ def test_every_ability_a_store_declares_comes_with_its_method(name: str, tmp_pat
             if declared[flag]:
                 assert callable(getattr(backend, method, None)), f"{name}: {flag} without {method}"
     finally:
-        anyio.run(backend.close)
+        await backend.close()
 
 
 def test_every_builtin_store_but_the_fused_one_can_list(tmp_path: Path) -> None:
@@ -57,7 +58,7 @@ def test_mnemon_lists_only_with_direct_reads_of_its_store_file(tmp_path: Path) -
     assert not registry.create("mnemon", settings).capabilities.listing
 
 
-def test_the_fused_store_lists_nothing_even_over_stores_that_can(tmp_path: Path) -> None:
+async def test_the_fused_store_lists_nothing_even_over_stores_that_can(tmp_path: Path) -> None:
     members = [
         Member("a", EmbeddedBackend(tmp_path / "a.db")),
         Member("b", EmbeddedBackend(tmp_path / "b.db")),
@@ -66,33 +67,29 @@ def test_the_fused_store_lists_nothing_even_over_stores_that_can(tmp_path: Path)
     assert all(m.backend.capabilities.listing for m in members)
     assert not fused.capabilities.listing
     assert enumerable(fused) is None
-    anyio.run(fused.close)
+    await fused.close()
 
 
-def test_the_guard_forwards_listing_and_pages_through_the_store(tmp_path: Path) -> None:
+async def test_the_guard_forwards_listing_and_pages_through_the_store(tmp_path: Path) -> None:
     inner = EmbeddedBackend(tmp_path / "m.db")
     guarded = GuardedBackend(inner, RetryPolicy())
-
-    async def main() -> None:
-        await inner.write_many([NewMemory(content=f"memory number {n}") for n in range(3)])
-        assert guarded.capabilities.listing
-        first, cursor = await guarded.list_memories(None, 2)
-        rest, cursor = await guarded.list_memories(cursor, 2)
-        assert [m.content for m in first + rest] == [f"memory number {n}" for n in range(3)]
-        assert await guarded.list_memories(cursor, 2) == ([], cursor)
-        await guarded.close()
-
-    anyio.run(main)
+    await inner.write_many([NewMemory(content=f"memory number {n}") for n in range(3)])
+    assert guarded.capabilities.listing
+    first, cursor = await guarded.list_memories(None, 2)
+    rest, cursor = await guarded.list_memories(cursor, 2)
+    assert [m.content for m in first + rest] == [f"memory number {n}" for n in range(3)]
+    assert await guarded.list_memories(cursor, 2) == ([], cursor)
+    await guarded.close()
 
 
-def test_the_guard_refuses_to_list_a_store_that_does_not_declare_it(tmp_path: Path) -> None:
+async def test_the_guard_refuses_to_list_a_store_that_does_not_declare_it(tmp_path: Path) -> None:
     inner = EmbeddedBackend(tmp_path / "m.db")
     inner.capabilities = inner.capabilities.model_copy(update={"listing": False})
     guarded = GuardedBackend(inner, RetryPolicy())
     assert not guarded.capabilities.listing
     with pytest.raises(CapabilityMissing, match="cannot list"):
-        anyio.run(guarded.list_memories, None, 5)
-    anyio.run(guarded.close)
+        await guarded.list_memories(None, 5)
+    await guarded.close()
 
 
 class JunkLister(EmbeddedBackend):
@@ -103,15 +100,11 @@ class JunkLister(EmbeddedBackend):
         return [*page, page[0], "not a memory", None], after
 
 
-def test_the_guard_drops_junk_from_a_listing(tmp_path: Path) -> None:
+async def test_the_guard_drops_junk_from_a_listing(tmp_path: Path) -> None:
     inner = JunkLister(tmp_path / "m.db")
     guarded = GuardedBackend(inner, RetryPolicy())
-
-    async def main() -> None:
-        await inner.write_many([NewMemory(content="one"), NewMemory(content="two")])
-        page, _ = await guarded.list_memories(None, 10)
-        assert all(isinstance(m, Memory) for m in page)
-        assert [m.content for m in page] == ["one", "two"]
-        await guarded.close()
-
-    anyio.run(main)
+    await inner.write_many([NewMemory(content="one"), NewMemory(content="two")])
+    page, _ = await guarded.list_memories(None, 10)
+    assert all(isinstance(m, Memory) for m in page)
+    assert [m.content for m in page] == ["one", "two"]
+    await guarded.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -19,7 +18,7 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize(
     ("order", "month", "day"), [("month-first", 11, 10), ("day-first", 10, 11)]
 )
-def test_a_numeric_date_reads_in_the_configured_order(
+async def test_a_numeric_date_reads_in_the_configured_order(
     tmp_path: Path, order: str, month: int, day: int
 ) -> None:
     settings = load_settings(data_dir=tmp_path)
@@ -37,4 +36,4 @@ def test_a_numeric_date_reads_in_the_configured_order(
         finally:
             await orch.close()
 
-    assert anyio.run(main) == datetime(2026, month, day, tzinfo=UTC)
+    assert await main() == datetime(2026, month, day, tzinfo=UTC)

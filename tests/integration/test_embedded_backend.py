@@ -32,17 +32,16 @@ T = TypeVar("T")
 T0 = datetime(2024, 7, 1, 12, 0, tzinfo=UTC)
 
 
-def run_with(path: Path, body: Callable[[EmbeddedBackend], Awaitable[T]], **options: Any) -> T:
+async def run_with(
+    path: Path, body: Callable[[EmbeddedBackend], Awaitable[T]], **options: Any
+) -> T:
     """Open a backend on `path`, run `body` with it, and always close it."""
 
-    async def main() -> T:
-        backend = EmbeddedBackend(path, **options)
-        try:
-            return await body(backend)
-        finally:
-            await backend.close()
-
-    return anyio.run(main)
+    backend = EmbeddedBackend(path, **options)
+    try:
+        return await body(backend)
+    finally:
+        await backend.close()
 
 
 def mem(content: str, minutes: int = 0, **fields: Any) -> NewMemory:
@@ -60,32 +59,28 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "nested" / "dir" / "memories.db"
 
 
-def test_backend_satisfies_the_protocol_and_settings_factory_uses_the_configured_path(
+async def test_backend_satisfies_the_protocol_and_settings_factory_uses_the_configured_path(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "from-settings.db"
     settings = Settings(data_dir=tmp_path, embedded=EmbeddedSettings(path=path))
-
-    async def main() -> None:
-        backend = from_settings(settings)
-        via_registry = registry.create("embedded", settings)
-        try:
-            assert isinstance(via_registry, EmbeddedBackend)
-            assert via_registry.path == path
-            assert isinstance(backend, MemoryBackend)
-            assert backend.name == "embedded"
-            assert backend.capabilities.graph
-            assert backend.capabilities.entity_index
-            assert backend.path == path
-        finally:
-            await backend.close()
-            await via_registry.close()
-
-    anyio.run(main)
+    backend = from_settings(settings)
+    via_registry = registry.create("embedded", settings)
+    try:
+        assert isinstance(via_registry, EmbeddedBackend)
+        assert via_registry.path == path
+        assert isinstance(backend, MemoryBackend)
+        assert backend.name == "embedded"
+        assert backend.capabilities.graph
+        assert backend.capabilities.entity_index
+        assert backend.path == path
+    finally:
+        await backend.close()
+        await via_registry.close()
     assert path.exists()
 
 
-def test_written_memory_is_found_by_stemmed_search_and_round_trips(db: Path) -> None:
+async def test_written_memory_is_found_by_stemmed_search_and_round_trips(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         naive = datetime(2024, 7, 14, 9, 30, 0, 123456)
         outcome = await b.write(
@@ -118,11 +113,11 @@ def test_written_memory_is_found_by_stemmed_search_and_round_trips(db: Path) -> 
         assert memory.metadata == {"session": 3, "speaker": "Caroline", "flag": True, "none": None}
         assert (memory.source, memory.importance, memory.confidence) == ("chat", 0.7, 0.9)
 
-    run_with(db, body)
+    await run_with(db, body)
     assert db.exists()
 
 
-def test_search_ranks_better_matches_first_with_consecutive_ranks(db: Path) -> None:
+async def test_search_ranks_better_matches_first_with_consecutive_ranks(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(
             b,
@@ -137,10 +132,10 @@ def test_search_ranks_better_matches_first_with_consecutive_ranks(db: Path) -> N
         assert len(await b.search("lake", 2)) == 2
         assert await b.search("lake", 0) == []
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_entities_are_searchable_and_weigh_more_than_body_text(db: Path) -> None:
+async def test_entities_are_searchable_and_weigh_more_than_body_text(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         tagged, _ = await add(
             b, mem("went hiking", 0, entities=["Melanie"]), mem("melanie is a name", 1)
@@ -148,7 +143,7 @@ def test_entities_are_searchable_and_weigh_more_than_body_text(db: Path) -> None
         hits = await b.search("Melanie", 5)
         assert hits[0].memory.id == tagged
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
 @pytest.mark.parametrize(
@@ -177,24 +172,24 @@ def test_entities_are_searchable_and_weigh_more_than_body_text(db: Path) -> None
         "?!.,;",
     ],
 )
-def test_fts_syntax_in_queries_never_raises(db: Path, query: str) -> None:
+async def test_fts_syntax_in_queries_never_raises(db: Path, query: str) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(b, mem("Caroline's family in July", 0, entities=["Caroline"]))
         hits = await b.search(query, 5)
         assert all(h.memory.store == "embedded" for h in hits)
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_a_query_of_only_punctuation_returns_nothing(db: Path) -> None:
+async def test_a_query_of_only_punctuation_returns_nothing(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(b, mem("some content", 0))
         assert await b.search("?!*()\"'-:", 5) == []
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_very_common_terms_are_pruned_without_losing_the_rare_match(db: Path) -> None:
+async def test_very_common_terms_are_pruned_without_losing_the_rare_match(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(b, *[mem(f"daily standup note {i}", i) for i in range(1200)])
         (rare,) = await add(b, mem("the standup about the kubernetes outage", 2000))
@@ -203,11 +198,11 @@ def test_very_common_terms_are_pruned_without_losing_the_rare_match(db: Path) ->
         assert len(await b.search("standup", 10)) == 10  # a lone common term is still searched
         assert len(await b.search("note", 10)) == 10
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
 @pytest.mark.parametrize("in_memory", [False, True], ids=["file", "in-memory"])
-def test_term_counts_are_kept_until_the_store_changes(
+async def test_term_counts_are_kept_until_the_store_changes(
     db: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
 ) -> None:
     """The pruning's counts are read once while the store is unchanged, and anew after a
@@ -237,18 +232,18 @@ def test_term_counts_are_kept_until_the_store_changes(
         assert [h.memory.id for h in hits] == [kube]  # "beta" is now in over half
         assert len(counted) == 2
 
-    run_with(Path(":memory:") if in_memory else db, body)
+    await run_with(Path(":memory:") if in_memory else db, body)
 
 
-def test_unicode_content_is_found_by_unicode_queries(db: Path) -> None:
+async def test_unicode_content_is_found_by_unicode_queries(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         (mid,) = await add(b, mem("Zoë a visité le café à Zürich", 0))
         assert [h.memory.id for h in await b.search("zürich café", 5)] == [mid]
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_search_filters_by_type_entity_and_time_range(db: Path) -> None:
+async def test_search_filters_by_type_entity_and_time_range(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         early, fact, late = await add(
             b,
@@ -276,10 +271,10 @@ def test_search_filters_by_type_entity_and_time_range(db: Path) -> None:
         )
         assert await ids(combined) == {early}
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_exact_duplicate_write_is_skipped_with_the_existing_id(db: Path) -> None:
+async def test_exact_duplicate_write_is_skipped_with_the_existing_id(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         first = await b.write(mem("I like tea", 0))
         again = await b.write(mem("I like tea", 5, entities=["Tea"]))
@@ -294,10 +289,10 @@ def test_exact_duplicate_write_is_skipped_with_the_existing_id(db: Path) -> None
         assert batch[2].existing_id == first.id
         assert len(await b.search("tea", 10)) == 1
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_write_many_stores_700_memories_in_one_fast_call_and_chains_them_in_time(
+async def test_write_many_stores_700_memories_in_one_fast_call_and_chains_them_in_time(
     db: Path,
 ) -> None:
     async def body(b: EmbeddedBackend) -> None:
@@ -321,10 +316,10 @@ def test_write_many_stores_700_memories_in_one_fast_call_and_chains_them_in_time
         health = {c.name: c for c in await b.health()}
         assert health["counts"].detail == "700 memories, 699 edges"
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_out_of_order_single_writes_keep_the_temporal_chain_sensible(db: Path) -> None:
+async def test_out_of_order_single_writes_keep_the_temporal_chain_sensible(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         (first,) = await add(b, mem("first", 0))
         (third,) = await add(b, mem("third", 20))
@@ -338,18 +333,18 @@ def test_out_of_order_single_writes_keep_the_temporal_chain_sensible(db: Path) -
         assert await temporal(second) == {first, third}
         assert await temporal(zeroth) == {first}
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_temporal_links_can_be_turned_off(db: Path) -> None:
+async def test_temporal_links_can_be_turned_off(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         a, _ = await add(b, mem("one", 0), mem("two", 1))
         assert await b.neighbors([a], ["temporal"]) == []
 
-    run_with(db, body, temporal_links=False)
+    await run_with(db, body, temporal_links=False)
 
 
-def test_neighbors_respect_hops_edge_types_limit_and_exclude_seeds(db: Path) -> None:
+async def test_neighbors_respect_hops_edge_types_limit_and_exclude_seeds(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         a, bb, c, d = await add(b, mem("a", 0), mem("b", 1), mem("c", 2), mem("d", 3))
         await b.link(a, d, "causal", 0.4)
@@ -371,10 +366,10 @@ def test_neighbors_respect_hops_edge_types_limit_and_exclude_seeds(db: Path) -> 
         assert {n.memory.id for n in both} == {c, d}
         assert await b.neighbors([a], hops=0) == []
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_neighbors_walk_shared_entities_with_a_capped_fanout(db: Path) -> None:
+async def test_neighbors_walk_shared_entities_with_a_capped_fanout(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         ids = await add(
             b, *[mem(f"note {i}", i * 10, entities=["Speaker", f"Topic{i}"]) for i in range(50)]
@@ -394,10 +389,10 @@ def test_neighbors_walk_shared_entities_with_a_capped_fanout(db: Path) -> None:
         assert far not in got  # a sharer far away in time is left out
         assert len(await b.neighbors([ids[25]], ["entity"], hops=1, limit=3)) == 3
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_link_validates_ids_and_weight_and_upserts(db: Path) -> None:
+async def test_link_validates_ids_and_weight_and_upserts(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         a, c = await add(b, mem("cause", 0), mem("effect", 1))
         edge = await b.link(a, c, "causal", 0.8, {"why": "because"})
@@ -412,10 +407,10 @@ def test_link_validates_ids_and_weight_and_upserts(db: Path) -> None:
         with pytest.raises(BackendError):
             await b.link(a, c, " ", 0.5)
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_forget_hides_a_memory_from_search_get_and_neighbors(db: Path) -> None:
+async def test_forget_hides_a_memory_from_search_get_and_neighbors(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         a, gone, c = await add(
             b,
@@ -440,10 +435,10 @@ def test_forget_hides_a_memory_from_search_get_and_neighbors(db: Path) -> None:
         assert again.action is WriteAction.ADDED
         assert again.id != gone
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_get_memories_returns_live_ones_in_the_order_asked(db: Path) -> None:
+async def test_get_memories_returns_live_ones_in_the_order_asked(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         ids = await add(b, *[mem(f"memory {i}", i) for i in range(600)])
         wanted = [ids[599], "nope", ids[3], ids[3], ids[0], *ids[100:560]]
@@ -453,10 +448,10 @@ def test_get_memories_returns_live_ones_in_the_order_asked(db: Path) -> None:
         assert [m.id for m in await b.get_memories(bad)] == [ids[1]]
         assert await b.get_memories([]) == []
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_known_entities_lists_display_names_most_frequent_first(db: Path) -> None:
+async def test_known_entities_lists_display_names_most_frequent_first(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(
             b,
@@ -467,14 +462,14 @@ def test_known_entities_lists_display_names_most_frequent_first(db: Path) -> Non
         assert await b.known_entities() == ["ALICE", "Bob", "Carol"]
         assert await b.known_entities(limit=1) == ["ALICE"]
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_data_persists_after_close_and_reopen(db: Path) -> None:
+async def test_data_persists_after_close_and_reopen(db: Path) -> None:
     async def write(b: EmbeddedBackend) -> list[str]:
         return await add(b, mem("persistent fact", 0, entities=["Disk"]), mem("second", 1))
 
-    first, second = run_with(db, write)
+    first, second = await run_with(db, write)
 
     async def read(b: EmbeddedBackend) -> None:
         assert [h.memory.id for h in await b.search("persistent", 5)] == [first]
@@ -482,10 +477,10 @@ def test_data_persists_after_close_and_reopen(db: Path) -> None:
         assert await b.known_entities() == ["Disk"]
         assert (await b.write(mem("persistent fact", 9))).action is WriteAction.SKIPPED
 
-    run_with(db, read)
+    await run_with(db, read)
 
 
-def test_health_is_ok_on_a_good_file(db: Path) -> None:
+async def test_health_is_ok_on_a_good_file(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         await add(b, mem("one", 0), mem("two", 1))
         checks = {c.name: c for c in await b.health()}
@@ -493,15 +488,15 @@ def test_health_is_ok_on_a_good_file(db: Path) -> None:
         assert all(c.status is Status.OK for c in checks.values())
         assert checks["counts"].detail == "2 memories, 1 edges"
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
 @pytest.mark.parametrize("offset", [0, 4096])
-def test_health_reports_an_error_on_a_corrupted_file(db: Path, offset: int) -> None:
+async def test_health_reports_an_error_on_a_corrupted_file(db: Path, offset: int) -> None:
     async def fill(b: EmbeddedBackend) -> None:
         await add(b, *[mem(f"memory number {i} " + "x" * 500, i) for i in range(200)])
 
-    run_with(db, fill)
+    await run_with(db, fill)
     with db.open("r+b") as handle:
         handle.seek(offset)
         handle.write(b"\xde\xad\xbe\xef garbage " * 4000)
@@ -517,11 +512,11 @@ def test_health_reports_an_error_on_a_corrupted_file(db: Path, offset: int) -> N
             with pytest.raises(BackendError, match="not a database"):
                 await b.write(mem("new", 1))
 
-    run_with(db, check)
+    await run_with(db, check)
 
 
-def test_a_locked_file_gives_a_transient_error_instead_of_hanging(db: Path) -> None:
-    run_with(db, lambda b: add(b, mem("existing", 0)))
+async def test_a_locked_file_gives_a_transient_error_instead_of_hanging(db: Path) -> None:
+    await run_with(db, lambda b: add(b, mem("existing", 0)))
     other = sqlite3.connect(db, isolation_level=None)
     try:
         other.execute("BEGIN EXCLUSIVE")
@@ -534,14 +529,14 @@ def test_a_locked_file_gives_a_transient_error_instead_of_hanging(db: Path) -> N
             assert "locked" in str(caught.value)
             assert time.perf_counter() - start < 2.0
 
-        run_with(db, body, busy_timeout_ms=100, write_wait_ms=100)
+        await run_with(db, body, busy_timeout_ms=100, write_wait_ms=100)
     finally:
         other.rollback()
         other.close()
 
 
-def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
-    run_with(db, lambda b: add(b, mem("existing", 0)))
+async def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
+    await run_with(db, lambda b: add(b, mem("existing", 0)))
     other = sqlite3.connect(db, isolation_level=None)
     try:
         other.execute("BEGIN EXCLUSIVE")
@@ -554,13 +549,13 @@ def test_a_caller_can_time_out_while_the_store_is_busy(db: Path) -> None:
             assert b.writing
             other.rollback()
 
-        run_with(db, body, busy_timeout_ms=30_000, write_wait_ms=30_000)
+        await run_with(db, body, busy_timeout_ms=30_000, write_wait_ms=30_000)
     finally:
         other.rollback()
         other.close()
 
 
-def test_list_memories_pages_in_write_order_skips_deleted_and_resumes(db: Path) -> None:
+async def test_list_memories_pages_in_write_order_skips_deleted_and_resumes(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         assert enumerable(b) is b
         outcomes = await b.write_many([mem(f"note {i} about topic {i}", i) for i in range(5)])
@@ -579,4 +574,4 @@ def test_list_memories_pages_in_write_order_skips_deleted_and_resumes(db: Path) 
         later, _ = await b.list_memories(cursor, 2)
         assert [m.content for m in later] == ["note 5 written later"]
 
-    run_with(db, body)
+    await run_with(db, body)

@@ -8,7 +8,6 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -23,18 +22,14 @@ V2_IDS = ["mem_29a9df3874ca", "mem_3e3b1b683f3e", "mem_f8a5c03312ee", "mem_6a75a
 SCHEMA = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name"
 
 
-def _opened(path: Path) -> None:
+async def _opened(path: Path) -> None:
     """Open `path` with the store (which migrates it) and close it again."""
-
-    async def main() -> None:
-        backend = EmbeddedBackend(path)
-        try:
-            checks = {c.name: c.status for c in await backend.health()}
-            assert checks["sqlite"] is Status.OK, checks
-        finally:
-            await backend.close()
-
-    anyio.run(main)
+    backend = EmbeddedBackend(path)
+    try:
+        checks = {c.name: c.status for c in await backend.health()}
+        assert checks["sqlite"] is Status.OK, checks
+    finally:
+        await backend.close()
 
 
 def _read(path: Path, sql: str) -> list[tuple[object, ...]]:
@@ -47,9 +42,9 @@ def test_the_migrations_are_numbered_from_one_without_a_gap() -> None:
     assert MIGRATIONS[-1].version == SCHEMA_VERSION
 
 
-def test_a_new_file_gets_every_migration_and_the_last_version(tmp_path: Path) -> None:
+async def test_a_new_file_gets_every_migration_and_the_last_version(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
-    _opened(path)
+    await _opened(path)
     assert _read(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     names = {row[1] for row in _read(path, SCHEMA)}
     assert {"memories", "memories_fts", "entities", "edges"} <= names
@@ -57,7 +52,7 @@ def test_a_new_file_gets_every_migration_and_the_last_version(tmp_path: Path) ->
     assert {"superseded_by", "superseded_at"} <= columns
 
 
-def test_a_file_made_before_the_numbered_migrations_opens_with_its_memories(
+async def test_a_file_made_before_the_numbered_migrations_opens_with_its_memories(
     tmp_path: Path,
 ) -> None:
     """A copy of a store file the code of the previous release made (version 2): it opens
@@ -65,32 +60,28 @@ def test_a_file_made_before_the_numbered_migrations_opens_with_its_memories(
     path = tmp_path / "memories.db"
     shutil.copyfile(V2_FILE, path)
     before = _read(path, SCHEMA)
-
-    async def main() -> None:
-        backend = EmbeddedBackend(path)
-        try:
-            found = await backend.get_memories(V2_IDS)
-            assert [m.id for m in found] == V2_IDS[:3]  # the fourth was forgotten
-            assert found[0].superseded_by == V2_IDS[2]
-            assert found[0].superseded_at is not None
-            assert found[0].entities == ("Dana", "Atlas")
-            hits = await backend.search("rate limit requests", 5)
-            assert {h.memory.id for h in hits} == {V2_IDS[0], V2_IDS[2]}
-            walked = await backend.neighbors([V2_IDS[2]], edge_types=["update"])
-            assert [n.memory.id for n in walked] == [V2_IDS[0]]
-            added = await backend.write(NewMemory(content="Priya joined the Hermes team."))
-            assert (await backend.get_memories([added.id]))[0].content.startswith("Priya")
-        finally:
-            await backend.close()
-
-    anyio.run(main)
+    backend = EmbeddedBackend(path)
+    try:
+        found = await backend.get_memories(V2_IDS)
+        assert [m.id for m in found] == V2_IDS[:3]  # the fourth was forgotten
+        assert found[0].superseded_by == V2_IDS[2]
+        assert found[0].superseded_at is not None
+        assert found[0].entities == ("Dana", "Atlas")
+        hits = await backend.search("rate limit requests", 5)
+        assert {h.memory.id for h in hits} == {V2_IDS[0], V2_IDS[2]}
+        walked = await backend.neighbors([V2_IDS[2]], edge_types=["update"])
+        assert [n.memory.id for n in walked] == [V2_IDS[0]]
+        added = await backend.write(NewMemory(content="Priya joined the Hermes team."))
+        assert (await backend.get_memories([added.id]))[0].content.startswith("Priya")
+    finally:
+        await backend.close()
     fresh = tmp_path / "fresh.db"
-    _opened(fresh)
+    await _opened(fresh)
     assert _read(path, SCHEMA) == before == _read(fresh, SCHEMA)
     assert _read(path, "PRAGMA user_version") == [(2,)]
 
 
-def test_a_version_1_file_gets_the_later_migrations_and_keeps_its_memories(
+async def test_a_version_1_file_gets_the_later_migrations_and_keeps_its_memories(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "v1.db"
@@ -102,28 +93,24 @@ def test_a_version_1_file_gets_the_later_migrations_and_keeps_its_memories(
         )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
-    _opened(path)
+    await _opened(path)
     assert _read(path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
     assert _read(path, "SELECT id, superseded_by FROM memories") == [("mem_old", None)]
 
 
-def test_a_file_newer_than_the_code_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+async def test_a_file_newer_than_the_code_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "future.db"
     shutil.copyfile(V2_FILE, path)
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
     before = _read(path, SCHEMA)
-
-    async def main() -> None:
-        backend = EmbeddedBackend(path)
-        try:
-            with pytest.raises(BackendError, match="newer than"):
-                await backend.get_memories(V2_IDS)
-        finally:
-            await backend.close()
-
-    anyio.run(main)
+    backend = EmbeddedBackend(path)
+    try:
+        with pytest.raises(BackendError, match="newer than"):
+            await backend.get_memories(V2_IDS)
+    finally:
+        await backend.close()
     assert _read(path, "PRAGMA user_version") == [(SCHEMA_VERSION + 1,)]
     assert _read(path, SCHEMA) == before
 

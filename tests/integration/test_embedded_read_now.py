@@ -22,7 +22,7 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "memories.db"
 
 
-def test_a_short_read_runs_on_the_callers_thread_with_the_answer_a_worker_gives(
+async def test_a_short_read_runs_on_the_callers_thread_with_the_answer_a_worker_gives(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embedded, "READ_NOW_BUDGET_S", 60.0)  # (however slow the machine)
@@ -39,10 +39,10 @@ def test_a_short_read_runs_on_the_callers_thread_with_the_answer_a_worker_gives(
         worker = await b._call(lambda conn: b._rows(conn, [c, a]))  # the worker's answer
         assert {m.id: m for m in got} == {i: to_memory(r) for i, r in worker.items()}
 
-    run_with(db, body)
+    await run_with(db, body)
 
 
-def test_a_read_past_its_budget_goes_through_a_worker_thread_with_the_same_answer(
+async def test_a_read_past_its_budget_goes_through_a_worker_thread_with_the_same_answer(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embedded, "READ_NOW_BUDGET_S", 60.0)  # (however slow the machine)
@@ -59,4 +59,4 @@ def test_a_read_past_its_budget_goes_through_a_worker_thread_with_the_same_answe
         assert b._conns.reads_now == before
         assert [m.id for m in got] == ids[::-1]
 
-    run_with(db, body)
+    await run_with(db, body)

@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -52,8 +51,8 @@ class Progress:
         self.seen[phase] = (completed, total)
 
 
-def evaluate(data: Dataset, settings: Settings, **options: Any) -> dict[str, Any]:
-    run = anyio.run(run_eval, data, settings, RunOptions(backend="embedded", **options))
+async def evaluate(data: Dataset, settings: Settings, **options: Any) -> dict[str, Any]:
+    run = await run_eval(data, settings, RunOptions(backend="embedded", **options))
     return build_report(run)
 
 
@@ -91,13 +90,13 @@ def conversation() -> Dataset:
 
 
 @needs_locomo
-def test_a_locomo_conversation_gives_the_contract_with_sane_reproducible_metrics(
+async def test_a_locomo_conversation_gives_the_contract_with_sane_reproducible_metrics(
     conversation: Dataset, settings: Settings
 ) -> None:
     progress = Progress()
-    run = anyio.run(run_eval, conversation, settings, RunOptions(backend="embedded"), progress)
+    run = await run_eval(conversation, settings, RunOptions(backend="embedded"), progress)
     first = build_report(run)
-    second = evaluate(conversation, settings)
+    second = await evaluate(conversation, settings)
 
     assert first["dataset"] == "locomo-dev.json"
     assert (first["backend"], first["k"]) == ("embedded", [5, 10])
@@ -121,8 +120,8 @@ def test_a_locomo_conversation_gives_the_contract_with_sane_reproducible_metrics
     assert without_latency(first) == without_latency(second)
 
 
-def test_the_golden_set_runs_and_its_write_checks_pass(settings: Settings) -> None:
-    report = evaluate(load_dataset("golden"), settings)
+async def test_the_golden_set_runs_and_its_write_checks_pass(settings: Settings) -> None:
+    report = await evaluate(load_dataset("golden"), settings)
     assert {"direct", "multi_hop", "episodic"} <= set(report["systems"]["raw"]["by_category"])
     for block in report["systems"].values():
         assert_sane(block, [5, 10])
@@ -134,7 +133,7 @@ def test_the_golden_set_runs_and_its_write_checks_pass(settings: Settings) -> No
     assert report["systems"]["orchestrated"]["duplicate_rate"] == 0
 
 
-def test_a_store_without_bulk_writes_or_timestamps_is_fed_one_by_one_with_dates_in_content(
+async def test_a_store_without_bulk_writes_or_timestamps_is_fed_one_by_one_with_dates_in_content(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def limited(s: Settings) -> MemoryBackend:
@@ -144,7 +143,7 @@ def test_a_store_without_bulk_writes_or_timestamps_is_fed_one_by_one_with_dates_
         return FaultyBackend(EmbeddedBackend(s.embedded_path()), {}, capabilities=caps)
 
     monkeypatch.setitem(registry._extra, "limited", limited)
-    run = anyio.run(run_eval, load_dataset("golden"), settings, RunOptions(backend="limited"))
+    run = await run_eval(load_dataset("golden"), settings, RunOptions(backend="limited"))
     report = build_report(run)
     assert any("date is in its content" in note for note in report["notes"])
     assert report["ingest"]["stored"] == report["ingest"]["memories"]
@@ -260,7 +259,7 @@ def test_every_store_file_of_a_case_lives_in_its_temporary_folder(tmp_path: Path
             assert section.data_dir == tmp_path / "case" / name
 
 
-def test_a_candidate_cut_by_its_duplicate_penalty_is_traced_with_that_penalty(
+async def test_a_candidate_cut_by_its_duplicate_penalty_is_traced_with_that_penalty(
     settings: Settings,
 ) -> None:
     """The diagnosis reads scores from traces: they must be the scores the items really had."""
@@ -279,7 +278,7 @@ def test_a_candidate_cut_by_its_duplicate_penalty_is_traced_with_that_penalty(
         finally:
             await orchestrator.close()
 
-    trace = anyio.run(main)
+    trace = await main()
     assert trace is not None
     (cut,) = [c for c in trace.candidates if c.final_rank is None]
     assert cut.breakdown is not None

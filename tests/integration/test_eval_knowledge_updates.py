@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.errors import DatasetError
@@ -101,11 +100,11 @@ def test_bad_expectations_are_refused_naming_the_line(record: dict[str, Any], me
         parse_jsonl(text([*SET, record]), name="tiny")
 
 
-def test_a_write_case_runs_through_memory_write_and_reports_the_figures(
+async def test_a_write_case_runs_through_memory_write_and_reports_the_figures(
     settings: Settings,
 ) -> None:
     data = parse_jsonl(text(SET), name="tiny")
-    run = anyio.run(run_eval, data, settings, RunOptions(backend="embedded", k=(1, 5)))
+    run = await run_eval(data, settings, RunOptions(backend="embedded", k=(1, 5)))
     block = build_report(run)["knowledge_updates"]
     assert {k: block[k] for k in ("writes", "updates", "updates_detected")} == {
         "writes": 5,
@@ -170,9 +169,9 @@ BY_KIND: list[dict[str, Any]] = [
 ]
 
 
-def test_the_figures_are_reported_per_kind_of_write_sequence(settings: Settings) -> None:
+async def test_the_figures_are_reported_per_kind_of_write_sequence(settings: Settings) -> None:
     data = parse_jsonl(text(BY_KIND), name="kinds")
-    run = anyio.run(run_eval, data, settings, RunOptions(backend="embedded", k=(1,)))
+    run = await run_eval(data, settings, RunOptions(backend="embedded", k=(1,)))
     block = build_report(run)["knowledge_updates"]
     assert block["corrections_skipped"] == 0
     kinds = block["by_kind"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import psycopg
 import pytest
 
@@ -16,15 +15,17 @@ from memory_orchestrator.settings import load_settings
 pytestmark = pytest.mark.integration
 
 
-def report(backend: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
+async def report(backend: str, tmp_path: Path, **options: Any) -> dict[str, Any]:
     settings = load_settings(data_dir=tmp_path / backend, **options)
-    run = anyio.run(run_eval, load_dataset("golden"), settings, RunOptions(backend=backend))
+    run = await run_eval(load_dataset("golden"), settings, RunOptions(backend=backend))
     return build_report(run)
 
 
-def test_the_golden_set_on_postgres_matches_the_embedded_store(tmp_path: Path, pg_dsn: str) -> None:
-    embedded = report("embedded", tmp_path)
-    postgres = report("postgres", tmp_path, postgres={"dsn": pg_dsn})
+async def test_the_golden_set_on_postgres_matches_the_embedded_store(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    embedded = await report("embedded", tmp_path)
+    postgres = await report("postgres", tmp_path, postgres={"dsn": pg_dsn})
     assert postgres["write_checks"]["failed"] == 0, postgres["write_checks"]
     for system, block in embedded["systems"].items():
         theirs = postgres["systems"][system]

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.derived import indexes
@@ -100,19 +99,19 @@ def faulty(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[type[SlowEmbed
     release.set()  # a worker still held (a failing test) goes on
 
 
-def evaluate(data: Dataset, settings: Settings, progress: Any = None) -> dict[str, Any]:
+async def evaluate(data: Dataset, settings: Settings, progress: Any = None) -> dict[str, Any]:
     options = RunOptions(backend="embedded", systems=("orchestrated",), measure_context=False)
-    return build_report(anyio.run(run_eval, data, settings, options, progress))
+    return build_report(await run_eval(data, settings, options, progress))
 
 
-def test_the_eval_waits_for_a_slow_embedding_and_answers_as_an_unhindered_run(
+async def test_the_eval_waits_for_a_slow_embedding_and_answers_as_an_unhindered_run(
     semantic: Settings, faulty: Callable[[type[SlowEmbeddingFault]], Any]
 ) -> None:
     data = load_dataset("golden")
-    unhindered = evaluate(data, semantic)
+    unhindered = await evaluate(data, semantic)
     release, made = faulty(SlowEmbeddingFault)
     progress = Progress(release)
-    slowed = evaluate(data, semantic, progress)
+    slowed = await evaluate(data, semantic, progress)
 
     assert without_latency(slowed) == without_latency(unhindered)
     assert sum(m.background for m in made) > 0  # the memories were embedded in the background
@@ -122,11 +121,11 @@ def test_the_eval_waits_for_a_slow_embedding_and_answers_as_an_unhindered_run(
     assert waits[-1][0] == waits[-1][1] > 0  # and the last: all of it
 
 
-def test_the_eval_stops_with_a_clear_error_when_the_model_fails(
+async def test_the_eval_stops_with_a_clear_error_when_the_model_fails(
     semantic: Settings, faulty: Callable[[type[SlowEmbeddingFault]], Any]
 ) -> None:
     faulty(FailingEmbeddingFault)
     with pytest.raises(
         EmbeddingFailed, match=r"could not be embedded \(the model ran out of memory\)"
     ):
-        evaluate(load_dataset("golden"), semantic)
+        await evaluate(load_dataset("golden"), semantic)

@@ -111,24 +111,22 @@ def faulty_of(o: Orchestrator) -> FaultyBackend:
     return STORE_OF[id(o)]
 
 
-def call_tool(o: Orchestrator, tool: str) -> Any:
+async def call_tool(o: Orchestrator, tool: str) -> Any:
     """One call of `tool` as the MCP face makes it; returns the answer."""
     if tool == "search":
-        return run(lambda: o.search(SearchRequest(query="Vendor X firmware", expand=True)))
+        return await o.search(SearchRequest(query="Vendor X firmware", expand=True))
     if tool == "context":
-        return run(lambda: o.context(ContextRequest(query="recent issues with Vendor X")))
+        return await o.context(ContextRequest(query="recent issues with Vendor X"))
     if tool == "expand":
-        return run(
-            lambda: o.expand(ExpandRequest(seed_ids=["mem_x"], entities=["Vendor X"], hops=2))
-        )
+        return await o.expand(ExpandRequest(seed_ids=["mem_x"], entities=["Vendor X"], hops=2))
     if tool == "write":
         memory = NewMemory(
             content="Vendor X shipped firmware 2.3 to Acme Corp.", entities=["Vendor X"]
         )
-        return run(lambda: o.write(WriteRequest(memory=memory)))
+        return await o.write(WriteRequest(memory=memory))
     if tool == "explain":
-        return run(lambda: o.explain(ExplainRequest(query="why did the milestone slip?")))
-    return run(o.health)
+        return await o.explain(ExplainRequest(query="why did the milestone slip?"))
+    return await o.health()
 
 
 def notes_of(answer: Any) -> list[str]:
@@ -147,13 +145,13 @@ FAILED = ("timed out", "failed", "unavailable", "gave up")
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tool", TOOLS)
-def test_every_tool_answers_in_time_under_every_fault(
+async def test_every_tool_answers_in_time_under_every_fault(
     make: Callable[..., Orchestrator], tool: str, mode: Mode
 ) -> None:
     o = make(dict.fromkeys(ALL_OPS, mode))
     bound = BOUND_S + (o.settings.outbox.replay_s if tool in {"write", "health"} else 0)
     started = time.perf_counter()
-    answer = call_tool(o, tool)
+    answer = await call_tool(o, tool)
     assert time.perf_counter() - started < bound
     if tool == "health":
         assert answer.status in {Status.DEGRADED, Status.ERROR}
@@ -199,15 +197,15 @@ def count(path: Path, content: str) -> int:
     return int(row[0])
 
 
-def write(o: Orchestrator, content: str, **options: Any) -> Any:
-    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content), **options)))
+async def write(o: Orchestrator, content: str, **options: Any) -> Any:
+    return await o.write(WriteRequest(memory=NewMemory(content=content), **options))
 
 
-def test_a_transient_error_is_retried_and_the_write_lands_once(
+async def test_a_transient_error_is_retried_and_the_write_lands_once(
     make: Callable[..., Orchestrator], loaded: Path
 ) -> None:
     o = make({"write": "transient", "search": "transient"}, times=1)
-    report = write(o, "The zeppelin hangar lease was renewed for two years.")
+    report = await write(o, "The zeppelin hangar lease was renewed for two years.")
     assert report.action is WriteAction.ADDED
     assert count(loaded, "The zeppelin hangar lease was renewed for two years.") == 1
     trace = o.trace(report.trace_id)
@@ -215,14 +213,14 @@ def test_a_transient_error_is_retried_and_the_write_lands_once(
     assert any("retry 1" in n for n in trace.notes), trace.notes
 
 
-def test_a_write_that_died_after_storing_is_not_written_twice(
+async def test_a_write_that_died_after_storing_is_not_written_twice(
     make: Callable[..., Orchestrator], loaded: Path
 ) -> None:
     """The store wrote, then the answer was lost: the retry finds the memory by its content
     hash and does not write again (a blind retry would call the store's write twice)."""
     o = make({"write": "die"}, times=1)
     content = "The hangar crane was inspected on Monday by Vendor Q."
-    report = write(o, content, on_duplicate="update")
+    report = await write(o, content, on_duplicate="update")
     assert report.action is WriteAction.ADDED
     assert report.id is not None
     assert count(loaded, content) == 1
@@ -233,28 +231,28 @@ def test_a_write_that_died_after_storing_is_not_written_twice(
     assert any("not written again" in n for n in trace.notes), trace.notes
 
 
-def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
+async def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
     o = make({"search": "error"})
-    result = run(lambda: o.search(SearchRequest(query="zeppelin")))
+    result = await o.search(SearchRequest(query="zeppelin"))
     faulty = faulty_of(o)
     assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
     assert not any("retry" in n for n in result.trace.notes)
 
 
-def test_a_write_the_store_refuses_is_an_error_not_queued(
+async def test_a_write_the_store_refuses_is_an_error_not_queued(
     make: Callable[..., Orchestrator],
 ) -> None:
     """A permanent error while the store is healthy: this write itself was refused."""
     o = make({"write": "error"})
     with pytest.raises(BackendError, match="injected write failure"):
-        write(o, "A fact the store refuses.")
+        await write(o, "A fact the store refuses.")
     assert queued_writes(o.settings).depth == 0
 
 
 # ---------------------------------------------------------------- the outbox
 
 
-def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
+async def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
     make: Callable[..., Orchestrator], loaded: Path
 ) -> None:
     down = make({"write": "transient", "search": "transient"})
@@ -263,63 +261,63 @@ def test_writes_queue_while_the_store_is_down_and_replay_in_order_exactly_once(
         "Quarterly budget review moved to the Lisbon office.",
         "Our cat Miso learned to open the pantry door.",
     ]
-    reports = [write(down, c) for c in contents]
+    reports = [await write(down, c) for c in contents]
     assert [r.action for r in reports] == [WriteAction.QUEUED] * 3
     assert [r.outbox_seq for r in reports] == sorted(r.outbox_seq for r in reports)
     assert all(count(loaded, c) == 0 for c in contents)
-    health = run(down.health)
+    health = await down.health()
     outbox = {c.name: c for c in health.checks}["outbox"]
     assert outbox.status is Status.DEGRADED
     assert "3 write(s) queued" in outbox.detail
     assert "injected" in outbox.detail  # why it waits
-    run(down.close)
+    await down.close()
 
     back = make({})  # the store is back: the next write replays the queue first, in order
-    last = write(back, "Marta ordered fresh croissants for the Friday retro.")
+    last = await write(back, "Marta ordered fresh croissants for the Friday retro.")
     assert last.action is WriteAction.ADDED
     assert all(count(loaded, c) == 1 for c in contents)
-    ids = [h.memory.id for c in contents for h in run(lambda c=c: back.store_search(c, 1))]  # type: ignore[misc]
+    ids = [h.memory.id for c in contents for h in await back.store_search(c, 1)]
     rows = queued_writes(back.settings, delivered=True).delivered
     assert [r.memory_id for r in rows] == ids
     assert [r.seq for r in rows] == [r.outbox_seq for r in reports]
     assert queued_writes(back.settings).depth == 0
-    again = run(back.flush_outbox)  # nothing is sent twice
+    again = await back.flush_outbox()  # nothing is sent twice
     assert again.depth == 0
     assert again.delivered == ()
     assert all(count(loaded, c) == 1 for c in contents)
-    health = run(back.health)
+    health = await back.health()
     assert {c.name: c for c in health.checks}["outbox"].status is Status.OK
 
 
-def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator]) -> None:
+async def test_a_new_write_waits_behind_queued_ones(make: Callable[..., Orchestrator]) -> None:
     o = make({"write": "transient"})  # the first write fails all 3 tries: queued
-    first = write(o, "The first queued memory about the kiln.")
+    first = await write(o, "The first queued memory about the kiln.")
     assert first.action is WriteAction.QUEUED
     # The replay before the next write cannot finish, however fast the machine: its lookup
     # of the queued write's content hash never answers (a fault hook, not a tiny time limit).
     faulty_of(o).faults = {"search": "hang"}
-    behind = write(o, "The second memory about the kiln, written later.")
+    behind = await write(o, "The second memory about the kiln, written later.")
     assert behind.action is WriteAction.QUEUED
     assert "earlier write(s) still queued" in behind.reason
     faulty_of(o).faults = {}  # the store works again
-    report = run(o.flush_outbox)
+    report = await o.flush_outbox()
     assert [d.seq for d in report.delivered] == [first.outbox_seq, behind.outbox_seq]
 
 
-def test_junk_answers_to_forget_and_batch_writes_are_checked(
+async def test_junk_answers_to_forget_and_batch_writes_are_checked(
     make: Callable[..., Orchestrator],
 ) -> None:
     o = make({"forget": "junk", "write_many": "junk"})
-    first = write(o, "The sauna on deck two closes at ten.")
+    first = await write(o, "The sauna on deck two closes at ten.")
     assert first.id is not None
     guarded = GuardedBackend(faulty_of(o), RetryPolicy())  # the wrapper the service uses
-    assert run(lambda: guarded.forget(first.id or "")) is True  # junk "no", but it is gone
-    assert run(lambda: o.memories([first.id or ""])) == []
+    assert await guarded.forget(first.id or "") is True  # junk "no", but it is gone
+    assert await o.memories([first.id or ""]) == []
     with pytest.raises(BackendError, match="batch write"):
-        run(lambda: o.ingest([NewMemory(content="A batch the store garbles.")]))
+        await o.ingest([NewMemory(content="A batch the store garbles.")])
 
 
-def test_a_trace_store_that_fails_loses_no_answer_and_health_says_so(
+async def test_a_trace_store_that_fails_loses_no_answer_and_health_says_so(
     settings: Settings, loaded: Path
 ) -> None:
     o = Orchestrator(
@@ -329,13 +327,13 @@ def test_a_trace_store_that_fails_loses_no_answer_and_health_says_so(
         clock=lambda: NOW,
     )
     try:
-        answer = run(lambda: o.context(ContextRequest(query="recent issues with Vendor X")))
+        answer = await o.context(ContextRequest(query="recent issues with Vendor X"))
         assert answer.items
-        report = run(o.health)
+        report = await o.health()
         traces = [c for c in report.checks if c.name == "traces"]
         assert [c.status for c in traces] == [Status.DEGRADED]
         assert "1 trace(s) not stored" in traces[0].detail
         assert "disk I/O error" in traces[0].detail
         assert report.status is Status.DEGRADED
     finally:
-        run(o.close)
+        await o.close()

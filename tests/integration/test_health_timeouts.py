@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize(
     ("op", "check", "call"), [("search", "retrieval", "search"), ("health", "backend", "health")]
 )
-def test_a_probe_past_the_time_limit_names_the_call(
+async def test_a_probe_past_the_time_limit_names_the_call(
     tmp_path: Path, op: str, check: str, call: str
 ) -> None:
     settings = Settings(data_dir=tmp_path)
@@ -36,7 +35,7 @@ def test_a_probe_past_the_time_limit_names_the_call(
         finally:
             await store.inner.close()
 
-    checks = anyio.run(main)
+    checks = await main()
     assert (
         checks[check]
         == f"{Status.ERROR.value}: TimeoutError: faulty-embedded {call} timed out after 0.2s"

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 from mcp import MCPError
@@ -69,19 +68,16 @@ def _post_initialize(server: ServerProcess, secret: str | None) -> httpx2.Respon
     return httpx2.post(server.mcp_url, json=INITIALIZE, headers=headers, timeout=10)
 
 
-def _call(
+async def _call(
     server: ServerProcess, token: Token, tool: str, arguments: dict[str, Any]
 ) -> CallToolResult | MCPError:
     """The tool's result, or the MCP error the call was refused with."""
 
-    async def go() -> CallToolResult | MCPError:
-        async with mcp_session(server.mcp_url, token.secret) as session:
-            try:
-                return await session.call_tool(tool, arguments)
-            except MCPError as exc:
-                return exc
-
-    return anyio.run(go)
+    async with mcp_session(server.mcp_url, token.secret) as session:
+        try:
+            return await session.call_tool(tool, arguments)
+        except MCPError as exc:
+            return exc
 
 
 def _refused(outcome: CallToolResult | MCPError) -> str:
@@ -136,9 +132,9 @@ def test_metrics_need_a_token(server: ServerProcess) -> None:
 # ---------------------------------------------------------------- authorisation
 
 
-def test_a_read_only_token_cannot_write_and_nothing_is_stored(server: ServerProcess) -> None:
+async def test_a_read_only_token_cannot_write_and_nothing_is_stored(server: ServerProcess) -> None:
     memory = unique_memory(random.Random(7), 99, 0)
-    refusal = _refused(_call(server, TOKENS["reader"], "memory_write", memory))
+    refusal = _refused(await _call(server, TOKENS["reader"], "memory_write", memory))
     assert "read-only and may not call memory_write" in refusal
     assert stored_contents(server.data_dir)[memory["content"]] == 0
     refusals = [
@@ -149,7 +145,7 @@ def test_a_read_only_token_cannot_write_and_nothing_is_stored(server: ServerProc
     assert refusals
     assert refusals[-1]["status"] == 403
     assert refusals[-1]["level"] == "warning"
-    _answered(_call(server, TOKENS["reader"], "memory_search", {"query": "firmware"}))
+    _answered(await _call(server, TOKENS["reader"], "memory_search", {"query": "firmware"}))
 
 
 def test_a_forbidden_call_is_answered_with_a_json_rpc_error_inside_the_session(
@@ -186,32 +182,32 @@ def test_a_forbidden_call_is_answered_with_a_json_rpc_error_inside_the_session(
     assert stored_contents(server.data_dir)["never stored"] == 0
 
 
-def test_a_token_may_call_only_its_tools(server: ServerProcess) -> None:
-    refusal = _refused(_call(server, TOKENS["searcher"], "memory_context", {"query": "budget"}))
+async def test_a_token_may_call_only_its_tools(server: ServerProcess) -> None:
+    refusal = _refused(
+        await _call(server, TOKENS["searcher"], "memory_context", {"query": "budget"})
+    )
     assert "'searcher' may not call memory_context" in refusal
-    _answered(_call(server, TOKENS["searcher"], "memory_search", {"query": "budget"}))
+    _answered(await _call(server, TOKENS["searcher"], "memory_search", {"query": "budget"}))
 
 
-def test_a_token_sees_only_the_tools_it_may_call(server: ServerProcess) -> None:
+async def test_a_token_sees_only_the_tools_it_may_call(server: ServerProcess) -> None:
     async def names(token: Token) -> set[str]:
         async with mcp_session(server.mcp_url, token.secret) as session:
             return {tool.name for tool in (await session.list_tools()).tools}
 
-    everything = anyio.run(names, TOKENS["full"])
+    everything = await names(TOKENS["full"])
     assert len(everything) == 7
-    assert anyio.run(names, TOKENS["reader"]) == everything - {"memory_write", "memory_forget"}
-    assert anyio.run(names, TOKENS["searcher"]) == {"memory_search"}
+    assert await names(TOKENS["reader"]) == everything - {"memory_write", "memory_forget"}
+    assert await names(TOKENS["searcher"]) == {"memory_search"}
 
 
 # ---------------------------------------------------------------- load, writes, metrics
 
 
-def test_concurrent_clients_lose_and_duplicate_no_writes(server: ServerProcess) -> None:
+async def test_concurrent_clients_lose_and_duplicate_no_writes(server: ServerProcess) -> None:
     mix = {"memory_context": 2, "memory_search": 2, "memory_write": 1}
-    result = anyio.run(
-        lambda: run_load(
-            server.mcp_url, TOKENS["full"].secret, clients=4, requests_per_client=20, mix=mix
-        )
+    result = await run_load(
+        server.mcp_url, TOKENS["full"].secret, clients=4, requests_per_client=20, mix=mix
     )
     assert result.errors == 0, result.error_samples
     assert result.requests == 80
@@ -249,8 +245,8 @@ def test_stats_read_the_traces_the_server_stored(server: ServerProcess) -> None:
     assert report.total.p50_ms <= report.total.p99_ms
 
 
-def test_every_request_is_logged_as_one_json_line(server: ServerProcess) -> None:
-    _call(server, TOKENS["full"], "memory_search", {"query": "security review"})
+async def test_every_request_is_logged_as_one_json_line(server: ServerProcess) -> None:
+    await _call(server, TOKENS["full"], "memory_search", {"query": "security review"})
     lines = [json.loads(line) for line in _json_lines(server.log)]
     requests = [line for line in lines if line.get("event") == "request"]
     assert requests, "the server should log each request"
@@ -284,13 +280,13 @@ class _DefaultZero(dict[tuple[str, str], float]):
         return 0.0
 
 
-def test_a_failed_tool_call_is_counted_logged_and_traced(server: ServerProcess) -> None:
+async def test_a_failed_tool_call_is_counted_logged_and_traced(server: ServerProcess) -> None:
     def errors() -> float:
         text = _metrics(server, TOKENS["full"].secret).text
         return _samples(text, "orchestrator_requests_total")[("memory_expand", "error")]
 
     before = errors()
-    outcome = _call(server, TOKENS["full"], "memory_expand", {"hops": 2})  # no seeds: invalid
+    outcome = await _call(server, TOKENS["full"], "memory_expand", {"hops": 2})  # no seeds: invalid
     assert isinstance(outcome, CallToolResult)
     assert outcome.is_error
     assert errors() == before + 1
@@ -348,8 +344,8 @@ def test_metadata_that_is_not_json_and_invisible_content_are_refused_and_not_sto
     assert stored_contents(server.data_dir)[content] == 0
 
 
-def test_unknown_tool_names_share_one_metrics_label(server: ServerProcess) -> None:
-    outcome = _call(server, TOKENS["full"], "memory_delete_everything", {})
+async def test_unknown_tool_names_share_one_metrics_label(server: ServerProcess) -> None:
+    outcome = await _call(server, TOKENS["full"], "memory_delete_everything", {})
     assert isinstance(outcome, CallToolResult)
     assert outcome.is_error
     text = _metrics(server, TOKENS["full"].secret).text

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 
@@ -101,12 +100,9 @@ async def _site(
         await orchestrator.close()
 
 
-def _run(settings: Settings, body: Callable[[Site], Awaitable[None]], **options: Any) -> None:
-    async def main() -> None:
-        async with _site(settings, **options) as site:
-            await body(site)
-
-    anyio.run(main)
+async def _run(settings: Settings, body: Callable[[Site], Awaitable[None]], **options: Any) -> None:
+    async with _site(settings, **options) as site:
+        await body(site)
 
 
 def _csrf(html: str) -> str:
@@ -129,7 +125,9 @@ def _with_tokens(settings: Settings, *specs: TokenSpec) -> Settings:
 # ---------------------------------------------------------------- what the pages hold
 
 
-def test_the_memories_page_lists_newest_first_with_filters_and_paging(settings: Settings) -> None:
+async def test_the_memories_page_lists_newest_first_with_filters_and_paging(
+    settings: Settings,
+) -> None:
     async def body(site: Site) -> None:
         first = await site.get("/?limit=20")
         assert first.status_code == 200
@@ -155,10 +153,12 @@ def test_the_memories_page_lists_newest_first_with_filters_and_paging(settings: 
         assert bad.status_code == 400
         assert "since must be a date like 2026-11-20" in bad.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_a_search_shows_each_result_with_its_score_breakdown_as_a_bar(settings: Settings) -> None:
+async def test_a_search_shows_each_result_with_its_score_breakdown_as_a_bar(
+    settings: Settings,
+) -> None:
     async def body(site: Site) -> None:
         found = await site.get("/?q=how+do+I+deploy+atlas-core")
         assert found.status_code == 200
@@ -178,10 +178,10 @@ def test_a_search_shows_each_result_with_its_score_breakdown_as_a_bar(settings: 
         assert "Runbook: atlas-core deployment" in typed.text
         assert "How to deploy atlas-core" not in typed.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_a_memory_page_shows_its_edges_the_requests_that_returned_it_and_forget(
+async def test_a_memory_page_shows_its_edges_the_requests_that_returned_it_and_forget(
     settings: Settings,
 ) -> None:
     async def body(site: Site) -> None:
@@ -198,10 +198,10 @@ def test_a_memory_page_shows_its_edges_the_requests_that_returned_it_and_forget(
         assert missing.status_code == 404
         assert "no memory with id" in missing.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_a_corrected_memory_says_what_changed_and_is_hidden_unless_asked(
+async def test_a_corrected_memory_says_what_changed_and_is_hidden_unless_asked(
     settings: Settings,
 ) -> None:
     async def body(site: Site) -> None:
@@ -239,10 +239,10 @@ def test_a_corrected_memory_says_what_changed_and_is_hidden_unless_asked(
         assert report.id in shown.text
         assert old in shown.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_traces_pages_draw_the_plan_candidates_drops_and_stages_and_replay(
+async def test_traces_pages_draw_the_plan_candidates_drops_and_stages_and_replay(
     settings: Settings,
 ) -> None:
     async def body(site: Site) -> None:
@@ -268,10 +268,10 @@ def test_traces_pages_draw_the_plan_candidates_drops_and_stages_and_replay(
         assert "Identical: the same memories in the same order." in replay.text
         assert (await site.get("/traces/tr_0000000000000000")).status_code == 404
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_the_graph_page_draws_the_neighbourhood_as_svg_with_links(settings: Settings) -> None:
+async def test_the_graph_page_draws_the_neighbourhood_as_svg_with_links(settings: Settings) -> None:
     async def body(site: Site) -> None:
         page = await site.get("/graph?entity=Vendor+X&hops=1")
         assert page.status_code == 200
@@ -288,10 +288,12 @@ def test_the_graph_page_draws_the_neighbourhood_as_svg_with_links(settings: Sett
         empty = await site.get("/graph")
         assert "Pick an entity" in empty.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_the_health_page_shows_checks_tool_percentiles_and_the_outbox(settings: Settings) -> None:
+async def test_the_health_page_shows_checks_tool_percentiles_and_the_outbox(
+    settings: Settings,
+) -> None:
     async def body(site: Site) -> None:
         await site.orchestrator.search(SearchRequest(query="atlas"))
         page = await site.get("/health")
@@ -303,10 +305,10 @@ def test_the_health_page_shows_checks_tool_percentiles_and_the_outbox(settings: 
         )
         assert "No write waits" in page.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_again_when_asked(
+async def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_again_when_asked(
     settings: Settings,
 ) -> None:
     async def counted(site: Site, path: str) -> str:
@@ -327,10 +329,10 @@ def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_again_wh
         site.app.state.ui.health.max_age_s = 3600.0
         assert await counted(site, "/health") == "42"
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_while_a_server_warms_up_the_pages_answer_at_once_and_say_what_is_still_coming(
+async def test_while_a_server_warms_up_the_pages_answer_at_once_and_say_what_is_still_coming(
     settings: Settings,
 ) -> None:
     """A server lists the store, reads the traces and checks health beside the requests; a
@@ -363,7 +365,7 @@ def test_while_a_server_warms_up_the_pages_answer_at_once_and_say_what_is_still_
         assert 'Health: <span class="status status-ok">ok</span>' in health.text
         inspection.serve(None)
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
 def _eval_folder(folder: Path) -> Path:
@@ -394,7 +396,7 @@ def _eval_folder(folder: Path) -> Path:
     return folder
 
 
-def test_the_eval_page_shows_the_tables_and_serves_only_the_folders_plots(
+async def test_the_eval_page_shows_the_tables_and_serves_only_the_folders_plots(
     settings: Settings, tmp_path: Path
 ) -> None:
     folder = _eval_folder(tmp_path / "eval-out")
@@ -416,18 +418,18 @@ def test_the_eval_page_shows_the_tables_and_serves_only_the_folders_plots(
         ):
             assert (await site.get(sneaky)).status_code == 404, sneaky
 
-    _run(settings, body, eval_dir=folder)
+    await _run(settings, body, eval_dir=folder)
 
     async def without(site: Site) -> None:
         assert "No eval folder was given" in (await site.get("/eval")).text
 
-    _run(load_settings(data_dir=tmp_path / "other"), without)
+    await _run(load_settings(data_dir=tmp_path / "other"), without)
 
 
 # ---------------------------------------------------------------- untrusted text is text
 
 
-def test_hostile_memory_text_is_shown_as_text_on_every_page(settings: Settings) -> None:
+async def test_hostile_memory_text_is_shown_as_text_on_every_page(settings: Settings) -> None:
     async def body(site: Site) -> None:
         ids = await site.ids()
         search = await site.get("/?q=hostile+firmware+notes")
@@ -458,10 +460,12 @@ def test_hostile_memory_text_is_shown_as_text_on_every_page(settings: Settings) 
             h for h in hrefs if not h.startswith(("/", "#"))
         ]
 
-    _run(settings, body, hostile=True)
+    await _run(settings, body, hostile=True)
 
 
-def test_every_answer_carries_the_security_headers_and_its_server_time(settings: Settings) -> None:
+async def test_every_answer_carries_the_security_headers_and_its_server_time(
+    settings: Settings,
+) -> None:
     async def body(site: Site) -> None:
         for path in ("/", "/health", "/nothere", "/static/inspector.css"):
             answer = await site.get(path)
@@ -474,13 +478,15 @@ def test_every_answer_carries_the_security_headers_and_its_server_time(settings:
             assert re.fullmatch(r"app;dur=\d+\.\d", answer.headers["server-timing"])
         assert (await site.get("/nothere")).status_code == 404
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
 # ---------------------------------------------------------------- forget
 
 
-def test_forget_needs_a_confirmed_same_origin_form_with_its_csrf_token(settings: Settings) -> None:
+async def test_forget_needs_a_confirmed_same_origin_form_with_its_csrf_token(
+    settings: Settings,
+) -> None:
     async def body(site: Site) -> None:
         victim = (await site.ids())[0]
         confirm = await site.get(f"/memories/{victim}/forget")
@@ -509,11 +515,11 @@ def test_forget_needs_a_confirmed_same_origin_form_with_its_csrf_token(settings:
         traces = await site.get("/traces?tool=forget")
         assert victim in traces.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
 @pytest.mark.parametrize("backend", ["embedded", "mnemonic"])
-def test_a_forgotten_memory_s_page_says_why_and_undo_brings_it_back(
+async def test_a_forgotten_memory_s_page_says_why_and_undo_brings_it_back(
     tmp_path: Path, backend: str
 ) -> None:
     """The inspector's forget is the orchestrator's (the same as `memory_forget`): on every
@@ -542,13 +548,13 @@ def test_a_forgotten_memory_s_page_says_why_and_undo_brings_it_back(
         stones = await site.orchestrator.forgotten()
         assert stones == []
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
 # ---------------------------------------------------------------- the guard
 
 
-def test_on_loopback_only_a_local_host_name_is_served(settings: Settings) -> None:
+async def test_on_loopback_only_a_local_host_name_is_served(settings: Settings) -> None:
     async def body(site: Site) -> None:
         assert (await site.get("/", Host="127.0.0.1:8766")).status_code == 200
         assert (await site.get("/", Host="localhost:8766")).status_code == 200
@@ -556,19 +562,21 @@ def test_on_loopback_only_a_local_host_name_is_served(settings: Settings) -> Non
         assert rebound.status_code == 421
         assert "only to localhost" in rebound.text
 
-    _run(settings, body)
+    await _run(settings, body)
 
 
-def test_off_loopback_without_tokens_the_inspector_refuses_to_start(settings: Settings) -> None:
+async def test_off_loopback_without_tokens_the_inspector_refuses_to_start(
+    settings: Settings,
+) -> None:
     orchestrator = Orchestrator.from_settings(settings)
     try:
         with pytest.raises(ConfigError, match="asks for a bearer token off loopback"):
             build_app(orchestrator, settings, host="0.0.0.0", warm=False)
     finally:
-        anyio.run(orchestrator.close)
+        await orchestrator.close()
 
 
-def test_off_loopback_a_token_is_needed_and_a_read_only_one_cannot_forget(
+async def test_off_loopback_a_token_is_needed_and_a_read_only_one_cannot_forget(
     settings: Settings,
 ) -> None:
     writer, writer_spec = _token("writer")
@@ -608,10 +616,10 @@ def test_off_loopback_a_token_is_needed_and_a_read_only_one_cannot_forget(
         assert narrow_traces.status_code == 403
         assert "may not call memory_explain" in narrow_traces.text
 
-    _run(configured, body, base=base, host="0.0.0.0")
+    await _run(configured, body, base=base, host="0.0.0.0")
 
 
-def test_a_token_for_another_store_is_refused(settings: Settings) -> None:
+async def test_a_token_for_another_store_is_refused(settings: Settings) -> None:
     secret, spec = _token("elsewhere", stores=["mnemon"])
 
     async def body(site: Site) -> None:
@@ -621,4 +629,4 @@ def test_a_token_for_another_store_is_refused(settings: Settings) -> None:
         login = await site.post("/login", {"token": secret, "next": "/"})
         assert login.status_code == 403
 
-    _run(_with_tokens(settings, spec), body, token_required=True)
+    await _run(_with_tokens(settings, spec), body, token_required=True)

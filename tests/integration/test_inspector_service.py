@@ -40,36 +40,33 @@ def _memories(count: int) -> list[NewMemory]:
     ]
 
 
-def test_the_catalog_pages_newest_first_with_filters(settings: Settings) -> None:
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            # the embedded store dates a memory written without a time: now
-            await orchestrator.ingest([*_memories(25), NewMemory(content="A note of today.")])
-            catalog = orchestrator.inspection().catalog
-            first = await catalog.page(MemoryFilter(), 0, 10)
-            assert first.total == 26
-            assert [m.content for m in first.memories[:3]] == [
-                "A note of today.",
-                "Note 24 about the Atlas rollout number 24.",
-                "Note 23 about the Atlas rollout number 23.",
-            ]
-            last = await catalog.page(MemoryFilter(), 20, 10)
-            assert len(last.memories) == 6
-            assert last.memories[-1].content == "Note 0 about the Atlas rollout number 0."
-            person = await catalog.page(MemoryFilter(entity="PERSON1"), 0, 50)
-            assert person.total == 8
-            assert all("Person1" in m.entities for m in person.memories)
-            typed = MemoryFilter(types=frozenset({MemoryType.EPISODIC}), entity="person0")
-            assert (await catalog.page(typed, 0, 50)).total == 3  # 0, 12, 24
-            window = MemoryFilter(start=T0 + timedelta(hours=3), end=T0 + timedelta(hours=5))
-            dated = await catalog.page(window, 0, 50)
-            assert [m.content[:7] for m in dated.memories] == ["Note 5 ", "Note 4 ", "Note 3 "]
-            assert catalog.entity_names()[:3] == ["Person0", "Person1", "Person2"]
-        finally:
-            await orchestrator.close()
-
-    anyio.run(main)
+async def test_the_catalog_pages_newest_first_with_filters(settings: Settings) -> None:
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        # the embedded store dates a memory written without a time: now
+        await orchestrator.ingest([*_memories(25), NewMemory(content="A note of today.")])
+        catalog = orchestrator.inspection().catalog
+        first = await catalog.page(MemoryFilter(), 0, 10)
+        assert first.total == 26
+        assert [m.content for m in first.memories[:3]] == [
+            "A note of today.",
+            "Note 24 about the Atlas rollout number 24.",
+            "Note 23 about the Atlas rollout number 23.",
+        ]
+        last = await catalog.page(MemoryFilter(), 20, 10)
+        assert len(last.memories) == 6
+        assert last.memories[-1].content == "Note 0 about the Atlas rollout number 0."
+        person = await catalog.page(MemoryFilter(entity="PERSON1"), 0, 50)
+        assert person.total == 8
+        assert all("Person1" in m.entities for m in person.memories)
+        typed = MemoryFilter(types=frozenset({MemoryType.EPISODIC}), entity="person0")
+        assert (await catalog.page(typed, 0, 50)).total == 3  # 0, 12, 24
+        window = MemoryFilter(start=T0 + timedelta(hours=3), end=T0 + timedelta(hours=5))
+        dated = await catalog.page(window, 0, 50)
+        assert [m.content[:7] for m in dated.memories] == ["Note 5 ", "Note 4 ", "Note 3 "]
+        assert catalog.entity_names()[:3] == ["Person0", "Person1", "Person2"]
+    finally:
+        await orchestrator.close()
 
 
 class HeldListing:
@@ -90,149 +87,135 @@ class HeldListing:
         return await self.inner.list_memories(cursor, limit)
 
 
-def test_while_a_server_lists_the_store_a_page_answers_at_once_from_what_is_listed(
+async def test_while_a_server_lists_the_store_a_page_answers_at_once_from_what_is_listed(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(catalog_module, "_FILL_PAGE", 10)  # 25 memories: three listing pages
-
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            await orchestrator.ingest(_memories(25))
-        finally:
-            await orchestrator.close()
-        store = EmbeddedBackend(settings.embedded_path())
-        listing = HeldListing(store)
-        catalog = Catalog(listing, store, StoreCalls(settings))
-        try:
-            async with anyio.create_task_group() as tasks:
-                catalog.spawn = tasks.start_soon
-                catalog.fill()
-                with anyio.fail_after(30):
-                    await listing.first_taken.wait()
-                    early = await catalog.page(MemoryFilter(), 0, 50)  # does not wait for `go`
-                assert early.indexing
-                assert (early.listed, early.total, len(early.memories)) == (10, 10, 10)
-                assert "Indexing the store: 10 memories listed so far." in early.notes[0]
-                listing.go.set()
-                with anyio.fail_after(30):
-                    await catalog.filled()
-                done = await catalog.page(MemoryFilter(), 0, 50)
-                assert not done.indexing
-                assert (done.listed, done.total, done.notes) == (25, 25, ())
-                assert done.memories[0].content.startswith("Note 24 ")
-                catalog.spawn = None
-        finally:
-            await store.close()
-
-    anyio.run(main)
-
-
-def test_work_beside_the_requests_waits_for_a_quiet_moment_and_no_longer_than_its_bound() -> None:
-    async def main() -> None:
-        quiet = Quiet(most_s=600)
-        await quiet.wait()  # no request in flight: at once
-        quiet.enter()
-        quiet.enter()
-        done: list[str] = []
-
-        async def beside() -> None:
-            await quiet.wait()
-            done.append("step")
-
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        await orchestrator.ingest(_memories(25))
+    finally:
+        await orchestrator.close()
+    store = EmbeddedBackend(settings.embedded_path())
+    listing = HeldListing(store)
+    catalog = Catalog(listing, store, StoreCalls(settings))
+    try:
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(beside)
-            await anyio.wait_all_tasks_blocked()
-            quiet.leave()
-            await anyio.wait_all_tasks_blocked()
-            assert done == []  # one request still in flight
-            quiet.leave()
-        assert done == ["step"]
-        quiet.wait_blocking()  # quiet again: at once, in a thread too
-        bounded = Quiet(most_s=0)
-        bounded.enter()
-        await bounded.wait()  # a steady stream of requests cannot hold it back for ever
-        bounded.wait_blocking()
+            catalog.spawn = tasks.start_soon
+            catalog.fill()
+            with anyio.fail_after(30):
+                await listing.first_taken.wait()
+                early = await catalog.page(MemoryFilter(), 0, 50)  # does not wait for `go`
+            assert early.indexing
+            assert (early.listed, early.total, len(early.memories)) == (10, 10, 10)
+            assert "Indexing the store: 10 memories listed so far." in early.notes[0]
+            listing.go.set()
+            with anyio.fail_after(30):
+                await catalog.filled()
+            done = await catalog.page(MemoryFilter(), 0, 50)
+            assert not done.indexing
+            assert (done.listed, done.total, done.notes) == (25, 25, ())
+            assert done.memories[0].content.startswith("Note 24 ")
+            catalog.spawn = None
+    finally:
+        await store.close()
 
-    anyio.run(main)
+
+async def test_work_beside_the_requests_waits_for_a_quiet_moment_and_no_longer_than_its_bound() -> (
+    None
+):
+    quiet = Quiet(most_s=600)
+    await quiet.wait()  # no request in flight: at once
+    quiet.enter()
+    quiet.enter()
+    done: list[str] = []
+
+    async def beside() -> None:
+        await quiet.wait()
+        done.append("step")
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(beside)
+        await anyio.wait_all_tasks_blocked()
+        quiet.leave()
+        await anyio.wait_all_tasks_blocked()
+        assert done == []  # one request still in flight
+        quiet.leave()
+    assert done == ["step"]
+    quiet.wait_blocking()  # quiet again: at once, in a thread too
+    bounded = Quiet(most_s=0)
+    bounded.enter()
+    await bounded.wait()  # a steady stream of requests cannot hold it back for ever
+    bounded.wait_blocking()
 
 
-def test_a_memory_deleted_elsewhere_leaves_the_catalog_when_its_page_is_read(
+async def test_a_memory_deleted_elsewhere_leaves_the_catalog_when_its_page_is_read(
     settings: Settings,
 ) -> None:
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            await orchestrator.ingest(_memories(5))
-            catalog = orchestrator.inspection().catalog
-            shown = await catalog.page(MemoryFilter(), 0, 10)
-            assert shown.total == 5
-            store = EmbeddedBackend(settings.embedded_path())  # the store's own delete
-            assert await store.forget(shown.memories[0].id)
-            await store.close()
-            again = await catalog.page(MemoryFilter(), 0, 10)
-            assert len(again.memories) == 4
-            assert "1 memories on this page were deleted since they were listed" in again.notes
-            assert (await catalog.page(MemoryFilter(), 0, 10)).total == 4
-        finally:
-            await orchestrator.close()
-
-    anyio.run(main)
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        await orchestrator.ingest(_memories(5))
+        catalog = orchestrator.inspection().catalog
+        shown = await catalog.page(MemoryFilter(), 0, 10)
+        assert shown.total == 5
+        store = EmbeddedBackend(settings.embedded_path())  # the store's own delete
+        assert await store.forget(shown.memories[0].id)
+        await store.close()
+        again = await catalog.page(MemoryFilter(), 0, 10)
+        assert len(again.memories) == 4
+        assert "1 memories on this page were deleted since they were listed" in again.notes
+        assert (await catalog.page(MemoryFilter(), 0, 10)).total == 4
+    finally:
+        await orchestrator.close()
 
 
-def test_a_memory_forgotten_elsewhere_is_hidden_from_the_catalog_until_undone(
+async def test_a_memory_forgotten_elsewhere_is_hidden_from_the_catalog_until_undone(
     settings: Settings,
 ) -> None:
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        other = Orchestrator.from_settings(settings)  # another process on the same data dir
-        try:
-            await orchestrator.ingest(_memories(5))
-            catalog = orchestrator.inspection().catalog
-            shown = await catalog.page(MemoryFilter(), 0, 10)
-            victim = shown.memories[0].id
-            assert (await other.inspection().forget(victim, "elsewhere")).done
-            hidden = await catalog.page(MemoryFilter(), 0, 10)
-            assert (hidden.total, len(hidden.memories)) == (4, 4)
-            assert victim not in [m.id for m in hidden.memories]
-            assert not hidden.notes  # hidden, not deleted: it stays listed for an undo
-            assert (await other.inspection().forget(victim, "", undo=True)).done
-            back = await catalog.page(MemoryFilter(), 0, 10)
-            assert back.total == 5
-            assert victim in [m.id for m in back.memories]
-        finally:
-            await other.close()
-            await orchestrator.close()
-
-    anyio.run(main)
+    orchestrator = Orchestrator.from_settings(settings)
+    other = Orchestrator.from_settings(settings)  # another process on the same data dir
+    try:
+        await orchestrator.ingest(_memories(5))
+        catalog = orchestrator.inspection().catalog
+        shown = await catalog.page(MemoryFilter(), 0, 10)
+        victim = shown.memories[0].id
+        assert (await other.inspection().forget(victim, "elsewhere")).done
+        hidden = await catalog.page(MemoryFilter(), 0, 10)
+        assert (hidden.total, len(hidden.memories)) == (4, 4)
+        assert victim not in [m.id for m in hidden.memories]
+        assert not hidden.notes  # hidden, not deleted: it stays listed for an undo
+        assert (await other.inspection().forget(victim, "", undo=True)).done
+        back = await catalog.page(MemoryFilter(), 0, 10)
+        assert back.total == 5
+        assert victim in [m.id for m in back.memories]
+    finally:
+        await other.close()
+        await orchestrator.close()
 
 
-def test_a_correction_hides_the_memory_it_corrected_unless_asked(settings: Settings) -> None:
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            old = NewMemory(content="The Atlas API rate limit is 100 requests per minute.")
-            first = (await orchestrator.ingest([old]))[0].id
-            catalog = orchestrator.inspection().catalog
-            assert (await catalog.page(MemoryFilter(), 0, 10)).total == 1
-            new = NewMemory(content="The Atlas API rate limit is 500 requests per minute.")
-            report = await orchestrator.write(WriteRequest(memory=new))
-            assert report.supersedes == first
-            catalog.stale()
-            current = await catalog.page(MemoryFilter(), 0, 10)
-            assert [m.id for m in current.memories] == [report.id]
-            assert current.total == 1  # the correction's `supersedes` marks the old entry
-            history = await catalog.page(MemoryFilter(corrected=True), 0, 10)
-            assert {m.id for m in history.memories} == {report.id, first}
-            view = await orchestrator.inspection().memory(first)
-            assert view is not None
-            assert view.corrected_by is not None
-            assert view.correction is not None
-            assert view.correction.startswith("changed on ")
-        finally:
-            await orchestrator.close()
-
-    anyio.run(main)
+async def test_a_correction_hides_the_memory_it_corrected_unless_asked(settings: Settings) -> None:
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        old = NewMemory(content="The Atlas API rate limit is 100 requests per minute.")
+        first = (await orchestrator.ingest([old]))[0].id
+        catalog = orchestrator.inspection().catalog
+        assert (await catalog.page(MemoryFilter(), 0, 10)).total == 1
+        new = NewMemory(content="The Atlas API rate limit is 500 requests per minute.")
+        report = await orchestrator.write(WriteRequest(memory=new))
+        assert report.supersedes == first
+        catalog.stale()
+        current = await catalog.page(MemoryFilter(), 0, 10)
+        assert [m.id for m in current.memories] == [report.id]
+        assert current.total == 1  # the correction's `supersedes` marks the old entry
+        history = await catalog.page(MemoryFilter(corrected=True), 0, 10)
+        assert {m.id for m in history.memories} == {report.id, first}
+        view = await orchestrator.inspection().memory(first)
+        assert view is not None
+        assert view.corrected_by is not None
+        assert view.correction is not None
+        assert view.correction.startswith("changed on ")
+    finally:
+        await orchestrator.close()
 
 
 def _trace(n: int, results: list[str], latency: float, error: str | None = None) -> Trace:

@@ -6,10 +6,9 @@ Skipped, with the reason, only when node is absent.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import anyio
 import pytest
@@ -30,11 +29,6 @@ from memory_orchestrator.settings import load_settings
 from tests.npm_servers import child_pids, kill_children, require_script
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-T = TypeVar("T")
-
-
-def run(body: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(body)
 
 
 @pytest.fixture(scope="module")
@@ -49,39 +43,36 @@ def backend(graph_file: Path) -> Iterator[KgMemoryBackend]:
     anyio.run(store.close)
 
 
-def test_a_memory_is_an_observation_of_its_entity_and_reads_back(
+async def test_a_memory_is_an_observation_of_its_entity_and_reads_back(
     backend: KgMemoryBackend, graph_file: Path
 ) -> None:
-    async def main() -> None:
-        when = datetime(2023, 5, 7, 10, 30, tzinfo=UTC)
-        outcome = await backend.write(
-            NewMemory(
-                content="went to the axolotl support group",
-                type=MemoryType.EPISODIC,
-                entities=["Carolyn", "Axolotl Club"],
-                created_at=when,
-            )
+    when = datetime(2023, 5, 7, 10, 30, tzinfo=UTC)
+    outcome = await backend.write(
+        NewMemory(
+            content="went to the axolotl support group",
+            type=MemoryType.EPISODIC,
+            entities=["Carolyn", "Axolotl Club"],
+            created_at=when,
         )
-        assert outcome.action is WriteAction.ADDED
-        (memory,) = await backend.get_memories([outcome.id])
-        assert (memory.content, memory.entities, memory.created_at, memory.type) == (
-            "went to the axolotl support group",
-            ("Carolyn",),
-            when,
-            MemoryType.EPISODIC,
+    )
+    assert outcome.action is WriteAction.ADDED
+    (memory,) = await backend.get_memories([outcome.id])
+    assert (memory.content, memory.entities, memory.created_at, memory.type) == (
+        "went to the axolotl support group",
+        ("Carolyn",),
+        when,
+        MemoryType.EPISODIC,
+    )
+    again = await backend.write(
+        NewMemory(content="went to the axolotl support group", entities=["Carolyn"])
+    )
+    assert again.action is WriteAction.ADDED  # no time prefix: a different observation
+    same = await backend.write(
+        NewMemory(
+            content="went to the axolotl support group", entities=["Carolyn"], created_at=when
         )
-        again = await backend.write(
-            NewMemory(content="went to the axolotl support group", entities=["Carolyn"])
-        )
-        assert again.action is WriteAction.ADDED  # no time prefix: a different observation
-        same = await backend.write(
-            NewMemory(
-                content="went to the axolotl support group", entities=["Carolyn"], created_at=when
-            )
-        )
-        assert (same.action, same.existing_id) == (WriteAction.SKIPPED, outcome.id)
-
-    run(main)
+    )
+    assert (same.action, same.existing_id) == (WriteAction.SKIPPED, outcome.id)
     lines = [json.loads(line) for line in graph_file.read_text().splitlines()]
     carolyn = next(x for x in lines if x.get("name") == "Carolyn")
     assert carolyn["observations"][0] == "[2023-05-07 10:30] went to the axolotl support group"
@@ -90,117 +81,100 @@ def test_a_memory_is_an_observation_of_its_entity_and_reads_back(
     } in lines
 
 
-def test_a_question_finds_what_the_servers_substring_search_misses(
+async def test_a_question_finds_what_the_servers_substring_search_misses(
     backend: KgMemoryBackend,
 ) -> None:
-    async def main() -> None:
-        outcome = await backend.write(
-            NewMemory(content="Pelagio hiked with his family in July", entities=["Pelagio"])
-        )
-        await backend.write(NewMemory(content="Pelagio owns a red bicycle", entities=["Pelagio"]))
-        raw = await backend.client.call("search_nodes", {"query": "Pelagio family hiking"})
-        assert raw["entities"] == []  # one substring of the whole query: nothing
-        hits = await backend.search("When did Pelagio go hiking with family?", 5)
-        assert hits[0].memory.id == outcome.id
-        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-        scoped = await backend.search("hiking", 5, SearchFilters(entity_ids=["nobody"]))
-        assert scoped == []
-
     assert search_terms("hiking families") == ["hik", "famil"]
-    run(main)
+    outcome = await backend.write(
+        NewMemory(content="Pelagio hiked with his family in July", entities=["Pelagio"])
+    )
+    await backend.write(NewMemory(content="Pelagio owns a red bicycle", entities=["Pelagio"]))
+    raw = await backend.client.call("search_nodes", {"query": "Pelagio family hiking"})
+    assert raw["entities"] == []  # one substring of the whole query: nothing
+    hits = await backend.search("When did Pelagio go hiking with family?", 5)
+    assert hits[0].memory.id == outcome.id
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    scoped = await backend.search("hiking", 5, SearchFilters(entity_ids=["nobody"]))
+    assert scoped == []
 
 
-def test_native_search_is_the_bare_servers_substring_match(backend: KgMemoryBackend) -> None:
-    async def main() -> None:
-        await backend.write(NewMemory(content="Ximena sings in a choir", entities=["Ximena"]))
-        await backend.write(NewMemory(content="Ximena likes jazz", entities=["Ximena"]))
-        backend.native_search = True
-        try:
-            assert await backend.search("Does Ximena sing?", 5) == []
-            hits = await backend.search("jazz", 5)
-            assert [h.memory.content for h in hits] == [
-                "Ximena likes jazz",
-                "Ximena sings in a choir",
-            ]
-        finally:
-            backend.native_search = False
-
-    run(main)
+async def test_native_search_is_the_bare_servers_substring_match(backend: KgMemoryBackend) -> None:
+    await backend.write(NewMemory(content="Ximena sings in a choir", entities=["Ximena"]))
+    await backend.write(NewMemory(content="Ximena likes jazz", entities=["Ximena"]))
+    backend.native_search = True
+    try:
+        assert await backend.search("Does Ximena sing?", 5) == []
+        hits = await backend.search("jazz", 5)
+        assert [h.memory.content for h in hits] == [
+            "Ximena likes jazz",
+            "Ximena sings in a choir",
+        ]
+    finally:
+        backend.native_search = False
 
 
-def test_time_windows_are_applied_by_the_adapter(backend: KgMemoryBackend) -> None:
-    async def main() -> None:
-        for year in (2021, 2023):
-            await backend.write(
-                NewMemory(
-                    content=f"Quokkaville fair in {year}",
-                    entities=["Quokkaville"],
-                    created_at=datetime(year, 6, 1, tzinfo=UTC),
-                )
+async def test_time_windows_are_applied_by_the_adapter(backend: KgMemoryBackend) -> None:
+    for year in (2021, 2023):
+        await backend.write(
+            NewMemory(
+                content=f"Quokkaville fair in {year}",
+                entities=["Quokkaville"],
+                created_at=datetime(year, 6, 1, tzinfo=UTC),
             )
-        window = SearchFilters(time_range=TimeRange(start=datetime(2022, 1, 1, tzinfo=UTC)))
-        hits = await backend.search("quokkaville fair", 5, window)
-        assert [h.memory.content for h in hits] == ["Quokkaville fair in 2023"]
-
-    run(main)
+        )
+    window = SearchFilters(time_range=TimeRange(start=datetime(2022, 1, 1, tzinfo=UTC)))
+    hits = await backend.search("quokkaville fair", 5, window)
+    assert [h.memory.content for h in hits] == ["Quokkaville fair in 2023"]
 
 
 @pytest.mark.parametrize("query", ['"', "a AND (b", "*", "   ", "东京", "' OR 1=1 --"])
-def test_awkward_queries_never_raise(backend: KgMemoryBackend, query: str) -> None:
-    assert isinstance(anyio.run(backend.search, query, 5), list)
+async def test_awkward_queries_never_raise(backend: KgMemoryBackend, query: str) -> None:
+    assert isinstance(await backend.search(query, 5), list)
 
 
-def test_neighbours_follow_the_entity_and_its_relations(backend: KgMemoryBackend) -> None:
-    async def main() -> None:
-        a = await backend.write(
-            NewMemory(content="Ravenna adopted a greyhound", entities=["Ravenna"])
-        )
-        b = await backend.write(NewMemory(content="Ravenna runs marathons", entities=["Ravenna"]))
-        c = await backend.write(NewMemory(content="Tobiah coaches runners", entities=["Tobiah"]))
-        edge = await backend.link(a.id, c.id, "friend_of")
-        assert edge.type == "friend_of"
-        found = await backend.neighbors([a.id], hops=1, limit=10)
-        assert {(n.memory.id, n.edge_type) for n in found} == {
-            (b.id, "entity"),
-            (c.id, "friend_of"),
-        }
-        assert found[0].memory.id == c.id  # relations weigh more than a shared entity
-        only = await backend.neighbors([a.id], edge_types=["entity"])
-        assert [n.memory.id for n in only] == [b.id]
-        d = await backend.write(NewMemory(content="Umberta swims at dawn", entities=["Umberta"]))
-        await backend.link(c.id, d.id, "mentors")
-        two = await backend.neighbors([a.id], hops=2, limit=10)
-        assert {n.memory.id: n.hops for n in two} == {b.id: 1, c.id: 1, d.id: 2}
-        assert "Ravenna" in await backend.known_entities()
-        with pytest.raises(BackendError):
-            await backend.link(a.id, "kg_nope", "x")
-
-    run(main)
+async def test_neighbours_follow_the_entity_and_its_relations(backend: KgMemoryBackend) -> None:
+    a = await backend.write(NewMemory(content="Ravenna adopted a greyhound", entities=["Ravenna"]))
+    b = await backend.write(NewMemory(content="Ravenna runs marathons", entities=["Ravenna"]))
+    c = await backend.write(NewMemory(content="Tobiah coaches runners", entities=["Tobiah"]))
+    edge = await backend.link(a.id, c.id, "friend_of")
+    assert edge.type == "friend_of"
+    found = await backend.neighbors([a.id], hops=1, limit=10)
+    assert {(n.memory.id, n.edge_type) for n in found} == {
+        (b.id, "entity"),
+        (c.id, "friend_of"),
+    }
+    assert found[0].memory.id == c.id  # relations weigh more than a shared entity
+    only = await backend.neighbors([a.id], edge_types=["entity"])
+    assert [n.memory.id for n in only] == [b.id]
+    d = await backend.write(NewMemory(content="Umberta swims at dawn", entities=["Umberta"]))
+    await backend.link(c.id, d.id, "mentors")
+    two = await backend.neighbors([a.id], hops=2, limit=10)
+    assert {n.memory.id: n.hops for n in two} == {b.id: 1, c.id: 1, d.id: 2}
+    assert "Ravenna" in await backend.known_entities()
+    with pytest.raises(BackendError):
+        await backend.link(a.id, "kg_nope", "x")
 
 
-def test_forget_removes_the_observation(backend: KgMemoryBackend) -> None:
-    async def main() -> None:
-        outcome = await backend.write(NewMemory(content="Zinnia's locker code is 4411"))
-        assert await backend.forget(outcome.id) is True
-        assert await backend.get_memories([outcome.id]) == []
-        assert await backend.search("zinnia locker", 5) == []
-        assert await backend.forget(outcome.id) is False
-
-    run(main)
+async def test_forget_removes_the_observation(backend: KgMemoryBackend) -> None:
+    outcome = await backend.write(NewMemory(content="Zinnia's locker code is 4411"))
+    assert await backend.forget(outcome.id) is True
+    assert await backend.get_memories([outcome.id]) == []
+    assert await backend.search("zinnia locker", 5) == []
+    assert await backend.forget(outcome.id) is False
 
 
-def test_health_counts_the_graph(backend: KgMemoryBackend) -> None:
-    (check,) = anyio.run(backend.health)
+async def test_health_counts_the_graph(backend: KgMemoryBackend) -> None:
+    (check,) = await backend.health()
     assert check.status is Status.OK, check.detail
     assert "observations" in check.detail
 
 
-def test_concurrent_writes_from_many_tasks_are_all_kept(
+async def test_concurrent_writes_from_many_tasks_are_all_kept(
     backend: KgMemoryBackend, graph_file: Path
 ) -> None:
     """The server alone loses most overlapping adds (each rewrites its whole file); the
     adapter serializes them."""
-    anyio.run(backend.health)
+    await backend.health()
     starts = backend.client.starts
     ids: list[str] = []
 
@@ -213,40 +187,36 @@ def test_concurrent_writes_from_many_tasks_are_all_kept(
             for n in range(20):
                 tg.start_soon(add, n)
 
-    run(main)
-    run(main)  # a second event loop, the same process; all duplicates now
+    await main()
+    await main()  # a second event loop, the same process; all duplicates now
     assert len(set(ids)) == 20
-    hits = anyio.run(backend.search, "okapine", 100)
+    hits = await backend.search("okapine", 100)
     assert {h.memory.id for h in hits} == set(ids)
     assert backend.client.starts == starts
     assert len(child_pids(str(graph_file))) == 1
 
 
-def test_a_killed_server_is_restarted_on_the_next_call(
+async def test_a_killed_server_is_restarted_on_the_next_call(
     backend: KgMemoryBackend, graph_file: Path
 ) -> None:
-    outcome = anyio.run(backend.write, NewMemory(content="The tapirine archive is durable"))
+    outcome = await backend.write(NewMemory(content="The tapirine archive is durable"))
     starts = backend.client.starts
     assert kill_children(str(graph_file))
-    hits = anyio.run(backend.search, "tapirine archive", 5)
+    hits = await backend.search("tapirine archive", 5)
     assert [h.memory.id for h in hits] == [outcome.id]
     assert backend.client.starts == starts + 1
 
 
-def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
+async def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
     require_script(PACKAGE)
     settings = load_settings(data_dir=tmp_path, backend="kg-memory")
     store: MemoryBackend = registry.create("kg-memory", settings)
-
-    async def main() -> None:
-        try:
-            await store.write(NewMemory(content="a lemurish memory"))
-            hits = await store.search("lemurish", 3)
-            assert [h.memory.content for h in hits] == ["a lemurish memory"]
-        finally:
-            await store.close()
-
-    run(main)
+    try:
+        await store.write(NewMemory(content="a lemurish memory"))
+        hits = await store.search("lemurish", 3)
+        assert [h.memory.content for h in hits] == ["a lemurish memory"]
+    finally:
+        await store.close()
     native = registry.create(
         "kg-memory", load_settings(data_dir=tmp_path, kg_memory={"native_search": True})
     )
@@ -255,20 +225,16 @@ def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
     assert (tmp_path / "kg-memory.jsonl").is_file()
 
 
-def test_a_missing_install_is_an_error_naming_the_make_target(tmp_path: Path) -> None:
+async def test_a_missing_install_is_an_error_naming_the_make_target(tmp_path: Path) -> None:
     store = KgMemoryBackend(tmp_path / "g.jsonl", script=tmp_path / "missing" / "index.js")
-
-    async def main() -> None:
-        with pytest.raises(BackendError, match="make npm-servers"):
-            await store.search("anything", 3)
-        (check,) = await store.health()
-        assert check.status is Status.ERROR
-        await store.close()
-
-    run(main)
+    with pytest.raises(BackendError, match="make npm-servers"):
+        await store.search("anything", 3)
+    (check,) = await store.health()
+    assert check.status is Status.ERROR
+    await store.close()
 
 
-def test_listing_pages_through_every_observation_and_resumes_with_what_came_later(
+async def test_listing_pages_through_every_observation_and_resumes_with_what_came_later(
     tmp_path: Path,
 ) -> None:
     store = KgMemoryBackend(tmp_path / "g.jsonl", script=require_script(PACKAGE), timeout_s=20)
@@ -282,38 +248,35 @@ def test_listing_pages_through_every_observation_and_resumes_with_what_came_late
             if len(page) < 2:
                 return ids, cursor
 
-    async def main() -> None:
-        try:
-            assert await store.list_memories(None, 5) == ([], None)
-            first = [
-                await store.write(NewMemory(content=text, entities=entities))
-                for text, entities in [
-                    ("Okapi keeps the ledger", ["Okapi"]),
-                    ("Okapi visits Lisbon", ["Okapi", "Lisbon"]),
-                    ("a note without an entity", []),
-                    ("Okapi sails in June", ["Okapi"]),
-                ]
+    try:
+        assert await store.list_memories(None, 5) == ([], None)
+        first = [
+            await store.write(NewMemory(content=text, entities=entities))
+            for text, entities in [
+                ("Okapi keeps the ledger", ["Okapi"]),
+                ("Okapi visits Lisbon", ["Okapi", "Lisbon"]),
+                ("a note without an entity", []),
+                ("Okapi sails in June", ["Okapi"]),
             ]
-            listed, cursor = await collect(None)
-            assert sorted(listed) == sorted(o.id for o in first)
-            assert len(set(listed)) == len(listed)
-            assert await store.list_memories(cursor, 5) == ([], cursor)
-            # later: an observation of an old entity, and a new entity
-            later = [
-                await store.write(NewMemory(content="Okapi moved house", entities=["Okapi"])),
-                await store.write(NewMemory(content="Quokka joined", entities=["Quokka"])),
-            ]
-            again, cursor = await collect(cursor)
-            assert sorted(again) == sorted(o.id for o in later)
-            # the last one handed out of an entity is forgotten: that entity comes again
-            assert await store.forget(later[1].id)
-            await store.write(NewMemory(content="Quokka left", entities=["Quokka"]))
-            after_forget, _ = await collect(cursor)
-            memories = await store.get_memories(after_forget)
-            assert [m.content for m in memories] == ["Quokka left"]
-            everything, _ = await collect("not a cursor")
-            assert len(everything) == 6
-        finally:
-            await store.close()
-
-    run(main)
+        ]
+        listed, cursor = await collect(None)
+        assert sorted(listed) == sorted(o.id for o in first)
+        assert len(set(listed)) == len(listed)
+        assert await store.list_memories(cursor, 5) == ([], cursor)
+        # later: an observation of an old entity, and a new entity
+        later = [
+            await store.write(NewMemory(content="Okapi moved house", entities=["Okapi"])),
+            await store.write(NewMemory(content="Quokka joined", entities=["Quokka"])),
+        ]
+        again, cursor = await collect(cursor)
+        assert sorted(again) == sorted(o.id for o in later)
+        # the last one handed out of an entity is forgotten: that entity comes again
+        assert await store.forget(later[1].id)
+        await store.write(NewMemory(content="Quokka left", entities=["Quokka"]))
+        after_forget, _ = await collect(cursor)
+        memories = await store.get_memories(after_forget)
+        assert [m.content for m in memories] == ["Quokka left"]
+        everything, _ = await collect("not a cursor")
+        assert len(everything) == 6
+    finally:
+        await store.close()

@@ -54,10 +54,10 @@ def orch(settings: Settings) -> Iterator[Orchestrator]:
     run(o.close)
 
 
-def write(orch: Orchestrator, content: str, days_ago: float = 0.0) -> WriteReport:
+async def write(orch: Orchestrator, content: str, days_ago: float = 0.0) -> WriteReport:
     when = NOW - timedelta(days=days_ago)
     memory = NewMemory(content=content, created_at=when)
-    return run(lambda: orch.write(WriteRequest(memory=memory)))
+    return await orch.write(WriteRequest(memory=memory))
 
 
 # ---------------------------------------------------------------- the issue's three cases
@@ -89,15 +89,15 @@ def write(orch: Orchestrator, content: str, days_ago: float = 0.0) -> WriteRepor
         ),
     ],
 )
-def test_a_correction_is_written_as_an_update_and_read_first(
+async def test_a_correction_is_written_as_an_update_and_read_first(
     orch: Orchestrator, first: str, then: str, changed: str, query: str, fresh: str
 ) -> None:
-    old = write(orch, first, days_ago=2)
-    new = write(orch, then)
+    old = await write(orch, first, days_ago=2)
+    new = await write(orch, then)
     assert new.action is WriteAction.UPDATED
     assert (new.supersedes, new.changed) == (old.id, changed)
     assert new.reason == f"updated: {changed}; supersedes {old.id}"
-    package = run(lambda: orch.context(ContextRequest(query=query)))
+    package = await orch.context(ContextRequest(query=query))
     assert package.items[0].memory_id == new.id
     assert fresh in package.context_block.split("Key recalled")[1].splitlines()[1]
     assert old.id not in [i.memory_id for i in package.items]
@@ -139,78 +139,78 @@ ISSUE_RESTATEMENTS = [
 @pytest.mark.parametrize(
     ("first", "then", "changed"), ISSUE_CORRECTIONS, ids=["branch", "cluster", "schema", "negation"]
 )
-def test_a_one_word_correction_is_never_skipped_and_supersedes_the_old_value(
+async def test_a_one_word_correction_is_never_skipped_and_supersedes_the_old_value(
     orch: Orchestrator, first: str, then: str, changed: str
 ) -> None:
-    old = write(orch, first, days_ago=1)
-    new = write(orch, then)
+    old = await write(orch, first, days_ago=1)
+    new = await write(orch, then)
     assert (new.action, new.supersedes, new.changed) == (WriteAction.UPDATED, old.id, changed)
-    (kept,) = run(lambda: orch.memories([old.id or ""]))
+    (kept,) = await orch.memories([old.id or ""])
     assert kept.superseded_by == new.id
 
 
 @pytest.mark.parametrize(
     ("first", "then"), ISSUE_RESTATEMENTS, ids=["reordered-synonym", "passive"]
 )
-def test_a_restatement_in_other_words_is_skipped_whatever_its_word_overlap(
+async def test_a_restatement_in_other_words_is_skipped_whatever_its_word_overlap(
     orch: Orchestrator, first: str, then: str
 ) -> None:
-    old = write(orch, first, days_ago=1)
-    again = write(orch, then)
+    old = await write(orch, first, days_ago=1)
+    again = await write(orch, then)
     assert (again.action, again.duplicate_of) == (WriteAction.SKIPPED, old.id)
     assert "restates it" in again.reason
 
 
-def test_a_look_alike_of_another_subject_is_added_linked_and_supersedes_nothing(
+async def test_a_look_alike_of_another_subject_is_added_linked_and_supersedes_nothing(
     orch: Orchestrator,
 ) -> None:
-    staging = write(orch, "The staging cluster runs Postgres 15.", days_ago=1)
-    prod = write(orch, "The production cluster runs Postgres 15.")
+    staging = await write(orch, "The staging cluster runs Postgres 15.", days_ago=1)
+    prod = await write(orch, "The production cluster runs Postgres 15.")
     assert (prod.action, prod.supersedes) == (WriteAction.ADDED, None)
     assert "not the same fact (about something else: staging, production;" in prod.reason
     assert [(e.type, e.target_id) for e in prod.links][:1] == [("related", staging.id)]
-    (kept,) = run(lambda: orch.memories([staging.id or ""]))
+    (kept,) = await orch.memories([staging.id or ""])
     assert kept.superseded_by is None
 
 
-def test_a_restatement_is_still_skipped(orch: Orchestrator) -> None:
-    old = write(orch, REVIEW.format("Friday"), days_ago=1)
-    again = write(orch, "The Atlas review was moved to Friday by Dana.")
+async def test_a_restatement_is_still_skipped(orch: Orchestrator) -> None:
+    old = await write(orch, REVIEW.format("Friday"), days_ago=1)
+    again = await write(orch, "The Atlas review was moved to Friday by Dana.")
     assert again.action is WriteAction.SKIPPED
     assert again.duplicate_of == old.id
 
 
-def test_a_look_alike_about_something_else_is_added_and_supersedes_nothing(
+async def test_a_look_alike_about_something_else_is_added_and_supersedes_nothing(
     orch: Orchestrator,
 ) -> None:
-    staging = write(orch, "The staging database password rotates every 30 days.", days_ago=1)
-    prod = write(orch, "The production database password rotates every 90 days.")
+    staging = await write(orch, "The staging database password rotates every 30 days.", days_ago=1)
+    prod = await write(orch, "The production database password rotates every 90 days.")
     assert prod.action is WriteAction.ADDED
     assert prod.supersedes is None
-    (kept,) = run(lambda: orch.memories([staging.id or ""]))
+    (kept,) = await orch.memories([staging.id or ""])
     assert kept.superseded_by is None
 
 
-def test_a_reversal_back_to_an_old_value_is_written_again(orch: Orchestrator) -> None:
-    first = write(orch, RATE.format(100), days_ago=2)
-    second = write(orch, RATE.format(500), days_ago=1)
-    back = write(orch, RATE.format(100))
+async def test_a_reversal_back_to_an_old_value_is_written_again(orch: Orchestrator) -> None:
+    first = await write(orch, RATE.format(100), days_ago=2)
+    second = await write(orch, RATE.format(500), days_ago=1)
+    back = await write(orch, RATE.format(100))
     assert back.action is WriteAction.UPDATED
     assert back.id not in (first.id, second.id)
     assert back.supersedes == second.id
-    top = run(lambda: orch.search(SearchRequest(query="billing rate limit", top_k=5)))
+    top = await orch.search(SearchRequest(query="billing rate limit", top_k=5))
     assert [i.memory_id for i in top.items][:1] == [back.id]
 
 
-def test_a_dry_run_says_what_it_would_supersede(orch: Orchestrator) -> None:
-    old = write(orch, RATE.format(100), days_ago=1)
+async def test_a_dry_run_says_what_it_would_supersede(orch: Orchestrator) -> None:
+    old = await write(orch, RATE.format(100), days_ago=1)
     memory = NewMemory(content=RATE.format(500))
-    report = run(lambda: orch.write(WriteRequest(memory=memory, dry_run=True)))
+    report = await orch.write(WriteRequest(memory=memory, dry_run=True))
     assert (report.action, report.dry_run, report.id) == (WriteAction.UPDATED, True, None)
     assert report.reason == (
         f"dry run: would supersede {old.id} (100 -> 500 requests per minute); nothing written"
     )
-    (kept,) = run(lambda: orch.memories([old.id or ""]))
+    (kept,) = await orch.memories([old.id or ""])
     assert kept.superseded_by is None
 
 
@@ -218,7 +218,7 @@ def test_a_dry_run_says_what_it_would_supersede(orch: Orchestrator) -> None:
     ("policy", "action", "marked"),
     [("supersede", WriteAction.UPDATED, True), ("keep_both", WriteAction.UPDATED, False)],
 )
-def test_on_conflict_setting(
+async def test_on_conflict_setting(
     settings: Settings, policy: str, action: WriteAction, marked: bool
 ) -> None:
     tuned = settings.model_copy(
@@ -226,50 +226,50 @@ def test_on_conflict_setting(
     )
     o = orchestrator(tuned)
     try:
-        old = write(o, RATE.format(100), days_ago=1)
-        new = write(o, RATE.format(500))
+        old = await write(o, RATE.format(100), days_ago=1)
+        new = await write(o, RATE.format(500))
         assert new.action is action
-        (stored,) = run(lambda: o.memories([old.id or ""]))
+        (stored,) = await o.memories([old.id or ""])
         assert (stored.superseded_by == new.id) is marked
-        package = run(lambda: o.context(ContextRequest(query="billing rate limit")))
+        package = await o.context(ContextRequest(query="billing rate limit"))
         assert package.items[0].memory_id == new.id  # the newest fact first either way
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_on_conflict_skip_keeps_the_old_behaviour(settings: Settings) -> None:
+async def test_on_conflict_skip_keeps_the_old_behaviour(settings: Settings) -> None:
     tuned = settings.model_copy(
         update={"write": settings.write.model_copy(update={"on_conflict": "skip"})}
     )
     o = orchestrator(tuned)
     try:
-        old = write(o, RATE.format(100), days_ago=1)
-        new = write(o, RATE.format(500))
+        old = await write(o, RATE.format(100), days_ago=1)
+        new = await write(o, RATE.format(500))
         assert (new.action, new.duplicate_of) == (WriteAction.SKIPPED, old.id)
     finally:
-        run(o.close)
+        await o.close()
 
 
 # ---------------------------------------------------------------- reading
 
 
-def test_history_and_as_of_bring_back_what_was_true_then(orch: Orchestrator) -> None:
-    old = write(orch, RATE.format(100), days_ago=10)
-    new = write(orch, RATE.format(500), days_ago=2)
-    now = run(lambda: orch.search(SearchRequest(query="billing rate limit")))
+async def test_history_and_as_of_bring_back_what_was_true_then(orch: Orchestrator) -> None:
+    old = await write(orch, RATE.format(100), days_ago=10)
+    new = await write(orch, RATE.format(500), days_ago=2)
+    now = await orch.search(SearchRequest(query="billing rate limit"))
     assert [i.memory_id for i in now.items] == [new.id]
     (drop,) = [d for d in now.trace.dropped if d.reason is DropReason.SUPERSEDED]
     assert drop.id == old.id
     assert drop.detail.startswith(f"superseded by {new.id} on ")
-    history = run(lambda: orch.search(SearchRequest(query="billing rate limit", history=True)))
+    history = await orch.search(SearchRequest(query="billing rate limit", history=True))
     assert [i.memory_id for i in history.items] == [new.id, old.id]  # the current one first
     assert (history.items[1].changed or "").startswith(f"superseded by {new.id} on ")
     back_then = NOW - timedelta(days=5)
-    then = run(lambda: orch.search(SearchRequest(query="billing rate limit", as_of=back_then)))
+    then = await orch.search(SearchRequest(query="billing rate limit", as_of=back_then))
     assert [i.memory_id for i in then.items] == [old.id]
 
 
-def test_two_unlinked_current_memories_that_disagree_newer_first_with_a_note(
+async def test_two_unlinked_current_memories_that_disagree_newer_first_with_a_note(
     orch: Orchestrator,
 ) -> None:
     # Written straight into the store: nothing linked them, nothing marked either.
@@ -281,10 +281,10 @@ def test_two_unlinked_current_memories_that_disagree_newer_first_with_a_note(
         newer = NewMemory(
             content=REVIEW.format("Monday"), created_at=datetime(2026, 11, 9, tzinfo=UTC)
         )
-        ids = [o.id for o in run(lambda: store.write_many([newer, older]))]
+        ids = [o.id for o in await store.write_many([newer, older])]
     finally:
-        run(store.close)
-    package = run(lambda: orch.context(ContextRequest(query="Atlas review Friday")))
+        await store.close()
+    package = await orch.context(ContextRequest(query="Atlas review Friday"))
     assert [i.memory_id for i in package.items][:2] == ids
     assert package.items[0].changed == (
         f"changed on 2026-11-09: was {REVIEW.format('Friday')!r} (Friday -> Monday; {ids[1]})"
@@ -297,7 +297,7 @@ def test_two_unlinked_current_memories_that_disagree_newer_first_with_a_note(
 # ---------------------------------------------------------------- the embedded store
 
 
-def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_memories(tmp_path: Path) -> None:
+async def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_memories(tmp_path: Path) -> None:
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
     conn.executescript(MIGRATIONS[0].sql)  # schema version 1
@@ -308,28 +308,24 @@ def test_a_version_1_file_is_upgraded_in_place_and_keeps_its_memories(tmp_path: 
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-
-    async def main() -> None:
-        backend = EmbeddedBackend(path)
-        try:
-            (old,) = await backend.get_memories(["mem_old"])
-            assert old.superseded_by is None
-            new = await backend.write(NewMemory(content="The limit is 500."))
-            await backend.supersede("mem_old", new.id)
-            (old,) = await backend.get_memories(["mem_old"])
-            assert old.superseded_by == new.id
-            with pytest.raises(BackendError, match="unknown memory id"):
-                await backend.supersede("mem_old", "mem_nope")
-        finally:
-            await backend.close()
-
-    run(main)
+    backend = EmbeddedBackend(path)
+    try:
+        (old,) = await backend.get_memories(["mem_old"])
+        assert old.superseded_by is None
+        new = await backend.write(NewMemory(content="The limit is 500."))
+        await backend.supersede("mem_old", new.id)
+        (old,) = await backend.get_memories(["mem_old"])
+        assert old.superseded_by == new.id
+        with pytest.raises(BackendError, match="unknown memory id"):
+            await backend.supersede("mem_old", "mem_nope")
+    finally:
+        await backend.close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     conn.close()
 
 
-def test_two_unlinked_memories_that_differ_in_a_name_only_are_left_as_ranked(
+async def test_two_unlinked_memories_that_differ_in_a_name_only_are_left_as_ranked(
     orch: Orchestrator,
 ) -> None:
     store = EmbeddedBackend(orch.settings.embedded_path())
@@ -337,9 +333,9 @@ def test_two_unlinked_memories_that_differ_in_a_name_only_are_left_as_ranked(
     try:
         older = NewMemory(content=text.format("Hermes"), created_at=NOW - timedelta(days=9))
         newer = NewMemory(content=text.format("Orion"), created_at=NOW - timedelta(days=2))
-        ids = [o.id for o in run(lambda: store.write_many([older, newer]))]
+        ids = [o.id for o in await store.write_many([older, newer])]
     finally:
-        run(store.close)
-    found = run(lambda: orch.search(SearchRequest(query="security decision on the Hermes export")))
+        await store.close()
+    found = await orch.search(SearchRequest(query="security decision on the Hermes export"))
     assert [i.memory_id for i in found.items][:1] == ids[:1]
     assert all(i.changed is None for i in found.items)

@@ -48,11 +48,11 @@ def orch(
     run(o.close)
 
 
-def write(
+async def write(
     orch: Orchestrator, content: str, days_ago: float
 ) -> tuple[str, WriteAction, str | None, str | None]:
     memory = NewMemory(content=content, created_at=NOW - timedelta(days=days_ago))
-    report = run(lambda: orch.write(WriteRequest(memory=memory)))
+    report = await orch.write(WriteRequest(memory=memory))
     return report.id or "", report.action, report.supersedes, report.changed
 
 
@@ -81,14 +81,14 @@ CASES = [  # the issue's three writes: a number, a date, a negation
 @pytest.mark.parametrize(
     ("first", "then", "detail", "query"), CASES, ids=["number", "date", "negation"]
 )
-def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(
+async def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(
     orch: Orchestrator, first: str, then: str, detail: str, query: str
 ) -> None:
-    old, action, _, _ = write(orch, first, days_ago=3)
+    old, action, _, _ = await write(orch, first, days_ago=3)
     assert action is WriteAction.ADDED
-    new, action, supersedes, changed = write(orch, then, days_ago=1)
+    new, action, supersedes, changed = await write(orch, then, days_ago=1)
     assert (action, supersedes, changed) == (WriteAction.UPDATED, old, detail)
-    package = run(lambda: orch.context(ContextRequest(query=query)))
+    package = await orch.context(ContextRequest(query=query))
     ids = [i.memory_id for i in package.items]
     assert ids[:1] == [new]
     assert old not in ids
@@ -96,9 +96,9 @@ def test_a_correction_is_an_update_the_store_marks_and_reads_leave_out(
     assert first.rstrip(".") not in package.context_block
 
 
-def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
-    old, _, _, _ = write(orch, RATE.format(100), days_ago=3)
-    again, action, supersedes, _ = write(
+async def test_a_restatement_is_skipped_in_every_store(orch: Orchestrator) -> None:
+    old, _, _, _ = await write(orch, RATE.format(100), days_ago=3)
+    again, action, supersedes, _ = await write(
         orch, "The billing service's API rate limit is 100 requests per minute.", days_ago=1
     )
     assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
@@ -125,13 +125,13 @@ SWAPS = [
 
 
 @pytest.mark.parametrize(("first", "then", "changed"), SWAPS, ids=["branch", "cluster", "negation"])
-def test_a_one_word_correction_supersedes_in_every_store(
+async def test_a_one_word_correction_supersedes_in_every_store(
     orch: Orchestrator, first: str, then: str, changed: str
 ) -> None:
-    old, _, _, _ = write(orch, first, days_ago=3)
-    new, action, supersedes, detail = write(orch, then, days_ago=1)
+    old, _, _, _ = await write(orch, first, days_ago=3)
+    new, action, supersedes, detail = await write(orch, then, days_ago=1)
     assert (action, supersedes, detail) == (WriteAction.UPDATED, old, changed)
-    found = run(lambda: orch.search(SearchRequest(query=then)))
+    found = await orch.search(SearchRequest(query=then))
     ids = [i.memory_id for i in found.items]
     assert ids[:1] == [new]
     assert old not in ids
@@ -148,24 +148,26 @@ def test_a_one_word_correction_supersedes_in_every_store(
     ],
     ids=["reordered-synonym", "passive"],
 )
-def test_a_restatement_in_other_words_is_skipped_in_every_store(
+async def test_a_restatement_in_other_words_is_skipped_in_every_store(
     orch: Orchestrator, first: str, then: str
 ) -> None:
-    old, _, _, _ = write(orch, first, days_ago=3)
-    again, action, supersedes, _ = write(orch, then, days_ago=1)
+    old, _, _, _ = await write(orch, first, days_ago=3)
+    again, action, supersedes, _ = await write(orch, then, days_ago=1)
     assert (action, again, supersedes) == (WriteAction.SKIPPED, old, None)
 
 
-def test_a_look_alike_is_added_in_every_store_and_both_stay_current(orch: Orchestrator) -> None:
-    staging, _, _, _ = write(orch, "The staging cluster runs Postgres 15.", days_ago=3)
-    prod, action, supersedes, _ = write(orch, "The production cluster runs Postgres 15.", 1)
+async def test_a_look_alike_is_added_in_every_store_and_both_stay_current(
+    orch: Orchestrator,
+) -> None:
+    staging, _, _, _ = await write(orch, "The staging cluster runs Postgres 15.", days_ago=3)
+    prod, action, supersedes, _ = await write(orch, "The production cluster runs Postgres 15.", 1)
     assert (action, supersedes) == (WriteAction.ADDED, None)
-    found = run(lambda: orch.search(SearchRequest(query="cluster runs Postgres 15")))
+    found = await orch.search(SearchRequest(query="cluster runs Postgres 15"))
     assert {staging, prod} <= {i.memory_id for i in found.items}
 
 
 @pytest.mark.parametrize("kind", ["kg-memory", "mnemonic", "mnemon", "mnemon-june", *REAL, "fused"])
-def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
+async def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
     kind: str, settings: Settings, tmp_path: Path
 ) -> None:
     o = Orchestrator(
@@ -175,17 +177,17 @@ def test_history_brings_the_corrected_memory_back_where_the_store_keeps_it(
         clock=lambda: NOW,
     )
     try:
-        old, _, _, _ = write(o, RATE.format(100), days_ago=3)
-        new, _, _, _ = write(o, RATE.format(500), days_ago=1)
-        found = run(lambda: o.search(SearchRequest(query="billing API rate limit", history=True)))
+        old, _, _, _ = await write(o, RATE.format(100), days_ago=3)
+        new, _, _, _ = await write(o, RATE.format(500), days_ago=1)
+        found = await o.search(SearchRequest(query="billing API rate limit", history=True))
         assert [i.memory_id for i in found.items][:2] == [new, old]
         assert (found.items[1].changed or "").startswith(f"superseded by {new} on ")
     finally:
-        run(o.close)
+        await o.close()
 
 
 @pytest.mark.parametrize("kind", STORES)
-def test_a_reversal_back_to_a_corrected_value_is_written_again(
+async def test_a_reversal_back_to_a_corrected_value_is_written_again(
     kind: str, settings: Settings, tmp_path: Path
 ) -> None:
     on = "The new-checkout feature flag is enabled in production."
@@ -196,12 +198,12 @@ def test_a_reversal_back_to_a_corrected_value_is_written_again(
         reports: list[WriteReport] = []
         for content in (on, off, on):  # no created_at: the store dates them (or not)
             request = WriteRequest(memory=NewMemory(content=content))
-            reports.append(run(lambda r=request: o.write(r)))  # type: ignore[misc]
+            reports.append(await o.write(request))
         actions = [r.action for r in reports]
         assert actions == [WriteAction.ADDED, WriteAction.UPDATED, WriteAction.UPDATED]
         assert reports[2].supersedes == reports[1].id
         assert reports[2].id not in (reports[0].id, reports[1].id)
-        found = run(lambda: o.search(SearchRequest(query="new-checkout flag production")))
+        found = await o.search(SearchRequest(query="new-checkout flag production"))
         assert [i.memory_id for i in found.items][:1] == [reports[2].id]
     finally:
-        run(o.close)
+        await o.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -15,7 +14,7 @@ from tests.factories import CHAT, NOW, chat_turns
 pytestmark = pytest.mark.integration
 
 
-def search(
+async def search(
     settings: Settings, query: str, **local: object
 ) -> tuple[list[str], list[str], dict[str, float]]:
     settings = settings.model_copy(deep=True)
@@ -23,36 +22,35 @@ def search(
     for key, value in local.items():
         setattr(settings.local_index, key, value)
 
-    async def main() -> tuple[list[str], list[str], dict[str, float]]:
-        o = Orchestrator(
-            EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None)
-        )
-        if not await o.store_search("lake", 1):  # an empty store: write the chat once
-            await o.ingest(chat_turns())
-        result = await o.search(SearchRequest(query=query, as_of=NOW))
-        trace = o.trace(result.trace_id)
-        await o.close()
-        assert trace is not None
-        reasons = [r for item in result.items for r in item.reasons]
-        lexical = {i.summary: i.breakdown.lexical for i in result.items if i.breakdown}
-        return [i.summary for i in result.items], [*reasons, *trace.notes], lexical
-
-    return anyio.run(main)
+    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None))
+    if not await o.store_search("lake", 1):  # an empty store: write the chat once
+        await o.ingest(chat_turns())
+    result = await o.search(SearchRequest(query=query, as_of=NOW))
+    trace = o.trace(result.trace_id)
+    await o.close()
+    assert trace is not None
+    reasons = [r for item in result.items for r in item.reasons]
+    lexical = {i.summary: i.breakdown.lexical for i in result.items if i.breakdown}
+    return [i.summary for i in result.items], [*reasons, *trace.notes], lexical
 
 
-def test_the_turn_after_a_match_is_found_through_the_local_index(settings: Settings) -> None:
-    plain, _, _ = search(settings, "painting", enabled=False)
+async def test_the_turn_after_a_match_is_found_through_the_local_index(settings: Settings) -> None:
+    plain, _, _ = await search(settings, "painting", enabled=False)
     assert CHAT[1] not in plain  # it never says "painting": the store cannot find it
-    found, why, _ = search(settings, "painting", enabled=True, context_weight=1.0)
+    found, why, _ = await search(settings, "painting", enabled=True, context_weight=1.0)
     assert found[0] == CHAT[0]
     assert CHAT[1] in found
     assert any(r.startswith("local index rank") for r in why)
     assert "local index: 4 memories added" in why
 
 
-def test_lent_context_lets_a_turn_read_its_neighbours_words(settings: Settings) -> None:
+async def test_lent_context_lets_a_turn_read_its_neighbours_words(settings: Settings) -> None:
     settings.ranking.context_window = 0.5
-    _, _, plain = search(settings, "painting", enabled=True, context_weight=1.0, lend_context=False)
-    _, _, lent = search(settings, "painting", enabled=True, context_weight=1.0, lend_context=True)
+    _, _, plain = await search(
+        settings, "painting", enabled=True, context_weight=1.0, lend_context=False
+    )
+    _, _, lent = await search(
+        settings, "painting", enabled=True, context_weight=1.0, lend_context=True
+    )
     assert plain[CHAT[1]] == 0.0  # its own words: no "painting"
     assert lent[CHAT[1]] > 0.0  # the turn before it says "painting"

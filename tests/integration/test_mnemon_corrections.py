@@ -59,71 +59,66 @@ def orch(store: MnemonBackend, settings: Settings) -> Iterator[Orchestrator]:
     run(o.close)
 
 
-def live(store: MnemonBackend) -> list[str]:
-    async def main() -> list[str]:
-        memories, _ = await store.list_memories(None, 1000)
-        return [m.content for m in memories if m.superseded_by is None]
-
-    return run(main)
+async def live(store: MnemonBackend) -> list[str]:
+    memories, _ = await store.list_memories(None, 1000)
+    return [m.content for m in memories if m.superseded_by is None]
 
 
 def dated(content: str, days_ago: float) -> NewMemory:
     return NewMemory(content=content, created_at=NOW - timedelta(days=days_ago))
 
 
-def test_six_numbered_retros_ingested_together_stay_six(
+async def test_six_numbered_retros_ingested_together_stay_six(
     orch: Orchestrator, store: MnemonBackend
 ) -> None:
-    outcomes = run(lambda: orch.ingest([dated(t, 10 - n) for n, t in enumerate(RETROS)]))
+    outcomes = await orch.ingest([dated(t, 10 - n) for n, t in enumerate(RETROS)])
     assert [o.action for o in outcomes] == [WriteAction.ADDED] * 6
-    assert sorted(live(store)) == sorted(RETROS)
+    assert sorted(await live(store)) == sorted(RETROS)
 
 
-def test_six_numbered_retros_written_one_by_one_stay_six(store: MnemonBackend) -> None:
+async def test_six_numbered_retros_written_one_by_one_stay_six(store: MnemonBackend) -> None:
     async def main() -> list[WriteAction]:
         return [(await store.write(NewMemory(content=t))).action for t in RETROS]
 
-    assert run(main) == [WriteAction.ADDED] * 6
-    assert sorted(live(store)) == sorted(RETROS)
+    assert await main() == [WriteAction.ADDED] * 6
+    assert sorted(await live(store)) == sorted(RETROS)
 
 
-def test_six_numbered_retros_written_through_memory_write_stay_six(
+async def test_six_numbered_retros_written_through_memory_write_stay_six(
     orch: Orchestrator, store: MnemonBackend
 ) -> None:
     """The orchestrator's check reads the sprint number as what each memory is about (another
     fact, not a correction), and Mnemon's own diff never sees them (`--no-diff`)."""
     requests = [WriteRequest(memory=dated(text, 1)) for text in RETROS]
-    reports = [run(lambda r=r: orch.write(r)) for r in requests]  # type: ignore[misc]
+    reports = [await orch.write(r) for r in requests]
     assert [r.action for r in reports] == [WriteAction.ADDED] * 6
-    assert sorted(live(store)) == sorted(RETROS)
+    assert sorted(await live(store)) == sorted(RETROS)
 
 
-def test_a_correction_supersedes_exactly_the_memory_it_corrects_and_history_keeps_it(
+async def test_a_correction_supersedes_exactly_the_memory_it_corrects_and_history_keeps_it(
     orch: Orchestrator, store: MnemonBackend
 ) -> None:
-    other = run(lambda: orch.write(WriteRequest(memory=dated(RETROS[0], 5))))
-    old = run(lambda: orch.write(WriteRequest(memory=dated(RATE.format(100), 3))))
-    new = run(lambda: orch.write(WriteRequest(memory=dated(RATE.format(500), 1))))
+    other = await orch.write(WriteRequest(memory=dated(RETROS[0], 5)))
+    old = await orch.write(WriteRequest(memory=dated(RATE.format(100), 3)))
+    new = await orch.write(WriteRequest(memory=dated(RATE.format(500), 1)))
     assert (old.action, new.action) == (WriteAction.ADDED, WriteAction.UPDATED)
     assert new.supersedes == old.id
-    (was,) = run(lambda: store.get_memories([old.id or ""]))
+    (was,) = await store.get_memories([old.id or ""])
     assert was.superseded_by == new.id  # marked, not deleted: the old value is still there
-    assert sorted(live(store)) == sorted([RETROS[0], RATE.format(500)])
+    assert sorted(await live(store)) == sorted([RETROS[0], RATE.format(500)])
     assert other.id is not None
-    assert run(lambda: store.get_memories([other.id or ""]))[0].superseded_by is None
+    assert (await store.get_memories([other.id or ""]))[0].superseded_by is None
 
-    package = run(lambda: orch.context(ContextRequest(query="billing API rate limit")))
+    package = await orch.context(ContextRequest(query="billing API rate limit"))
     assert [i.memory_id for i in package.items][:1] == [new.id]
     assert old.id not in [i.memory_id for i in package.items]
-    history = run(
-        lambda: orch.context(ContextRequest(query="billing API rate limit", history=True))
-    )
+    history = await orch.context(ContextRequest(query="billing API rate limit", history=True))
     shown = {i.memory_id: i for i in history.items}
     assert old.id in shown
     assert f"superseded by {new.id}" in (shown[old.id].changed or "")
 
 
-def test_a_reversal_read_as_of_a_past_day_leaves_both_corrected_memories_out(
+async def test_a_reversal_read_as_of_a_past_day_leaves_both_corrected_memories_out(
     orch: Orchestrator, store: MnemonBackend
 ) -> None:
     """A correction dates from the correcting memory's own time, not from when the link was
@@ -132,27 +127,27 @@ def test_a_reversal_read_as_of_a_past_day_leaves_both_corrected_memories_out(
     on, off = (
         f"The async-export feature flag is {v} in production." for v in ("enabled", "disabled")
     )
-    first, second, third = (
-        run(lambda m=m: orch.write(WriteRequest(memory=m)))  # type: ignore[misc]
+    first, second, third = [
+        await orch.write(WriteRequest(memory=m))
         for m in (dated(on, 10), dated(off, 5), dated(on, 3))
-    )
+    ]
     assert (second.supersedes, third.supersedes) == (first.id, second.id)
-    was = {m.id: m for m in run(lambda: store.get_memories([first.id or "", second.id or ""]))}
+    was = {m.id: m for m in await store.get_memories([first.id or "", second.id or ""])}
     assert was[first.id or ""].superseded_at == NOW - timedelta(days=5)
     assert was[second.id or ""].superseded_at == NOW - timedelta(days=3)
 
     request = SearchRequest(
         query="Is async-export turned on in production?", as_of=NOW - timedelta(days=1)
     )
-    found = [i.memory_id for i in run(lambda: orch.search(request)).items]
+    found = [i.memory_id for i in (await orch.search(request)).items]
     assert found[:1] == [third.id]
     assert first.id not in found
     assert second.id not in found
 
 
-def test_a_restatement_is_written_once(orch: Orchestrator, store: MnemonBackend) -> None:
-    first = run(lambda: orch.write(WriteRequest(memory=dated(RATE.format(100), 2))))
-    again = run(lambda: orch.write(WriteRequest(memory=dated(RATE.format(100), 1))))
+async def test_a_restatement_is_written_once(orch: Orchestrator, store: MnemonBackend) -> None:
+    first = await orch.write(WriteRequest(memory=dated(RATE.format(100), 2)))
+    again = await orch.write(WriteRequest(memory=dated(RATE.format(100), 1)))
     assert again.action is WriteAction.SKIPPED
     assert again.id == first.id
-    assert live(store) == [RATE.format(100)]
+    assert await live(store) == [RATE.format(100)]

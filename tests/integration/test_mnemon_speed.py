@@ -41,28 +41,25 @@ def orch(settings: Settings, tmp_path: Path) -> Iterator[Orchestrator]:
     anyio.run(o.close)
 
 
-def context(orch: Orchestrator, query: str) -> tuple[list[str], tuple[str, ...]]:
-    async def main() -> tuple[list[str], tuple[str, ...]]:
-        with anyio.fail_after(45):  # a bound on a hang, not a speed assertion
-            package = await orch.context(ContextRequest(query=query, expand=False))
-        return [item.summary for item in package.items], package.trace.notes
-
-    return anyio.run(main)
+async def context(orch: Orchestrator, query: str) -> tuple[list[str], tuple[str, ...]]:
+    with anyio.fail_after(45):  # a bound on a hang, not a speed assertion
+        package = await orch.context(ContextRequest(query=query, expand=False))
+    return [item.summary for item in package.items], package.trace.notes
 
 
-def test_a_hanging_recall_costs_its_list_once_the_local_lists_are_in(
+async def test_a_hanging_recall_costs_its_list_once_the_local_lists_are_in(
     orch: Orchestrator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    context(orch, "Atlas review")  # the local index is built from the store file here
+    await context(orch, "Atlas review")  # the local index is built from the store file here
     orch.settings.retrieval.list_budget_s = 0.05
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")  # every mnemon process hangs first
-    found, notes = context(orch, "when is the Atlas review")
+    found, notes = await context(orch, "when is the Atlas review")
     assert found[:1] == [NOTES[0]]
     assert any("was not in 0.05s after the start and was left out" in n for n in notes), notes
 
 
-def test_with_no_budget_the_recall_is_waited_for(orch: Orchestrator) -> None:
+async def test_with_no_budget_the_recall_is_waited_for(orch: Orchestrator) -> None:
     orch.settings.retrieval.list_budget_s = 0
-    found, notes = context(orch, "when is the Atlas review")
+    found, notes = await context(orch, "when is the Atlas review")
     assert found[:1] == [NOTES[0]]
     assert not any("left out" in n for n in notes), notes

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import anyio
 import pytest
@@ -28,7 +26,6 @@ from memory_orchestrator.models import (
 from memory_orchestrator.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
-T = TypeVar("T")
 
 SEED_FILE = """---
 id: 6f1c2a9e-0000-4000-8000-000000000001
@@ -57,10 +54,6 @@ Tag the commit, wait for the pipeline, then publish the wheel.
 """
 
 
-def run(body: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(body)
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     folder = tmp_path / "mnemonic"
@@ -71,9 +64,9 @@ def root(tmp_path: Path) -> Path:
     return folder
 
 
-def test_an_existing_mnemonic_file_is_read_and_found(root: Path) -> None:
+async def test_an_existing_mnemonic_file_is_read_and_found(root: Path) -> None:
     store = MnemonicBackend(root)
-    hits = anyio.run(store.search, "how do I publish a release?", 5)
+    hits = await store.search("how do I publish a release?", 5)
     assert [h.memory.id for h in hits] == ["6f1c2a9e-0000-4000-8000-000000000001"]
     memory = hits[0].memory
     assert memory.content == "Tag the commit, wait for the pipeline, then publish the wheel."
@@ -87,184 +80,166 @@ def test_an_existing_mnemonic_file_is_read_and_found(root: Path) -> None:
     assert (memory.store, memory.metadata["namespace"]) == ("mnemonic", "patterns")
 
 
-def test_a_write_is_a_valid_mif_file_that_reads_back(root: Path) -> None:
+async def test_a_write_is_a_valid_mif_file_that_reads_back(root: Path) -> None:
     store = MnemonicBackend(root)
     when = datetime(2023, 5, 7, 10, tzinfo=UTC)
-
-    async def main() -> None:
-        outcome = await store.write(
-            NewMemory(
-                content='Caroline said "ship it" --\nthen went to the support group',
-                type=MemoryType.EPISODIC,
-                entities=["Caroline"],
-                tags=["chat"],
-                created_at=when,
-                confidence=0.7,
-                importance=0.4,
-            )
+    outcome = await store.write(
+        NewMemory(
+            content='Caroline said "ship it" --\nthen went to the support group',
+            type=MemoryType.EPISODIC,
+            entities=["Caroline"],
+            tags=["chat"],
+            created_at=when,
+            confidence=0.7,
+            importance=0.4,
         )
-        assert outcome.action is WriteAction.ADDED
-        (path,) = (root / "episodic").glob("*.memory.md")
-        split = split_frontmatter(path.read_text())
-        assert split is not None
-        front, body = split
-        assert front["id"] == outcome.id
-        assert (front["type"], front["namespace"], front["tags"]) == (
-            "episodic",
-            "episodic",
-            ["chat"],
-        )
-        assert front["temporal"]["valid_from"] == "2023-05-07T10:00:00Z"
-        assert front["temporal"]["decay"] == {
-            "model": "exponential",
-            "half_life": "P7D",
-            "strength": 1.0,
-        }
-        assert front["provenance"]["confidence"] == 0.7
-        assert body.startswith("# Caroline said")
-        (memory,) = await MnemonicBackend(root).get_memories([outcome.id])  # a fresh reader
-        assert memory.content == 'Caroline said "ship it" --\nthen went to the support group'
-        assert (memory.entities, memory.created_at, memory.importance) == (("Caroline",), when, 0.4)
-        again = await store.write(
-            NewMemory(content='Caroline said "ship it" --\nthen went to the support group')
-        )
-        assert (again.action, again.existing_id) == (WriteAction.SKIPPED, outcome.id)
-        resource = await store.write(
-            NewMemory(content="Docs at example.org", type=MemoryType.RESOURCE)
-        )
-        (back,) = await store.get_memories([resource.id])
-        assert back.type is MemoryType.RESOURCE
-
-    run(main)
+    )
+    assert outcome.action is WriteAction.ADDED
+    (path,) = (root / "episodic").glob("*.memory.md")
+    split = split_frontmatter(path.read_text())
+    assert split is not None
+    front, body = split
+    assert front["id"] == outcome.id
+    assert (front["type"], front["namespace"], front["tags"]) == (
+        "episodic",
+        "episodic",
+        ["chat"],
+    )
+    assert front["temporal"]["valid_from"] == "2023-05-07T10:00:00Z"
+    assert front["temporal"]["decay"] == {
+        "model": "exponential",
+        "half_life": "P7D",
+        "strength": 1.0,
+    }
+    assert front["provenance"]["confidence"] == 0.7
+    assert body.startswith("# Caroline said")
+    (memory,) = await MnemonicBackend(root).get_memories([outcome.id])  # a fresh reader
+    assert memory.content == 'Caroline said "ship it" --\nthen went to the support group'
+    assert (memory.entities, memory.created_at, memory.importance) == (("Caroline",), when, 0.4)
+    again = await store.write(
+        NewMemory(content='Caroline said "ship it" --\nthen went to the support group')
+    )
+    assert (again.action, again.existing_id) == (WriteAction.SKIPPED, outcome.id)
+    resource = await store.write(NewMemory(content="Docs at example.org", type=MemoryType.RESOURCE))
+    (back,) = await store.get_memories([resource.id])
+    assert back.type is MemoryType.RESOURCE
 
 
-def test_filters_by_type_entity_and_time(root: Path) -> None:
+async def test_filters_by_type_entity_and_time(root: Path) -> None:
     store = MnemonicBackend(root)
-
-    async def main() -> None:
-        a = await store.write(
-            NewMemory(
-                content="Melanie painted a lake",
-                type=MemoryType.EPISODIC,
-                entities=["Melanie"],
-                created_at=datetime(2022, 1, 1, tzinfo=UTC),
-            )
+    a = await store.write(
+        NewMemory(
+            content="Melanie painted a lake",
+            type=MemoryType.EPISODIC,
+            entities=["Melanie"],
+            created_at=datetime(2022, 1, 1, tzinfo=UTC),
         )
-        b = await store.write(
-            NewMemory(
-                content="Melanie painted a sunset over the lake",
-                entities=["Mel"],
-                created_at=datetime(2023, 1, 1, tzinfo=UTC),
-            )
+    )
+    b = await store.write(
+        NewMemory(
+            content="Melanie painted a sunset over the lake",
+            entities=["Mel"],
+            created_at=datetime(2023, 1, 1, tzinfo=UTC),
         )
-        window = TimeRange(start=datetime(2022, 6, 1, tzinfo=UTC))
-        assert [
-            h.memory.id
-            for h in await store.search("painted lake", 5, SearchFilters(time_range=window))
-        ] == [b.id]
-        episodic = SearchFilters(memory_types=[MemoryType.EPISODIC])
-        assert [h.memory.id for h in await store.search("painted lake", 5, episodic)] == [a.id]
-        mel = SearchFilters(entity_ids=["mel"])
-        assert [h.memory.id for h in await store.search("painted lake", 5, mel)] == [b.id]
-
-    run(main)
+    )
+    window = TimeRange(start=datetime(2022, 6, 1, tzinfo=UTC))
+    assert [
+        h.memory.id for h in await store.search("painted lake", 5, SearchFilters(time_range=window))
+    ] == [b.id]
+    episodic = SearchFilters(memory_types=[MemoryType.EPISODIC])
+    assert [h.memory.id for h in await store.search("painted lake", 5, episodic)] == [a.id]
+    mel = SearchFilters(entity_ids=["mel"])
+    assert [h.memory.id for h in await store.search("painted lake", 5, mel)] == [b.id]
 
 
-def test_neighbours_follow_links_and_shared_entities(root: Path) -> None:
+async def test_neighbours_follow_links_and_shared_entities(root: Path) -> None:
     store = MnemonicBackend(root)
-
-    async def main() -> None:
-        a = await store.write(
-            NewMemory(
-                content="Jolene bought a kayak",
-                entities=["Jolene"],
-                created_at=datetime(2023, 1, 1, tzinfo=UTC),
-            )
+    a = await store.write(
+        NewMemory(
+            content="Jolene bought a kayak",
+            entities=["Jolene"],
+            created_at=datetime(2023, 1, 1, tzinfo=UTC),
         )
-        b = await store.write(
-            NewMemory(
-                content="Jolene kayaked the bay",
-                entities=["Jolene"],
-                created_at=datetime(2023, 1, 5, tzinfo=UTC),
-            )
+    )
+    b = await store.write(
+        NewMemory(
+            content="Jolene kayaked the bay",
+            entities=["Jolene"],
+            created_at=datetime(2023, 1, 5, tzinfo=UTC),
         )
-        c = await store.write(NewMemory(content="The bay was calm on Sunday"))
-        await store.link(b.id, c.id, "causal", 0.8)
-        found = await store.neighbors([a.id], hops=2, limit=10)
-        assert [(n.memory.id, n.edge_type, n.hops) for n in found] == [
-            (b.id, "entity", 1),
-            (c.id, "causal", 2),
-        ]
-        assert await store.neighbors([a.id], edge_types=["causal"]) == []
-        assert "Jolene" in await store.known_entities()
-        with pytest.raises(BackendError):
-            await store.link(a.id, "nope", "x")
+    )
+    c = await store.write(NewMemory(content="The bay was calm on Sunday"))
+    await store.link(b.id, c.id, "causal", 0.8)
+    found = await store.neighbors([a.id], hops=2, limit=10)
+    assert [(n.memory.id, n.edge_type, n.hops) for n in found] == [
+        (b.id, "entity", 1),
+        (c.id, "causal", 2),
+    ]
+    assert await store.neighbors([a.id], edge_types=["causal"]) == []
+    assert "Jolene" in await store.known_entities()
+    with pytest.raises(BackendError):
+        await store.link(a.id, "nope", "x")
 
-    run(main)
 
-
-def test_edits_by_hand_are_picked_up_and_forget_removes_the_file(root: Path) -> None:
+async def test_edits_by_hand_are_picked_up_and_forget_removes_the_file(root: Path) -> None:
     store = MnemonicBackend(root, rescan_s=0)
     path = root / "patterns" / "release-checklist.memory.md"
     path.write_text(SEED_FILE.replace("publish the wheel", "publish the sdist"))
-    hits = anyio.run(store.search, "sdist", 5)
+    hits = await store.search("sdist", 5)
     assert [h.memory.id for h in hits] == ["6f1c2a9e-0000-4000-8000-000000000001"]
-    assert anyio.run(store.forget, hits[0].memory.id) is True
+    assert await store.forget(hits[0].memory.id) is True
     assert not path.exists()
-    assert anyio.run(store.search, "sdist", 5) == []
-    assert anyio.run(store.forget, "nope") is False
+    assert await store.search("sdist", 5) == []
+    assert await store.forget("nope") is False
 
 
-def test_health_reports_broken_files_as_degraded(root: Path) -> None:
+async def test_health_reports_broken_files_as_degraded(root: Path) -> None:
     store = MnemonicBackend(root)
-    (check,) = anyio.run(store.health)
+    (check,) = await store.health()
     assert (check.status, check.detail.split(" ")[0]) == (Status.OK, "1")
     (root / "context").mkdir()
     (root / "context" / "broken.memory.md").write_text("---\n: : not yaml [\n---\nbody\n")
-    (check,) = anyio.run(store.health)
+    (check,) = await store.health()
     assert check.status is Status.DEGRADED
     assert "1 *.memory.md files without valid frontmatter" in check.detail
 
 
-def test_concurrent_writes_are_all_kept(root: Path) -> None:
+async def test_concurrent_writes_are_all_kept(root: Path) -> None:
     store = MnemonicBackend(root)
     ids: list[str] = []
 
-    async def main() -> None:
-        async def add(n: int) -> None:
-            ids.append((await store.write(NewMemory(content=f"ocelot fact number {n}"))).id)
+    async def add(n: int) -> None:
+        ids.append((await store.write(NewMemory(content=f"ocelot fact number {n}"))).id)
 
-        async with anyio.create_task_group() as tg:
-            for n in range(20):
-                tg.start_soon(add, n)
-
-    run(main)
+    async with anyio.create_task_group() as tg:
+        for n in range(20):
+            tg.start_soon(add, n)
     assert len(set(ids)) == 20
     assert len(list((root / "context").glob("*.memory.md"))) == 20
-    hits = anyio.run(MnemonicBackend(root).search, "ocelot fact", 50)
+    hits = await MnemonicBackend(root).search("ocelot fact", 50)
     assert {h.memory.id for h in hits} == set(ids)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
-def test_git_commit_records_every_write(tmp_path: Path) -> None:
+async def test_git_commit_records_every_write(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     store = MnemonicBackend(root, git_commit=True)
-    outcome = anyio.run(store.write, NewMemory(content="--help is not an option here"))
-    anyio.run(store.forget, outcome.id)
+    outcome = await store.write(NewMemory(content="--help is not an option here"))
+    await store.forget(outcome.id)
     log = subprocess.run(
         ["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert log == [f"memory: forget {outcome.id}", f"memory: add {outcome.id} (context)"]
 
 
-def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
+async def test_the_registry_builds_it_from_settings(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path, backend="mnemonic")
     store = registry.create("mnemonic", settings)
-    anyio.run(store.write, NewMemory(content="a lemurish memory"))
+    await store.write(NewMemory(content="a lemurish memory"))
     assert list((tmp_path / "mnemonic" / "context").glob("*.memory.md"))
 
 
-def test_listing_pages_through_the_files_and_resumes_with_new_and_changed_ones(
+async def test_listing_pages_through_the_files_and_resumes_with_new_and_changed_ones(
     root: Path,
 ) -> None:
     store = MnemonicBackend(root, rescan_s=0)
@@ -279,24 +254,21 @@ def test_listing_pages_through_the_files_and_resumes_with_new_and_changed_ones(
             if len(page) < 2:
                 return ids, cursor
 
-    async def main() -> None:
-        written = [await store.write(NewMemory(content=f"listed note {n}")) for n in range(4)]
-        listed, cursor = await collect(None)
-        assert listed == [seed_id, *(o.id for o in written)]
-        assert await store.list_memories(cursor, 5) == ([], cursor)
-        # another process adds a file with an old time stamp, and edits the seed file
-        old = root / "context" / "copied-in.memory.md"
-        old.write_text(SEED_FILE.replace("0001", "0009").replace("Release", "Copied"))
-        when = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
-        os.utime(old, (when, when))
-        seed = root / "patterns" / "release-checklist.memory.md"
-        seed.write_text(SEED_FILE.replace("publish the wheel", "publish the sdist"))
-        later, cursor = await collect(cursor)
-        assert sorted(later) == sorted([seed_id, "6f1c2a9e-0000-4000-8000-000000000009"])
-        mine = await store.write(NewMemory(content="written after the copy"))
-        assert (await collect(cursor))[0] == [mine.id]
-        # another backend object's cursor is not ours: it starts over
-        other = MnemonicBackend(root)
-        assert len((await other.list_memories(cursor, 100))[0]) == 7
-
-    run(main)
+    written = [await store.write(NewMemory(content=f"listed note {n}")) for n in range(4)]
+    listed, cursor = await collect(None)
+    assert listed == [seed_id, *(o.id for o in written)]
+    assert await store.list_memories(cursor, 5) == ([], cursor)
+    # another process adds a file with an old time stamp, and edits the seed file
+    old = root / "context" / "copied-in.memory.md"
+    old.write_text(SEED_FILE.replace("0001", "0009").replace("Release", "Copied"))
+    when = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
+    os.utime(old, (when, when))
+    seed = root / "patterns" / "release-checklist.memory.md"
+    seed.write_text(SEED_FILE.replace("publish the wheel", "publish the sdist"))
+    later, cursor = await collect(cursor)
+    assert sorted(later) == sorted([seed_id, "6f1c2a9e-0000-4000-8000-000000000009"])
+    mine = await store.write(NewMemory(content="written after the copy"))
+    assert (await collect(cursor))[0] == [mine.id]
+    # another backend object's cursor is not ours: it starts over
+    other = MnemonicBackend(root)
+    assert len((await other.list_memories(cursor, 100))[0]) == 7

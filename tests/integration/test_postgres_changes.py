@@ -45,34 +45,30 @@ def listening(store: PostgresBackend) -> Callable[[], bool]:
     return lambda: store.change_generation is not None
 
 
-def test_a_commit_in_its_own_schema_moves_the_generation_and_another_schemas_does_not(
+async def test_a_commit_in_its_own_schema_moves_the_generation_and_another_schemas_does_not(
     pg_server: LocalPostgres, pg_dsn: str
 ) -> None:
     other_schema, other_dsn = new_schema(pg_server)
     writer, reader, stranger = (PostgresBackend(d) for d in (pg_dsn, pg_dsn, other_dsn))
-
-    async def main() -> None:
-        await writer.write(mem("the migrations are applied first"))
-        await until(listening(reader), "the reader listens")
-        before = reader.change_generation
-        assert before is not None
-        await stranger.write(mem("another deployment's memory"))
-        with psycopg.connect(other_dsn, autocommit=True) as conn:  # a commit seen by then
-            conn.execute("SELECT pg_notify('memory_orchestrator_memories', 'nobody')")
-        await writer.write(mem("the deploy pipeline moved to Jenkins", 1))
-        await until(lambda: reader.change_generation != before, "the reader hears the write")
-        heard = reader.change_generation
-        assert heard is not None
-        assert heard - before == 1
-        for store in (writer, reader, stranger):
-            await store.close()
-
-    anyio.run(main)
+    await writer.write(mem("the migrations are applied first"))
+    await until(listening(reader), "the reader listens")
+    before = reader.change_generation
+    assert before is not None
+    await stranger.write(mem("another deployment's memory"))
+    with psycopg.connect(other_dsn, autocommit=True) as conn:  # a commit seen by then
+        conn.execute("SELECT pg_notify('memory_orchestrator_memories', 'nobody')")
+    await writer.write(mem("the deploy pipeline moved to Jenkins", 1))
+    await until(lambda: reader.change_generation != before, "the reader hears the write")
+    heard = reader.change_generation
+    assert heard is not None
+    assert heard - before == 1
+    for store in (writer, reader, stranger):
+        await store.close()
     with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{other_schema}" CASCADE'.encode())
 
 
-def test_a_replica_indexes_another_replicas_write_at_its_next_request(
+async def test_a_replica_indexes_another_replicas_write_at_its_next_request(
     tmp_path: Path, pg_dsn: str
 ) -> None:
     """Polling alone (an hour here) would leave the write out of the reader's local index."""
@@ -88,37 +84,30 @@ def test_a_replica_indexes_another_replicas_write_at_its_next_request(
         store = PostgresBackend(pg_dsn)
         return Orchestrator(store, settings, traces=TraceStore(None)), store
 
-    async def main() -> None:
-        (a, _), (b, store) = replica("a"), replica("b")
-        await a.ingest([mem("Kim maintains the billing SDK")])
-        first = await b.search(SearchRequest(query="billing SDK"))
-        trace = b.trace(first.trace_id)
-        assert trace is not None
-        assert "local index: 1 memories added" in trace.notes
-        await until(listening(store), "replica b listens")
-        before = store.change_generation
-        await a.ingest([mem("Lee maintains the payments gateway", 1)])
-        await until(lambda: store.change_generation != before, "replica b hears the write")
-        second = await b.search(SearchRequest(query="payments gateway"))
-        trace = b.trace(second.trace_id)
-        assert trace is not None
-        assert "local index: 1 memories added" in trace.notes
-        assert second.items[0].summary == "Lee maintains the payments gateway"
-        await a.close()
-        await b.close()
-
-    anyio.run(main)
+    (a, _), (b, store) = replica("a"), replica("b")
+    await a.ingest([mem("Kim maintains the billing SDK")])
+    first = await b.search(SearchRequest(query="billing SDK"))
+    trace = b.trace(first.trace_id)
+    assert trace is not None
+    assert "local index: 1 memories added" in trace.notes
+    await until(listening(store), "replica b listens")
+    before = store.change_generation
+    await a.ingest([mem("Lee maintains the payments gateway", 1)])
+    await until(lambda: store.change_generation != before, "replica b hears the write")
+    second = await b.search(SearchRequest(query="payments gateway"))
+    trace = b.trace(second.trace_id)
+    assert trace is not None
+    assert "local index: 1 memories added" in trace.notes
+    assert second.items[0].summary == "Lee maintains the payments gateway"
+    await a.close()
+    await b.close()
 
 
-def test_without_a_server_it_is_not_listening_and_says_why() -> None:
+async def test_without_a_server_it_is_not_listening_and_says_why() -> None:
     """The feed then polls as before: None is 'ask again at the interval'."""
     store = PostgresBackend("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
-
-    async def main() -> None:
-        assert store.change_generation is None
-        await until(lambda: store._changes.error is not None, "the listener gives its reason")
-        assert store.change_generation is None
-        assert "not listening for changes" in (store._changes.error or "")
-        await store.close()
-
-    anyio.run(main)
+    assert store.change_generation is None
+    await until(lambda: store._changes.error is not None, "the listener gives its reason")
+    assert store.change_generation is None
+    assert "not listening for changes" in (store._changes.error or "")
+    await store.close()

@@ -30,19 +30,15 @@ def mem(content: str, minutes: int = 0) -> NewMemory:
     return NewMemory(content=content, created_at=T0 + timedelta(minutes=minutes))
 
 
-def test_the_registry_builds_it_from_settings_without_connecting(pg_dsn: str) -> None:
+async def test_the_registry_builds_it_from_settings_without_connecting(pg_dsn: str) -> None:
     nowhere = registry.create("postgres", load_settings(backend="postgres"))
     assert isinstance(nowhere, PostgresBackend)
     assert nowhere.open_error is not None
     assert "no dsn" in nowhere.open_error
     settings = load_settings(backend="postgres", postgres={"dsn": pg_dsn, "pool_max": 3})
     backend = registry.create("postgres", settings)
-
-    async def main() -> None:
-        assert (await backend.write(mem("configured by settings"))).action is WriteAction.ADDED
-        await backend.close()
-
-    anyio.run(main)
+    assert (await backend.write(mem("configured by settings"))).action is WriteAction.ADDED
+    await backend.close()
 
 
 def test_migrations_are_applied_once_in_order_and_a_newer_schema_is_refused(pg_dsn: str) -> None:
@@ -57,46 +53,38 @@ def test_migrations_are_applied_once_in_order_and_a_newer_schema_is_refused(pg_d
             migrate(conn)
 
 
-def test_listing_waits_for_a_transaction_that_commits_late(pg_dsn: str) -> None:
+async def test_listing_waits_for_a_transaction_that_commits_late(pg_dsn: str) -> None:
     """A change sequence must not be passed over: a write that began earlier and commits
     after a later one is listed after it, not lost behind the cursor."""
     backend = PostgresBackend(pg_dsn)
-
-    async def main() -> None:
-        await backend.write(mem("first", 0))
-        _, cursor = await backend.list_memories(None, 10)
-        with psycopg.connect(pg_dsn, autocommit=True) as slow:
-            with slow.transaction():
-                slow.execute("SELECT pg_current_xact_id()")  # began before the next write
-                await backend.write(mem("committed first", 2))
-                page, held = await backend.list_memories(cursor, 10)
-                assert page == []
-                assert held == cursor
-                backend._insert(slow, [mem("committed late", 1)])
-            page, cursor = await backend.list_memories(cursor, 10)
-        assert [m.content for m in page] == ["committed late", "committed first"]
-        await backend.close()
-
-    anyio.run(main)
+    await backend.write(mem("first", 0))
+    _, cursor = await backend.list_memories(None, 10)
+    with psycopg.connect(pg_dsn, autocommit=True) as slow:
+        with slow.transaction():
+            slow.execute("SELECT pg_current_xact_id()")  # began before the next write
+            await backend.write(mem("committed first", 2))
+            page, held = await backend.list_memories(cursor, 10)
+            assert page == []
+            assert held == cursor
+            backend._insert(slow, [mem("committed late", 1)])
+        page, cursor = await backend.list_memories(cursor, 10)
+    assert [m.content for m in page] == ["committed late", "committed first"]
+    await backend.close()
 
 
-def test_the_same_write_through_two_handles_at_once_is_stored_once(pg_dsn: str) -> None:
+async def test_the_same_write_through_two_handles_at_once_is_stored_once(pg_dsn: str) -> None:
     one, two = PostgresBackend(pg_dsn), PostgresBackend(pg_dsn)
     outcomes: list[Any] = []
+    await one.write(mem("warm up the schema"))
 
-    async def main() -> None:
-        await one.write(mem("warm up the schema"))
+    async def write(backend: PostgresBackend, n: int) -> None:
+        outcomes.append(await backend.write(mem(f"the very same note {n % 10}")))
 
-        async def write(backend: PostgresBackend, n: int) -> None:
-            outcomes.append(await backend.write(mem(f"the very same note {n % 10}")))
-
-        async with anyio.create_task_group() as tg:
-            for n in range(40):
-                tg.start_soon(write, one if n % 2 else two, n)
-        await one.close()
-        await two.close()
-
-    anyio.run(main)
+    async with anyio.create_task_group() as tg:
+        for n in range(40):
+            tg.start_soon(write, one if n % 2 else two, n)
+    await one.close()
+    await two.close()
     added = [o for o in outcomes if o.action is WriteAction.ADDED]
     assert len(added) == 10
     assert all(o.existing_id in {a.id for a in added} for o in outcomes if o not in added)
@@ -105,28 +93,24 @@ def test_the_same_write_through_two_handles_at_once_is_stored_once(pg_dsn: str) 
         assert row.fetchone() == (10,)
 
 
-def test_an_unreachable_server_gives_a_transient_error_and_an_error_in_health() -> None:
+async def test_an_unreachable_server_gives_a_transient_error_and_an_error_in_health() -> None:
     with socket.socket() as probe:  # a loopback port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     backend = PostgresBackend(
         f"postgresql://postgres:secret@127.0.0.1:{port}/x", connect_timeout_s=1
     )
-
-    async def main() -> None:
-        with pytest.raises(BackendError) as raised:
-            await backend.search("anything", 5)
-        assert raised.value.transient
-        assert "secret" not in str(raised.value)
-        checks = await backend.health()
-        assert checks[0].status is Status.ERROR
-        assert all(c.status is Status.ERROR for c in checks)
-        await backend.close()
-
-    anyio.run(main)
+    with pytest.raises(BackendError) as raised:
+        await backend.search("anything", 5)
+    assert raised.value.transient
+    assert "secret" not in str(raised.value)
+    checks = await backend.health()
+    assert checks[0].status is Status.ERROR
+    assert all(c.status is Status.ERROR for c in checks)
+    await backend.close()
 
 
-def test_the_recursive_edge_query_walks_exactly_as_one_query_per_hop(
+async def test_the_recursive_edge_query_walks_exactly_as_one_query_per_hop(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`neighbors` reads the materialized edges within the hop budget with one recursive CTE;
@@ -167,6 +151,6 @@ def test_the_recursive_edge_query_walks_exactly_as_one_query_per_hop(
         return with_cte, per_hop
 
     seeds: list[str] = []
-    with_cte, per_hop = anyio.run(main)
+    with_cte, per_hop = await main()
     assert with_cte == per_hop
     assert any(len(w) > 3 for w in with_cte)

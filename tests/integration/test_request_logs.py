@@ -43,12 +43,12 @@ def _lines(stream: io.StringIO) -> list[dict[str, object]]:
     return [json.loads(line) for line in stream.getvalue().splitlines()]
 
 
-def test_each_search_and_context_logs_one_line_with_its_trace_id(
+async def test_each_search_and_context_logs_one_line_with_its_trace_id(
     logged: tuple[Orchestrator, io.StringIO],
 ) -> None:
     orchestrator, stream = logged
-    found = anyio.run(orchestrator.search, SearchRequest(query="Vendor X firmware milestone"))
-    packed = anyio.run(orchestrator.context, ContextRequest(query="Who owns procurement?"))
+    found = await orchestrator.search(SearchRequest(query="Vendor X firmware milestone"))
+    packed = await orchestrator.context(ContextRequest(query="Who owns procurement?"))
     lines = _lines(stream)
     assert [line["trace_id"] for line in lines] == [found.trace_id, packed.trace_id]
     first = lines[0]
@@ -59,19 +59,19 @@ def test_each_search_and_context_logs_one_line_with_its_trace_id(
     assert isinstance(first["latency_ms"], float)
 
 
-def test_the_entity_cache_hit_is_counted(logged: tuple[Orchestrator, io.StringIO]) -> None:
+async def test_the_entity_cache_hit_is_counted(logged: tuple[Orchestrator, io.StringIO]) -> None:
     orchestrator, stream = logged
-    anyio.run(orchestrator.search, SearchRequest(query="Dana Whitfield"))
-    anyio.run(orchestrator.search, SearchRequest(query="Dana Whitfield"))
+    await orchestrator.search(SearchRequest(query="Dana Whitfield"))
+    await orchestrator.search(SearchRequest(query="Dana Whitfield"))
     hits = [line["cache_hits"] for line in _lines(stream)]
     assert hits[-1] == 1
 
 
-def test_a_failure_is_kept_as_an_error_trace_and_counted_in_stats(
+async def test_a_failure_is_kept_as_an_error_trace_and_counted_in_stats(
     logged: tuple[Orchestrator, io.StringIO],
 ) -> None:
     orchestrator, stream = logged
-    anyio.run(orchestrator.search, SearchRequest(query="Vendor X"))
+    await orchestrator.search(SearchRequest(query="Vendor X"))
     failed = orchestrator.record_failure("search", {"query": ""}, "invalid arguments", 1.5)
     assert orchestrator.trace(failed.trace_id) is not None
     assert _lines(stream)[-1]["error"] == "invalid arguments"

@@ -61,12 +61,12 @@ def limits(**kw: object) -> ExpansionLimits:
     return ExpansionLimits(**base)  # type: ignore[arg-type]
 
 
-def test_subqueries_are_fused_and_sources_kept(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+async def test_subqueries_are_fused_and_sources_kept(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
     backend, ids = chain
-    got = anyio.run(
-        lambda: retrieve(
-            backend, [SubQuery("topic3"), SubQuery("topic3 topic4")], per_query=5, timeout_s=5
-        )
+    got = await retrieve(
+        backend, [SubQuery("topic3"), SubQuery("topic3 topic4")], per_query=5, timeout_s=5
     )
     assert got.candidates[0].memory.id == ids[3]
     assert len(got.candidates[0].sources) == 2  # found by both subqueries
@@ -74,18 +74,18 @@ def test_subqueries_are_fused_and_sources_kept(chain: tuple[EmbeddedBackend, lis
     assert not got.notes
 
 
-def test_one_failed_subquery_leaves_the_others(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+async def test_one_failed_subquery_leaves_the_others(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
     backend, ids = chain
     faulty = FaultyBackend(backend, {"search": "error"}, fail_queries=["topic4"])
-    got = anyio.run(
-        lambda: retrieve(faulty, [SubQuery("topic3"), SubQuery("topic4")], per_query=5, timeout_s=5)
-    )
+    got = await retrieve(faulty, [SubQuery("topic3"), SubQuery("topic4")], per_query=5, timeout_s=5)
     assert [c.memory.id for c in got.candidates] == [ids[3]]
     assert got.failed == 1
     assert any("topic4" in n and "failed" in n for n in got.notes)
 
 
-def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
+async def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     backend, _ = chain
@@ -93,53 +93,55 @@ def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
         backend, {}, capabilities=backend.capabilities.model_copy(update={"memory_types": False})
     )
     sub = SubQuery("shared project", filters=SearchFilters(memory_types=[MemoryType.SEMANTIC]))
-    got = anyio.run(lambda: retrieve(blind, [sub], per_query=10, timeout_s=5))
+    got = await retrieve(blind, [sub], per_query=10, timeout_s=5)
     assert got.candidates == []
     assert any("cannot filter by memory_types" in n for n in got.notes)
 
 
-def test_expansion_stops_at_the_hop_budget(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+async def test_expansion_stops_at_the_hop_budget(chain: tuple[EmbeddedBackend, list[str]]) -> None:
     backend, ids = chain
-    one = anyio.run(lambda: expand(backend, [ids[3]], limits(edge_types=("temporal",))))
+    one = await expand(backend, [ids[3]], limits(edge_types=("temporal",)))
     assert {c.memory.id for c in one.candidates} == {ids[2], ids[4]}
-    two = anyio.run(lambda: expand(backend, [ids[3]], limits(hops=2, edge_types=("temporal",))))
+    two = await expand(backend, [ids[3]], limits(hops=2, edge_types=("temporal",)))
     assert {c.memory.id for c in two.candidates} == {ids[1], ids[2], ids[4], ids[5]}
     assert all(d.accepted for d in two.decisions)
 
 
-def test_only_allowed_edge_types_are_followed(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+async def test_only_allowed_edge_types_are_followed(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
     backend, ids = chain
-    causal = anyio.run(lambda: expand(backend, [ids[0]], limits(edge_types=("causal",))))
+    causal = await expand(backend, [ids[0]], limits(edge_types=("causal",)))
     assert [c.memory.id for c in causal.candidates] == [ids[5]]
     assert causal.candidates[0].edge_type == "causal"
 
 
-def test_fan_out_cap_limits_neighbours_per_seed_and_says_so(
+async def test_fan_out_cap_limits_neighbours_per_seed_and_says_so(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     backend, ids = chain
-    capped = anyio.run(lambda: expand(backend, [ids[0]], limits(fanout=1)))
+    capped = await expand(backend, [ids[0]], limits(fanout=1))
     assert len(capped.candidates) == 1
     assert any("fan-out cap" in d.reason and not d.accepted for d in capped.decisions)
 
 
-def test_present_candidates_are_not_added_twice(chain: tuple[EmbeddedBackend, list[str]]) -> None:
+async def test_present_candidates_are_not_added_twice(
+    chain: tuple[EmbeddedBackend, list[str]],
+) -> None:
     backend, ids = chain
-    got = anyio.run(
-        lambda: expand(backend, [ids[3]], limits(edge_types=("temporal",)), present=[ids[4]])
-    )
+    got = await expand(backend, [ids[3]], limits(edge_types=("temporal",)), present=[ids[4]])
     assert [c.memory.id for c in got.candidates] == [ids[2]]
     assert any(d.neighbor_id == ids[4] and d.reason == "already a candidate" for d in got.decisions)
 
 
-def test_a_store_without_a_graph_skips_expansion_with_a_note(
+async def test_a_store_without_a_graph_skips_expansion_with_a_note(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     backend, ids = chain
     flat = FaultyBackend(
         backend, {}, capabilities=backend.capabilities.model_copy(update={"graph": False})
     )
-    got = anyio.run(lambda: expand(flat, [ids[3]], limits()))
+    got = await expand(flat, [ids[3]], limits())
     assert got.candidates == []
     assert got.notes == ["store has no graph; expansion skipped"]
 
@@ -153,22 +155,19 @@ def _listed(memory_ids: list[str], backend: EmbeddedBackend) -> Prefetch:
     return fetch
 
 
-def _bounded(
+async def _bounded(
     backend: MemoryBackend, subqueries: list[SubQuery], prefetch: Prefetch, **options: Any
 ) -> Retrieval:
     """`retrieve` (per_query 5, a minute's timeout) within a 30 s bound on a hang: not a speed
     assertion."""
 
-    async def main() -> Retrieval:
-        with anyio.fail_after(30):
-            return await retrieve(
-                backend, subqueries, per_query=5, timeout_s=60, prefetch=prefetch, **options
-            )
-
-    return anyio.run(main)
+    with anyio.fail_after(30):
+        return await retrieve(
+            backend, subqueries, per_query=5, timeout_s=60, prefetch=prefetch, **options
+        )
 
 
-def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_in(
+async def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_in(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     """A store that never answers costs its list, not the request's time (`timeout_s` is a
@@ -176,7 +175,7 @@ def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_
     backend, ids = chain
     stuck = FaultyBackend(backend, {"search": "hang"})
 
-    got = _bounded(
+    got = await _bounded(
         stuck, [SubQuery("topic3")], prefetch=_listed([ids[7]], backend), list_budget_s=0
     )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
@@ -184,7 +183,7 @@ def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_lists_are_
     assert any("not in 0s after the start and was left out" in n for n in got.notes), got.notes
 
 
-def test_without_local_lists_the_store_is_waited_for(
+async def test_without_local_lists_the_store_is_waited_for(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     backend, ids = chain
@@ -201,21 +200,19 @@ def test_without_local_lists_the_store_is_waited_for(
         gate.set()  # the store answers only once the (empty) local lists are in
         return []
 
-    got = anyio.run(
-        lambda: retrieve(
-            Gated(backend, {}),
-            [SubQuery("topic3")],
-            per_query=5,
-            timeout_s=60,
-            prefetch=nothing,
-            list_budget_s=0,
-        )
+    got = await retrieve(
+        Gated(backend, {}),
+        [SubQuery("topic3")],
+        per_query=5,
+        timeout_s=60,
+        prefetch=nothing,
+        list_budget_s=0,
     )
     assert [c.memory.id for c in got.candidates][:1] == [ids[3]]
     assert got.failed == 0
 
 
-def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
+async def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
     chain: tuple[EmbeddedBackend, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store that says when its search reaches its database (`capabilities.dispatch_signal`): the
@@ -239,14 +236,14 @@ def test_the_lists_are_made_once_the_stores_searches_are_in_its_database(
         order.append("lists")
         return await lists()
 
-    got = _bounded(
+    got = await _bounded(
         backend, [SubQuery("topic3"), SubQuery("topic4")], prefetch=prefetch, dispatching=True
     )
     assert order[:3] == ["dispatched", "dispatched", "lists"], order
     assert {ids[3], ids[4], ids[7]} <= {c.memory.id for c in got.candidates}
 
 
-def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
+async def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
     chain: tuple[EmbeddedBackend, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A search that ends without saying it was dispatched (a store error first) counts as
@@ -255,14 +252,14 @@ def test_a_search_that_fails_before_its_database_does_not_hold_the_lists(
     monkeypatch.setattr(retriever, "DISPATCH_WAIT_S", 3600.0)
     faulty = FaultyBackend(backend, {"search": "error"})
 
-    got = _bounded(
+    got = await _bounded(
         faulty, [SubQuery("topic3")], prefetch=_listed([ids[7]], backend), dispatching=True
     )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
     assert got.failed == 1
 
 
-def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
+async def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
     chain: tuple[EmbeddedBackend, list[str]],
 ) -> None:
     """The request's own cancellation (a client gone, a deadline) reaches every store call
@@ -292,17 +289,14 @@ def test_a_retrieval_cancelled_from_outside_leaves_no_call_running(
         await hang("lists")
         raise AssertionError("unreachable")
 
-    async def main() -> None:
-        outside.append(anyio.CancelScope())
-        with anyio.fail_after(30), outside[0]:  # (30 s: a bound on a hang, not a speed)
-            await retrieve(
-                Hanging(backend, {}),
-                [SubQuery("topic1"), SubQuery("topic2")],
-                per_query=5,
-                timeout_s=60,
-                prefetch=lists,
-            )
-        assert outside[0].cancelled_caught
-        assert sorted(ended) == ["lists", "topic1", "topic2"]  # all ended, before it returned
-
-    anyio.run(main)
+    outside.append(anyio.CancelScope())
+    with anyio.fail_after(30), outside[0]:  # (30 s: a bound on a hang, not a speed)
+        await retrieve(
+            Hanging(backend, {}),
+            [SubQuery("topic1"), SubQuery("topic2")],
+            per_query=5,
+            timeout_s=60,
+            prefetch=lists,
+        )
+    assert outside[0].cancelled_caught
+    assert sorted(ended) == ["lists", "topic1", "topic2"]  # all ended, before it returned

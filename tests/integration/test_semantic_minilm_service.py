@@ -82,26 +82,22 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[Counting]:
     return made
 
 
-def test_minilm_finds_a_memory_sharing_no_word_with_the_question(
+async def test_minilm_finds_a_memory_sharing_no_word_with_the_question(
     loaded: Settings, minilm_dir: Path
 ) -> None:
     o = orchestrator(minilm(loaded, minilm_dir))
-
-    async def main() -> None:
-        result = await o.search(SearchRequest(query="dog playing outside"))
-        top = result.items[0]
-        assert top.summary == MEMORIES[0]
-        assert "semantic index rank 1" in top.reasons
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.OK
-        assert check.detail.startswith("all-MiniLM-L6-v2, 4 memories indexed")
-        await o.close()
-
-    anyio.run(main)
+    result = await o.search(SearchRequest(query="dog playing outside"))
+    top = result.items[0]
+    assert top.summary == MEMORIES[0]
+    assert "semantic index rank 1" in top.reasons
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.OK
+    assert check.detail.startswith("all-MiniLM-L6-v2, 4 memories indexed")
+    await o.close()
 
 
-def test_a_restart_reuses_the_kept_vectors_and_embeds_only_what_changed(
+async def test_a_restart_reuses_the_kept_vectors_and_embeds_only_what_changed(
     loaded: Settings, minilm_dir: Path, counted: list[Counting]
 ) -> None:
     settings = minilm(loaded, minilm_dir)
@@ -115,52 +111,44 @@ def test_a_restart_reuses_the_kept_vectors_and_embeds_only_what_changed(
         assert report.id is not None
         return report.id
 
-    kitten = anyio.run(first)
+    kitten = await first()
     assert set(MEMORIES) <= set(counted[0].texts)
     assert (settings.data_dir / "semantic" / "all-MiniLM-L6-v2.db").is_file()
 
-    async def second() -> None:
-        o = orchestrator(settings)
-        result = await o.search(SearchRequest(query="cat napping"))
-        assert result.items[0].memory_id == kitten
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert "5 memories indexed" in check.detail
-        assert "(5 loaded at start)" in check.detail
-        await o.close()
-
-    anyio.run(second)
+    o = orchestrator(settings)
+    result = await o.search(SearchRequest(query="cat napping"))
+    assert result.items[0].memory_id == kitten
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert "5 memories indexed" in check.detail
+    assert "(5 loaded at start)" in check.detail
+    await o.close()
     assert counted[1].texts == ["cat napping"]  # the question only: no memory embedded again
 
 
-def test_a_missing_model_degrades_health_names_the_fix_and_words_still_work(
+async def test_a_missing_model_degrades_health_names_the_fix_and_words_still_work(
     loaded: Settings, tmp_path: Path
 ) -> None:
     empty = tmp_path / "no-model-here"
     empty.mkdir()
     o = orchestrator(minilm(loaded, empty))
-
-    async def main() -> None:
-        pack = await o.context(ContextRequest(query="revenue in Europe"))
-        assert pack.items[0].summary == MEMORIES[1]
-        trace = o.trace(pack.trace_id)
-        assert trace is not None
-        assert any(
-            "semantic relevance off" in n and "orchestrator models install" in n
-            for n in trace.notes
-        )
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.DEGRADED
-        assert "orchestrator models install" in check.detail
-        assert "model_dir" in check.detail
-        assert report.status is Status.DEGRADED
-        await o.close()
-
-    anyio.run(main)
+    pack = await o.context(ContextRequest(query="revenue in Europe"))
+    assert pack.items[0].summary == MEMORIES[1]
+    trace = o.trace(pack.trace_id)
+    assert trace is not None
+    assert any(
+        "semantic relevance off" in n and "orchestrator models install" in n for n in trace.notes
+    )
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.DEGRADED
+    assert "orchestrator models install" in check.detail
+    assert "model_dir" in check.detail
+    assert report.status is Status.DEGRADED
+    await o.close()
 
 
-def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
+async def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
     loaded: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.unit.test_semantic_queue import Gated
@@ -171,49 +159,43 @@ def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
     settings.semantic.enabled = True
     settings.semantic.index_wait_s = 0.2
     o = orchestrator(settings)
-
-    async def main() -> None:
-        held = await o.search(SearchRequest(query="revenue"))
-        trace = o.trace(held.trace_id)
-        assert trace is not None
-        assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
-        assert held.items[0].summary == MEMORIES[1]  # words do not wait
-        o.settings.semantic.index_wait_s = 30  # from now on, wait as long as it takes
-        gated.gate.set()  # the worker now has 4 hash vectors to make
-        # a write makes the next query pull, queue one more, and wait (for all five)
-        await o.write(WriteRequest(memory=NewMemory(content="Sales in Europe rose again")))
-        again = await o.search(SearchRequest(query="revenue"))
-        trace = o.trace(again.trace_id)
-        assert trace is not None
-        assert not any("still being embedded" in n for n in trace.notes)
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.OK
-        await o.close()
-
-    anyio.run(main)
+    held = await o.search(SearchRequest(query="revenue"))
+    trace = o.trace(held.trace_id)
+    assert trace is not None
+    assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
+    assert held.items[0].summary == MEMORIES[1]  # words do not wait
+    o.settings.semantic.index_wait_s = 30  # from now on, wait as long as it takes
+    gated.gate.set()  # the worker now has 4 hash vectors to make
+    # a write makes the next query pull, queue one more, and wait (for all five)
+    await o.write(WriteRequest(memory=NewMemory(content="Sales in Europe rose again")))
+    again = await o.search(SearchRequest(query="revenue"))
+    trace = o.trace(again.trace_id)
+    assert trace is not None
+    assert not any("still being embedded" in n for n in trace.notes)
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.OK
+    await o.close()
 
 
-def test_auto_runs_minilm_where_its_model_is_found(loaded: Settings, minilm_dir: Path) -> None:
+async def test_auto_runs_minilm_where_its_model_is_found(
+    loaded: Settings, minilm_dir: Path
+) -> None:
     """The default (`enabled = "auto"`, `model = "auto"`): the best model that can run."""
     settings = loaded.model_copy(deep=True)
     settings.semantic.enabled, settings.semantic.model = "auto", "auto"
     settings.semantic.model_dir = minilm_dir
     o = orchestrator(settings)
-
-    async def main() -> None:
-        result = await o.search(SearchRequest(query="dog playing outside"))
-        assert result.items[0].summary == MEMORIES[0]
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.OK
-        assert check.detail.startswith("all-MiniLM-L6-v2")
-        await o.close()
-
-    anyio.run(main)
+    result = await o.search(SearchRequest(query="dog playing outside"))
+    assert result.items[0].summary == MEMORIES[0]
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.OK
+    assert check.detail.startswith("all-MiniLM-L6-v2")
+    await o.close()
 
 
-def test_auto_without_the_model_is_off_and_health_says_search_is_lexical_only(
+async def test_auto_without_the_model_is_off_and_health_says_search_is_lexical_only(
     loaded: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import sys
@@ -224,21 +206,17 @@ def test_auto_without_the_model_is_off_and_health_says_search_is_lexical_only(
     settings.semantic.enabled, settings.semantic.model = "auto", "auto"
     settings.semantic.model_dir = tmp_path / "no-model"  # where `models install` has not run
     o = orchestrator(settings)
-
-    async def main() -> None:
-        pack = await o.context(ContextRequest(query="revenue in Europe"))
-        assert pack.items[0].summary == MEMORIES[1]  # words still work
-        trace = o.trace(pack.trace_id)
-        assert trace is not None
-        assert not any("semantic" in n for n in trace.notes)  # no note on every request
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.OK
-        assert check.detail == (
-            "off (auto): search is lexical only: the semantic model (all-MiniLM-L6-v2) is not"
-            " installed; run `orchestrator models install`"
-        )
-        assert report.status is Status.OK
-        await o.close()
-
-    anyio.run(main)
+    pack = await o.context(ContextRequest(query="revenue in Europe"))
+    assert pack.items[0].summary == MEMORIES[1]  # words still work
+    trace = o.trace(pack.trace_id)
+    assert trace is not None
+    assert not any("semantic" in n for n in trace.notes)  # no note on every request
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.OK
+    assert check.detail == (
+        "off (auto): search is lexical only: the semantic model (all-MiniLM-L6-v2) is not"
+        " installed; run `orchestrator models install`"
+    )
+    assert report.status is Status.OK
+    await o.close()

@@ -47,72 +47,61 @@ def loaded(settings: Settings) -> Settings:
     return settings
 
 
-def ask(o: Orchestrator, query: str) -> list[str]:
-    async def main() -> list[str]:
-        pack = await o.context(ContextRequest(query=query))
-        return [i.summary for i in pack.items]
-
-    return anyio.run(main)
+async def ask(o: Orchestrator, query: str) -> list[str]:
+    pack = await o.context(ContextRequest(query=query))
+    return [i.summary for i in pack.items]
 
 
-def test_a_memory_sharing_no_word_with_the_question_is_found_only_with_semantics(
+async def test_a_memory_sharing_no_word_with_the_question_is_found_only_with_semantics(
     loaded: Settings,
 ) -> None:
     plain = orchestrator(loaded, semantic=False)
-    assert ask(plain, "dog playing outside") == []  # no word in common: the store finds nothing
-    anyio.run(plain.close)
+    assert (
+        await ask(plain, "dog playing outside") == []
+    )  # no word in common: the store finds nothing
+    await plain.close()
 
     o = orchestrator(loaded, semantic=True)
 
-    async def main() -> None:
-        result = await o.search(SearchRequest(query="dog playing outside"))
-        top = result.items[0]
-        assert top.summary == MEMORIES[0]
-        assert "semantic index rank 1" in top.reasons
-        assert top.breakdown is not None
-        assert top.breakdown.semantic is not None
-        assert top.breakdown.semantic > 0.3
-        trace = o.trace(result.trace_id)
-        assert trace is not None
-        assert "local index: 4 memories added" in trace.notes
-        await o.close()
-
-    anyio.run(main)
+    result = await o.search(SearchRequest(query="dog playing outside"))
+    top = result.items[0]
+    assert top.summary == MEMORIES[0]
+    assert "semantic index rank 1" in top.reasons
+    assert top.breakdown is not None
+    assert top.breakdown.semantic is not None
+    assert top.breakdown.semantic > 0.3
+    trace = o.trace(result.trace_id)
+    assert trace is not None
+    assert "local index: 4 memories added" in trace.notes
+    await o.close()
 
 
-def test_the_index_follows_the_store_writes_and_deletes(loaded: Settings) -> None:
+async def test_the_index_follows_the_store_writes_and_deletes(loaded: Settings) -> None:
     o = orchestrator(loaded, semantic=True)
-
-    async def main() -> None:
-        await o.context(ContextRequest(query="anything at all"))  # first sync
-        report = await o.write(
-            WriteRequest(memory=NewMemory(content="My kitten sleeps on the sofa all day"))
-        )
-        assert report.id is not None
-        found = await o.search(SearchRequest(query="cat napping"))
-        assert found.items[0].memory_id == report.id  # written just now, found at once
-        assert await EmbeddedBackend(loaded.embedded_path()).forget(report.id)  # by another client
-        again = await o.search(SearchRequest(query="cat napping"))
-        assert report.id not in {i.memory_id for i in again.items}  # read back from the store
-        await o.close()
-
-    anyio.run(main)
+    await o.context(ContextRequest(query="anything at all"))  # first sync
+    report = await o.write(
+        WriteRequest(memory=NewMemory(content="My kitten sleeps on the sofa all day"))
+    )
+    assert report.id is not None
+    found = await o.search(SearchRequest(query="cat napping"))
+    assert found.items[0].memory_id == report.id  # written just now, found at once
+    assert await EmbeddedBackend(loaded.embedded_path()).forget(report.id)  # by another client
+    again = await o.search(SearchRequest(query="cat napping"))
+    assert report.id not in {i.memory_id for i in again.items}  # read back from the store
+    await o.close()
 
 
-def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
+async def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
     loaded: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     o = orchestrator(loaded, semantic=True)
 
-    async def healthy() -> None:
-        await o.context(ContextRequest(query="dog"))
-        report = await o.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.OK
-        assert "4 memories indexed" in check.detail
-        await o.close()
-
-    anyio.run(healthy)
+    await o.context(ContextRequest(query="dog"))
+    report = await o.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.OK
+    assert "4 memories indexed" in check.detail
+    await o.close()
 
     def missing(model: str, **where: object) -> None:  # fault injection: no extra installed
         raise SemanticUnavailable("semantic relevance needs the optional extra")
@@ -120,22 +109,19 @@ def test_health_reports_the_index_and_a_missing_model_degrades_with_the_reason(
     monkeypatch.setattr(indexes, "load_embedder", missing)
     broken = orchestrator(loaded, semantic=True)
 
-    async def degraded() -> None:
-        pack = await broken.context(ContextRequest(query="revenue in Europe"))
-        assert pack.items[0].summary == MEMORIES[1]  # words still work
-        trace = broken.trace(pack.trace_id)
-        assert trace is not None
-        assert any("semantic relevance off" in n for n in trace.notes)
-        report = await broken.health()
-        check = next(c for c in report.checks if c.name == "semantic")
-        assert check.status is Status.DEGRADED
-        assert report.status is Status.DEGRADED
-        await broken.close()
-
-    anyio.run(degraded)
+    pack = await broken.context(ContextRequest(query="revenue in Europe"))
+    assert pack.items[0].summary == MEMORIES[1]  # words still work
+    trace = broken.trace(pack.trace_id)
+    assert trace is not None
+    assert any("semantic relevance off" in n for n in trace.notes)
+    report = await broken.health()
+    check = next(c for c in report.checks if c.name == "semantic")
+    assert check.status is Status.DEGRADED
+    assert report.status is Status.DEGRADED
+    await broken.close()
 
 
-def test_each_candidates_similarity_is_the_indexes_whichever_list_found_it(
+async def test_each_candidates_similarity_is_the_indexes_whichever_list_found_it(
     loaded: Settings,
 ) -> None:
     """The similarities of the derived lists' memories are worked out while the store's
@@ -143,27 +129,23 @@ def test_each_candidates_similarity_is_the_indexes_whichever_list_found_it(
     found by the store's search or by the derived lists alone."""
     o = orchestrator(loaded, semantic=True)
     query = "revenue in Europe and a dog playing outside"
-
-    async def main() -> None:
-        await o.search(SearchRequest(query=query))  # the indexes loaded
-        pack = await o.context(ContextRequest(query=query))
-        trace = o.trace(pack.trace_id)
-        assert trace is not None
-        index = o._indexes._semantic
-        assert index is not None
-        found = {c.id: c for c in trace.candidates}
-        memories = await o._store.get_memories(list(found))
-        expected = index.similarities(query, memories)
-        derived = {LOCAL_SOURCE, SEMANTIC_SOURCE}
-        by_store = [c for c in found.values() if any(s.query not in derived for s in c.sources)]
-        by_lists_only = [
-            c for c in found.values() if c.sources and {s.query for s in c.sources} <= derived
-        ]
-        assert by_store
-        assert by_lists_only  # (the local index's list and the semantic one)
-        for c in found.values():
-            assert c.breakdown is not None
-            assert c.breakdown.semantic == expected.get(c.id), c.id
-        await o.close()
-
-    anyio.run(main)
+    await o.search(SearchRequest(query=query))  # the indexes loaded
+    pack = await o.context(ContextRequest(query=query))
+    trace = o.trace(pack.trace_id)
+    assert trace is not None
+    index = o._indexes._semantic
+    assert index is not None
+    found = {c.id: c for c in trace.candidates}
+    memories = await o._store.get_memories(list(found))
+    expected = index.similarities(query, memories)
+    derived = {LOCAL_SOURCE, SEMANTIC_SOURCE}
+    by_store = [c for c in found.values() if any(s.query not in derived for s in c.sources)]
+    by_lists_only = [
+        c for c in found.values() if c.sources and {s.query for s in c.sources} <= derived
+    ]
+    assert by_store
+    assert by_lists_only  # (the local index's list and the semantic one)
+    for c in found.values():
+        assert c.breakdown is not None
+        assert c.breakdown.semantic == expected.get(c.id), c.id
+    await o.close()

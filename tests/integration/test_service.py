@@ -65,13 +65,13 @@ def with_backend(orch: Orchestrator, backend: MemoryBackend, **overrides: object
     return Orchestrator(backend, settings, traces=traces, clock=lambda: NOW)
 
 
-def test_context_packs_relevant_vendor_memories_within_budget(orch: Orchestrator) -> None:
+async def test_context_packs_relevant_vendor_memories_within_budget(orch: Orchestrator) -> None:
     request = ContextRequest(
         query="recent issues with Vendor X",
         task="draft vendor update",
         response_budget=ResponseBudget(max_items=5, max_chars=1500),
     )
-    pack = run(lambda: orch.context(request))
+    pack = await orch.context(request)
     assert 0 < len(pack.items) <= 5
     assert len(pack.context_block) <= 1500
     assert "Vendor X" in pack.linked_entities
@@ -81,35 +81,35 @@ def test_context_packs_relevant_vendor_memories_within_budget(orch: Orchestrator
     assert pack.strategy is Strategy.EPISODIC  # "recent" asks what happened
 
 
-def test_noise_and_duplicates_do_not_reach_the_context(orch: Orchestrator) -> None:
-    pack = run(lambda: orch.context(ContextRequest(query="Vendor X missed the March milestone")))
+async def test_noise_and_duplicates_do_not_reach_the_context(orch: Orchestrator) -> None:
+    pack = await orch.context(ContextRequest(query="Vendor X missed the March milestone"))
     texts = [i.summary for i in pack.items]
     assert len(texts) == len(set(texts))
     reasons = {d.reason.value for d in pack.trace.dropped}
     assert "duplicate" in reasons or any(i.cross_validated for i in pack.items)
 
 
-def test_search_returns_scored_items_and_a_stored_trace(orch: Orchestrator) -> None:
-    result = run(lambda: orch.search(SearchRequest(query="how do I deploy atlas-core?", top_k=3)))
+async def test_search_returns_scored_items_and_a_stored_trace(orch: Orchestrator) -> None:
+    result = await orch.search(SearchRequest(query="how do I deploy atlas-core?", top_k=3))
     assert len(result.items) <= 3
     assert result.items[0].type is MemoryType.PROCEDURAL
     assert result.items[0].breakdown is not None
-    explanation = run(lambda: orch.explain(ExplainRequest(trace_id=result.trace_id)))
+    explanation = await orch.explain(ExplainRequest(trace_id=result.trace_id))
     assert explanation.trace.result_ids == [i.memory_id for i in result.items]
     assert "Subqueries:" in explanation.text
     assert "total" in explanation.text
 
 
-def test_passthrough_returns_the_stores_own_results_unchanged(orch: Orchestrator) -> None:
-    raw = run(lambda: orch.store_search("firmware", 5))
-    result = run(lambda: orch.search(SearchRequest(query="firmware", top_k=5, passthrough=True)))
+async def test_passthrough_returns_the_stores_own_results_unchanged(orch: Orchestrator) -> None:
+    raw = await orch.store_search("firmware", 5)
+    result = await orch.search(SearchRequest(query="firmware", top_k=5, passthrough=True))
     assert result.passthrough
     assert [i.memory_id for i in result.items] == [h.memory.id for h in raw]
     assert [i.summary for i in result.items] == [h.memory.content for h in raw]
 
 
-def test_expansion_adds_graph_neighbours_and_records_decisions(orch: Orchestrator) -> None:
-    result = run(lambda: orch.search(SearchRequest(query="firmware instability", expand=True)))
+async def test_expansion_adds_graph_neighbours_and_records_decisions(orch: Orchestrator) -> None:
+    result = await orch.search(SearchRequest(query="firmware instability", expand=True))
     trace = orch.trace(result.trace_id)
     assert trace is not None
     assert trace.expansions
@@ -117,141 +117,141 @@ def test_expansion_adds_graph_neighbours_and_records_decisions(orch: Orchestrato
     assert any(d.accepted for d in trace.expansions)
 
 
-def test_expand_walks_from_seed_ids_and_entities(orch: Orchestrator) -> None:
-    seed = run(lambda: orch.search(SearchRequest(query="firmware 2.2 LTE", top_k=1))).items[0]
-    around = run(lambda: orch.expand(ExpandRequest(seed_ids=[seed.memory_id], hops=2, limit=5)))
+async def test_expand_walks_from_seed_ids_and_entities(orch: Orchestrator) -> None:
+    seed = (await orch.search(SearchRequest(query="firmware 2.2 LTE", top_k=1))).items[0]
+    around = await orch.expand(ExpandRequest(seed_ids=[seed.memory_id], hops=2, limit=5))
     assert 0 < len(around.items) <= 5
     assert seed.memory_id not in [i.memory_id for i in around.items]
-    by_entity = run(lambda: orch.expand(ExpandRequest(entities=["Acme Corp"], limit=5)))
+    by_entity = await orch.expand(ExpandRequest(entities=["Acme Corp"], limit=5))
     assert by_entity.items
 
 
-def test_filters_restrict_memory_types(orch: Orchestrator) -> None:
+async def test_filters_restrict_memory_types(orch: Orchestrator) -> None:
     filters = SearchFilters(memory_types=[MemoryType.RESOURCE])
-    result = run(lambda: orch.search(SearchRequest(query="atlas", filters=filters)))
+    result = await orch.search(SearchRequest(query="atlas", filters=filters))
     assert result.items
     assert {i.type for i in result.items} == {MemoryType.RESOURCE}
 
 
-def test_write_adds_then_skips_a_near_duplicate(orch: Orchestrator) -> None:
+async def test_write_adds_then_skips_a_near_duplicate(orch: Orchestrator) -> None:
     memory = NewMemory(content="Marco moved the Atlas demo to Thursday 3pm.", entities=["Marco"])
-    first = run(lambda: orch.write(WriteRequest(memory=memory)))
+    first = await orch.write(WriteRequest(memory=memory))
     assert first.action is WriteAction.ADDED
     assert first.id
     again = NewMemory(content="Marco moved the Atlas demo to Thursday 3pm", entities=["Marco"])
-    second = run(lambda: orch.write(WriteRequest(memory=again)))
+    second = await orch.write(WriteRequest(memory=again))
     assert second.action is WriteAction.SKIPPED
     assert second.duplicate_of == first.id
     assert "near-duplicate" in second.reason
 
 
-def test_write_as_update_links_to_the_memory_it_revises(orch: Orchestrator) -> None:
+async def test_write_as_update_links_to_the_memory_it_revises(orch: Orchestrator) -> None:
     base = NewMemory(
         content="The Atlas pilot with Acme Corp starts on 1 December.", entities=["Acme Corp"]
     )
-    first = run(lambda: orch.write(WriteRequest(memory=base)))
+    first = await orch.write(WriteRequest(memory=base))
     restated = NewMemory(
         content="The Atlas pilot with Acme Corp will start on 1 December.", entities=["Acme Corp"]
     )
-    second = run(lambda: orch.write(WriteRequest(memory=restated, on_duplicate="update")))
+    second = await orch.write(WriteRequest(memory=restated, on_duplicate="update"))
     assert second.action is WriteAction.UPDATED
     assert second.duplicate_of == first.id
     assert second.supersedes is None  # a restatement revises; it corrects nothing
     assert any(e.type == "update" and e.target_id == first.id for e in second.links)
 
 
-def test_a_correction_supersedes_the_memory_it_corrects(orch: Orchestrator) -> None:
+async def test_a_correction_supersedes_the_memory_it_corrects(orch: Orchestrator) -> None:
     base = NewMemory(
         content="The Atlas pilot with Acme Corp starts on 1 December.", entities=["Acme Corp"]
     )
-    first = run(lambda: orch.write(WriteRequest(memory=base)))
+    first = await orch.write(WriteRequest(memory=base))
     revised = NewMemory(
         content="The Atlas pilot with Acme Corp starts on 3 December.", entities=["Acme Corp"]
     )
-    second = run(lambda: orch.write(WriteRequest(memory=revised)))
+    second = await orch.write(WriteRequest(memory=revised))
     assert second.action is WriteAction.UPDATED
     assert (second.supersedes, second.changed) == (first.id, "1 -> 3 December")
     assert any(e.type == "supersedes" and e.target_id == first.id for e in second.links)
-    (old,) = run(lambda: orch.memories([first.id or ""]))
+    (old,) = await orch.memories([first.id or ""])
     assert old.superseded_by == second.id
 
 
-def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
-    before = run(lambda: orch.store_search("zeppelin", 5))
-    report = run(
-        lambda: orch.write(WriteRequest(memory=NewMemory(content="A zeppelin note"), dry_run=True))
+async def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
+    before = await orch.store_search("zeppelin", 5)
+    report = await orch.write(
+        WriteRequest(memory=NewMemory(content="A zeppelin note"), dry_run=True)
     )
     assert report.id is None
     assert report.dry_run
     assert report.action is WriteAction.ADDED  # what would happen, marked as a dry run
     assert report.reason == "dry run: would be added; nothing written"
-    assert run(lambda: orch.store_search("zeppelin", 5)) == before
+    assert await orch.store_search("zeppelin", 5) == before
 
 
-def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator) -> None:
+async def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator) -> None:
     faulty = FaultyBackend(store_of(orch), {"search": "error"}, fail_queries=["Dana"])
     o = with_backend(orch, faulty)
-    result = run(
-        lambda: o.search(SearchRequest(query="What did Dana and Priya decide about Vendor X?"))
-    )
+    result = await o.search(SearchRequest(query="What did Dana and Priya decide about Vendor X?"))
     assert result.items
     assert any("failed" in n for n in result.trace.notes)
 
 
-def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
+async def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
     o = with_backend(
         orch, FaultyBackend(store_of(orch), {"search": "hang"}), retrieval__timeout_s=0.2
     )
     started = time.perf_counter()
-    result = run(lambda: o.search(SearchRequest(query="firmware")))
+    result = await o.search(SearchRequest(query="firmware"))
     assert time.perf_counter() - started < 5
     assert result.items == ()
     assert any("timed out" in n for n in result.trace.notes)
 
 
-def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -> None:
+async def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -> None:
     o = with_backend(orch, FaultyBackend(store_of(orch), {"neighbors": "error"}))
-    result = run(lambda: o.search(SearchRequest(query="firmware instability", expand=True)))
+    result = await o.search(SearchRequest(query="firmware instability", expand=True))
     assert result.items
     assert any("expansion failed" in n for n in result.trace.notes)
 
 
-def test_health_is_ok_on_a_good_store_and_error_when_the_store_fails(orch: Orchestrator) -> None:
-    report = run(orch.health)
+async def test_health_is_ok_on_a_good_store_and_error_when_the_store_fails(
+    orch: Orchestrator,
+) -> None:
+    report = await orch.health()
     assert report.status is Status.OK
     assert {c.name for c in report.checks} >= {"retrieval"}
     broken = with_backend(
         orch, FaultyBackend(store_of(orch), {"search": "error", "health": "error"})
     )
-    bad = run(broken.health)
+    bad = await broken.health()
     assert bad.status is Status.ERROR
 
 
-def test_unknown_trace_ids_are_reported(orch: Orchestrator) -> None:
+async def test_unknown_trace_ids_are_reported(orch: Orchestrator) -> None:
     with pytest.raises(TraceNotFound):
-        run(lambda: orch.explain(ExplainRequest(trace_id="tr_nope")))
+        await orch.explain(ExplainRequest(trace_id="tr_nope"))
     with pytest.raises(TraceNotFound):
-        run(lambda: orch.replay("tr_nope"))
+        await orch.replay("tr_nope")
 
 
-def test_replay_reruns_a_stored_request_and_diffs_it(orch: Orchestrator) -> None:
-    first = run(lambda: orch.context(ContextRequest(query="who owns the Vendor X relationship?")))
-    report = run(lambda: orch.replay(first.trace_id))
+async def test_replay_reruns_a_stored_request_and_diffs_it(orch: Orchestrator) -> None:
+    first = await orch.context(ContextRequest(query="who owns the Vendor X relationship?"))
+    report = await orch.replay(first.trace_id)
     assert report.identical
     assert report.before == report.after
     orch.settings.ranking.weights.recency = 5.0  # change the formula: the replay shows it
-    changed = run(lambda: orch.replay(first.trace_id))
+    changed = await orch.replay(first.trace_id)
     assert changed.new_trace_id != report.new_trace_id
 
 
-def test_explain_a_fresh_query(orch: Orchestrator) -> None:
-    explanation = run(lambda: orch.explain(ExplainRequest(query="Atlas blockers")))
+async def test_explain_a_fresh_query(orch: Orchestrator) -> None:
+    explanation = await orch.explain(ExplainRequest(query="Atlas blockers"))
     assert explanation.trace.tool == "explain"
     assert "Candidates" in explanation.text
 
 
-def test_the_sample_is_fully_loaded(orch: Orchestrator) -> None:
-    report = run(orch.health)
+async def test_the_sample_is_fully_loaded(orch: Orchestrator) -> None:
+    report = await orch.health()
     assert any(str(len(SAMPLE)) in c.detail for c in report.checks) or report.status is Status.OK
 
 
@@ -265,58 +265,46 @@ ATLAS_FACTS = [
 ]
 
 
-def test_memories_written_without_entities_get_the_names_their_text_carries(
+async def test_memories_written_without_entities_get_the_names_their_text_carries(
     settings: Settings,
 ) -> None:
     """Agents send content only; expand-by-entity, links and the cross-reference boost then
     need the entities the orchestrator extracts (it answered "0 memories" before)."""
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
-
-    async def main() -> None:
-        reports = [await o.write(WriteRequest(memory=NewMemory(content=c))) for c in ATLAS_FACTS]
-        assert all("Project Atlas" in r.entities for r in reports)
-        assert "Vendor Q" in reports[1].entities
-        assert any(e.type == "related" for r in reports[1:] for e in r.links)
-        around = await o.expand(ExpandRequest(entities=["Project Atlas"], limit=10))
-        assert len(around.items) >= 3
-        trace = o.trace(reports[0].trace_id)
-        assert trace is not None
-        assert any(n.startswith("entities extracted:") for n in trace.notes)
-        await o.close()
-
-    run(main)
+    reports = [await o.write(WriteRequest(memory=NewMemory(content=c))) for c in ATLAS_FACTS]
+    assert all("Project Atlas" in r.entities for r in reports)
+    assert "Vendor Q" in reports[1].entities
+    assert any(e.type == "related" for r in reports[1:] for e in r.links)
+    around = await o.expand(ExpandRequest(entities=["Project Atlas"], limit=10))
+    assert len(around.items) >= 3
+    trace = o.trace(reports[0].trace_id)
+    assert trace is not None
+    assert any(n.startswith("entities extracted:") for n in trace.notes)
+    await o.close()
 
 
-def test_entity_extraction_can_be_switched_off_and_given_entities_are_kept(
+async def test_entity_extraction_can_be_switched_off_and_given_entities_are_kept(
     settings: Settings,
 ) -> None:
     settings.write.extract_entities = False
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
-
-    async def main() -> None:
-        plain = await o.write(WriteRequest(memory=NewMemory(content=ATLAS_FACTS[0])))
-        assert plain.entities == ()
-        settings.write.extract_entities = True
-        given = NewMemory(content=ATLAS_FACTS[1], entities=["firmware"])
-        assert (await o.write(WriteRequest(memory=given))).entities == ("firmware",)
-        await o.close()
-
-    run(main)
+    plain = await o.write(WriteRequest(memory=NewMemory(content=ATLAS_FACTS[0])))
+    assert plain.entities == ()
+    settings.write.extract_entities = True
+    given = NewMemory(content=ATLAS_FACTS[1], entities=["firmware"])
+    assert (await o.write(WriteRequest(memory=given))).entities == ("firmware",)
+    await o.close()
 
 
-def test_ingest_gives_content_only_memories_their_entities_too(settings: Settings) -> None:
+async def test_ingest_gives_content_only_memories_their_entities_too(settings: Settings) -> None:
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
-
-    async def main() -> None:
-        outcomes = await o.ingest([NewMemory(content=c) for c in ATLAS_FACTS])
-        stored = await o.memories([x.id for x in outcomes if x.id])
-        assert all("Project Atlas" in m.entities for m in stored)
-        await o.close()
-
-    run(main)
+    outcomes = await o.ingest([NewMemory(content=c) for c in ATLAS_FACTS])
+    stored = await o.memories([x.id for x in outcomes if x.id])
+    assert all("Project Atlas" in m.entities for m in stored)
+    await o.close()
 
 
-def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
+async def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
     settings: Settings, tmp_path: Path
 ) -> None:
     from memory_orchestrator.state.learned import LearnedWeights
@@ -330,15 +318,11 @@ def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
     LearnedWeights(weights=learned).save(path)
     settings.ranking.learned_weights = path
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
-
-    async def main() -> None:
-        await load_demo(o)
-        when = await o.explain(ExplainRequest(query="when did Vendor X miss the SLA?"))
-        assert "weights learned for 'when' questions (learned.json)" in when.trace.notes
-        assert when.trace.candidates[0].breakdown is not None
-        assert when.trace.candidates[0].breakdown.weights["recency"] == 0.3
-        what = await o.search(SearchRequest(query="what is the firmware problem?"))
-        assert any("'default' questions" in n for n in what.trace.notes)
-        await o.close()
-
-    run(main)
+    await load_demo(o)
+    when = await o.explain(ExplainRequest(query="when did Vendor X miss the SLA?"))
+    assert "weights learned for 'when' questions (learned.json)" in when.trace.notes
+    assert when.trace.candidates[0].breakdown is not None
+    assert when.trace.candidates[0].breakdown.weights["recency"] == 0.3
+    what = await o.search(SearchRequest(query="what is the firmware problem?"))
+    assert any("'default' questions" in n for n in what.trace.notes)
+    await o.close()

@@ -85,20 +85,22 @@ def recorder(settings: Settings, store: EmbeddedBackend, stream: io.StringIO) ->
 # ---------------------------------------------------------------- StoreCalls
 
 
-def test_a_bounded_call_that_fails_notes_why_and_gives_the_fallback(settings: Settings) -> None:
+async def test_a_bounded_call_that_fails_notes_why_and_gives_the_fallback(
+    settings: Settings,
+) -> None:
     calls = StoreCalls(settings)
     trace = blank_trace()
 
     async def broken() -> list[str]:
         raise BackendError("disk on fire")
 
-    got = run(lambda: calls.bounded(trace, "known entities", broken, [], then="; partial"))
+    got: list[str] = await calls.bounded(trace, "known entities", broken, [], then="; partial")
     assert got == []
     assert trace.notes == ["known entities unavailable: BackendError: disk on fire; partial"]
     assert trace.backend_calls == 1
 
 
-def test_a_bounded_call_is_cut_off_at_the_configured_time(settings: Settings) -> None:
+async def test_a_bounded_call_is_cut_off_at_the_configured_time(settings: Settings) -> None:
     settings.retrieval.timeout_s = 0.05
     calls = StoreCalls(settings)
     trace = blank_trace()
@@ -107,7 +109,7 @@ def test_a_bounded_call_is_cut_off_at_the_configured_time(settings: Settings) ->
         await anyio.sleep(3600)
         return 1
 
-    assert run(lambda: calls.bounded(trace, "seed memories", hangs, None)) is None
+    assert await calls.bounded(trace, "seed memories", hangs, None) is None
     assert trace.notes == ["seed memories unavailable: TimeoutError"]
 
 
@@ -170,7 +172,7 @@ def test_a_failed_request_is_kept_with_its_error(
 # ---------------------------------------------------------------- KnownEntities
 
 
-def test_known_entities_are_cached_for_their_ttl(
+async def test_known_entities_are_cached_for_their_ttl(
     settings: Settings, store: EmbeddedBackend
 ) -> None:
     now = [0.0]
@@ -184,16 +186,16 @@ def test_known_entities_are_cached_for_their_ttl(
     spy.known_entities = known  # type: ignore[method-assign]
     entities = KnownEntities(spy, StoreCalls(settings), lambda: 60.0, clock=lambda: now[0])
     trace = blank_trace()
-    assert run(lambda: entities.names(trace)) == ["Dana"]
+    assert await entities.names(trace) == ["Dana"]
     now[0] = 59.0
-    assert run(lambda: entities.names(trace)) == ["Dana"]
+    assert await entities.names(trace) == ["Dana"]
     assert (len(asked), trace.cache_hits) == (1, 1)
     now[0] = 61.0
-    run(lambda: entities.names(trace))
+    await entities.names(trace)
     assert len(asked) == 2
 
 
-def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
+async def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
     settings: Settings, store: EmbeddedBackend
 ) -> None:
     """The servers' warm-up asks the store for its entity names first: a request that comes
@@ -214,15 +216,12 @@ def test_a_request_while_the_names_are_being_asked_for_waits_for_that_answer(
     first, second = blank_trace(), blank_trace()
     got: list[list[str]] = []
 
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(entities.names, first)
-            await entered.wait()  # the first call is at the store
-            group.start_soon(lambda: _append(got, entities.names(second)))
-            await anyio.wait_all_tasks_blocked()  # the second one waits too
-            gate.set()
-
-    run(main)
+    async with anyio.create_task_group() as group:
+        group.start_soon(entities.names, first)
+        await entered.wait()  # the first call is at the store
+        group.start_soon(lambda: _append(got, entities.names(second)))
+        await anyio.wait_all_tasks_blocked()  # the second one waits too
+        gate.set()
     assert got == [["Dana"]]
     assert asked == [500]
     assert second.cache_hits == 1
@@ -235,7 +234,7 @@ async def _append(into: list[list[str]], names: Awaitable[list[str]]) -> None:
 # ---------------------------------------------------------------- DerivedIndexes
 
 
-def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
+async def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
     settings: Settings, store: EmbeddedBackend
 ) -> None:
     settings.local_index.enabled = True
@@ -255,7 +254,7 @@ def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
         assert hit.id not in {h.memory.id for h in again[0][1]}
         return first
 
-    found = run(main)
+    found = await main()
     assert any("workshop" in text for text in found)
     assert "local index: 4 memories added" in trace.notes
     assert indexes.health_check() is None  # semantic off: nothing to report
@@ -264,13 +263,13 @@ def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
 # ---------------------------------------------------------------- the context-neighbour stage
 
 
-def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
+async def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
     store: EmbeddedBackend,
 ) -> None:
-    hits = run(lambda: store.search("firmware workshop", 1))
+    hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
     ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
-    got = run(lambda: add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.5, 5.0)))
+    got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.5, 5.0))
     added = [c for c in got.candidates if c.memory.id != seed.memory.id]
     assert added
     assert all(c.expanded_from == seed.memory.id for c in added)
@@ -280,13 +279,13 @@ def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
     assert got.calls == 1
 
 
-def test_without_a_neighbour_share_context_neighbours_only_lend_their_words(
+async def test_without_a_neighbour_share_context_neighbours_only_lend_their_words(
     store: EmbeddedBackend,
 ) -> None:
-    hits = run(lambda: store.search("firmware workshop", 1))
+    hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
     ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
-    got = run(lambda: add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.0, 5.0)))
+    got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.0, 5.0))
     assert got.candidates == [seed]
     assert got.ctx.around[seed.memory.id]
     assert got.decisions == []
@@ -295,7 +294,7 @@ def test_without_a_neighbour_share_context_neighbours_only_lend_their_words(
 # ---------------------------------------------------------------- WritePath
 
 
-def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
+async def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
     settings: Settings, tmp_path: Path
 ) -> None:
     """The replay builds its policy with the same builder as the first try: its duplicate
@@ -312,12 +311,12 @@ def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
     path = WritePath(
         GuardedBackend(down, RetryPolicy(2, 0.001, 0.001)), outbox, rec, settings, entities
     )
-    queued = run(lambda: path.write(WriteRequest(memory=NewMemory(content=content))))
+    queued = await path.write(WriteRequest(memory=NewMemory(content=content)))
     assert queued.action is WriteAction.QUEUED
 
     spy = RecordingBackend(real)
     back = WritePath(spy, outbox, rec, settings, entities)
-    report = run(back.flush)
+    report = await back.flush()
     assert [d.action for d in report.delivered] == [WriteAction.ADDED]
     assert spy.queries
     assert max(len(q) for q in spy.queries) <= 60

@@ -257,12 +257,11 @@ def test_request_stats_read_the_shared_traces(tmp_path: Path, pg_dsn: str) -> No
     assert report.model_dump()["total"]["count"] == 3
 
 
-def test_each_replica_derived_index_pulls_what_another_replica_wrote(
+async def test_each_replica_derived_index_pulls_what_another_replica_wrote(
     tmp_path: Path, pg_dsn: str
 ) -> None:
     """The local index of replica b is fed from the store's change sequence: a memory written
     through replica a reaches b's index (the candidate list named "(local index)")."""
-    import anyio
 
     from memory_orchestrator.models import LOCAL_SOURCE, SearchRequest, WriteRequest
     from memory_orchestrator.service import Orchestrator
@@ -278,18 +277,15 @@ def test_each_replica_derived_index_pulls_what_another_replica_wrote(
             )
         )
 
-    async def main() -> None:
-        a, b = replica("a"), replica("b")
-        await b.search(SearchRequest(query="anything at all"))  # b's index: empty, in sync
-        wrote = await a.write(
-            WriteRequest(memory=NewMemory(content="Zanzibar ferry tickets were booked by Omar"))
-        )
-        found = await b.search(SearchRequest(query="who booked the Zanzibar ferry"))
-        trace = b.trace(found.trace_id)
-        assert trace is not None
-        sources = {s.query for c in trace.candidates if c.id == wrote.id for s in c.sources}
-        assert LOCAL_SOURCE in sources, sources
-        await a.close()
-        await b.close()
-
-    anyio.run(main)
+    a, b = replica("a"), replica("b")
+    await b.search(SearchRequest(query="anything at all"))  # b's index: empty, in sync
+    wrote = await a.write(
+        WriteRequest(memory=NewMemory(content="Zanzibar ferry tickets were booked by Omar"))
+    )
+    found = await b.search(SearchRequest(query="who booked the Zanzibar ferry"))
+    trace = b.trace(found.trace_id)
+    assert trace is not None
+    sources = {s.query for c in trace.candidates if c.id == wrote.id for s in c.sources}
+    assert LOCAL_SOURCE in sources, sources
+    await a.close()
+    await b.close()

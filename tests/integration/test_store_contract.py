@@ -23,7 +23,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.base import (
@@ -156,15 +155,12 @@ def expect(kind: str) -> Kind:
     return KINDS["mnemon" if kind == "mnemon-real" else kind]
 
 
-def run_with(open_: Open, body: Callable[[Any], Awaitable[T]]) -> T:
-    async def main() -> T:
-        backend = open_()
-        try:
-            return await body(backend)
-        finally:
-            await backend.close()
-
-    return anyio.run(main)
+async def run_with(open_: Open, body: Callable[[Any], Awaitable[T]]) -> T:
+    backend = open_()
+    try:
+        return await body(backend)
+    finally:
+        await backend.close()
 
 
 def mem(content: str, minutes: int = 0, **fields: Any) -> NewMemory:
@@ -180,7 +176,7 @@ async def add(backend: MemoryBackend, *memories: NewMemory) -> list[str]:
 # ---------------------------------------------------------------- every store
 
 
-def test_a_written_memory_round_trips_as_far_as_the_store_keeps_it(
+async def test_a_written_memory_round_trips_as_far_as_the_store_keeps_it(
     store: Open, expect: Kind
 ) -> None:
     new = mem(
@@ -212,10 +208,10 @@ def test_a_written_memory_round_trips_as_far_as_the_store_keeps_it(
         }
         assert {name for name, same in kept.items() if same} == expect.keeps, sorted(kept.items())
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_search_ranks_from_one_within_top_k_and_finds_a_written_memory(
+async def test_search_ranks_from_one_within_top_k_and_finds_a_written_memory(
     store: Open, expect: Kind
 ) -> None:
     async def body(b: MemoryBackend) -> None:
@@ -231,7 +227,7 @@ def test_search_ranks_from_one_within_top_k_and_finds_a_written_memory(
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
         assert len(await b.search("Melanie sunset", 3)) <= 3
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
 @pytest.mark.parametrize(
@@ -248,15 +244,15 @@ def test_search_ranks_from_one_within_top_k_and_finds_a_written_memory(
         "C:\\temp\\it's o'neil\\",
     ],
 )
-def test_query_syntax_never_raises(store: Open, query: str) -> None:
+async def test_query_syntax_never_raises(store: Open, query: str) -> None:
     async def body(b: MemoryBackend) -> None:
         await add(b, mem("Caroline's family in July", 0, entities=["Caroline"]))
         assert all(h.memory.content for h in await b.search(query, 5))
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_filters_the_store_declares_are_applied_and_the_others_never_lose_a_match(
+async def test_filters_the_store_declares_are_applied_and_the_others_never_lose_a_match(
     store: Open,
 ) -> None:
     """A filter the store applies itself (`capabilities`) gives exactly the matches; one it
@@ -280,10 +276,10 @@ def test_filters_the_store_declares_are_applied_and_the_others_never_lose_a_matc
         late = TimeRange(start=T0 + timedelta(minutes=30))
         await check(SearchFilters(time_range=late), {bb, c}, caps.time_filter)
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_a_duplicate_is_skipped_by_the_stores_that_say_so_and_otherwise_added(
+async def test_a_duplicate_is_skipped_by_the_stores_that_say_so_and_otherwise_added(
     store: Open, expect: Kind
 ) -> None:
     async def body(b: MemoryBackend) -> None:
@@ -295,10 +291,10 @@ def test_a_duplicate_is_skipped_by_the_stores_that_say_so_and_otherwise_added(
             assert again.action in {WriteAction.ADDED, WriteAction.SKIPPED, WriteAction.UPDATED}
             assert again.id
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_neighbors_are_never_a_seed_within_the_limit_and_of_the_types_asked(
+async def test_neighbors_are_never_a_seed_within_the_limit_and_of_the_types_asked(
     store: Open,
 ) -> None:
     async def body(b: MemoryBackend) -> None:
@@ -317,10 +313,10 @@ def test_neighbors_are_never_a_seed_within_the_limit_and_of_the_types_asked(
             assert all(n.edge_type == edge_type for n in got)
         assert await b.neighbors(ids[:1], ["no-such-edge"], hops=3) == []
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_link_is_kept_by_a_store_that_links_and_refused_by_the_others(store: Open) -> None:
+async def test_link_is_kept_by_a_store_that_links_and_refused_by_the_others(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb = await add(b, mem("first", 0, entities=["Ana"]), mem("second", 500))
         if not b.capabilities.link:
@@ -334,10 +330,10 @@ def test_link_is_kept_by_a_store_that_links_and_refused_by_the_others(store: Ope
         walked = await b.neighbors([a], hops=1)
         assert bb in {n.memory.id for n in walked}
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_forget_hides_a_memory_from_reads_and_search(store: Open) -> None:
+async def test_forget_hides_a_memory_from_reads_and_search(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb = await add(b, mem("forget me please", 0, entities=["Zed"]), mem("keep me", 1))
         assert await b.forget(a)
@@ -347,10 +343,10 @@ def test_forget_hides_a_memory_from_reads_and_search(store: Open) -> None:
         assert [m.id for m in await b.get_memories([a, bb])] == [bb]
         assert a not in {n.memory.id for n in await b.neighbors([bb], hops=2)}
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_get_memories_keeps_the_order_asked_and_leaves_unknown_ids_out(store: Open) -> None:
+async def test_get_memories_keeps_the_order_asked_and_leaves_unknown_ids_out(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb, c = await add(
             b,
@@ -364,22 +360,22 @@ def test_get_memories_keeps_the_order_asked_and_leaves_unknown_ids_out(store: Op
             names = {n.casefold() for n in await b.known_entities()}
             assert "ana" in names
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_data_outlives_the_handle(store: Open) -> None:
-    (mid,) = run_with(store, lambda b: add(b, mem("durable words", 0)))
-    got = run_with(store, lambda b: b.get_memories([mid]))
+async def test_data_outlives_the_handle(store: Open) -> None:
+    (mid,) = await run_with(store, lambda b: add(b, mem("durable words", 0)))
+    got = await run_with(store, lambda b: b.get_memories([mid]))
     assert [m.content for m in got] == ["durable words"]
 
 
-def test_health_is_ok(store: Open) -> None:
-    checks = run_with(store, lambda b: b.health())
+async def test_health_is_ok(store: Open) -> None:
+    checks = await run_with(store, lambda b: b.health())
     assert checks
     assert all(c.status is not Status.ERROR for c in checks), checks
 
 
-def test_listing_pages_every_live_memory_and_resumes_where_the_store_can_list(
+async def test_listing_pages_every_live_memory_and_resumes_where_the_store_can_list(
     store: Open,
 ) -> None:
     async def body(b: MemoryBackend) -> None:
@@ -399,10 +395,10 @@ def test_listing_pages_every_live_memory_and_resumes_where_the_store_can_list(
         after = [m.id for m in (await lister.list_memories(cursor, 10))[0]]
         assert later in after
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
-def test_a_correction_is_marked_where_the_store_can_mark_one(store: Open) -> None:
+async def test_a_correction_is_marked_where_the_store_can_mark_one(store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         old, new = await add(
             b, mem("The limit is 100.", 0, entities=["Atlas"]), mem("The limit is 500.", 5)
@@ -416,7 +412,7 @@ def test_a_correction_is_marked_where_the_store_can_mark_one(store: Open) -> Non
         (got,) = await b.get_memories([old])
         assert got.superseded_by == new
 
-    run_with(store, body)
+    await run_with(store, body)
 
 
 # ---------------------------------------------------------------- the SQL stores' own promises
@@ -427,7 +423,7 @@ def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Open:
     return _opener(str(request.param), request, tmp_path)
 
 
-def test_entities_weigh_more_than_body_text(sql_store: Open) -> None:
+async def test_entities_weigh_more_than_body_text(sql_store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         filler = [mem(f"unrelated filler note {i}", i) for i in range(10)]
         plain, named, *_ = await add(
@@ -439,10 +435,10 @@ def test_entities_weigh_more_than_body_text(sql_store: Open) -> None:
         hits = await b.search("Paris", 5)
         assert [h.memory.id for h in hits][:2] == [named, plain]
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_an_exact_duplicate_in_a_batch_is_skipped(sql_store: Open) -> None:
+async def test_an_exact_duplicate_in_a_batch_is_skipped(sql_store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         (first,) = await add(b, mem("the same words", 0))
         again = await b.write(mem("  the   same words ", 9))
@@ -450,10 +446,12 @@ def test_an_exact_duplicate_in_a_batch_is_skipped(sql_store: Open) -> None:
         batch = await b.write_many([mem("twice in a batch", 1), mem("twice in a batch", 2)])
         assert [o.action for o in batch] == [WriteAction.ADDED, WriteAction.SKIPPED]
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_neighbors_follow_the_temporal_chain_hops_edge_types_and_limit(sql_store: Open) -> None:
+async def test_neighbors_follow_the_temporal_chain_hops_edge_types_and_limit(
+    sql_store: Open,
+) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb, c, d = await add(b, mem("a", 0), mem("b", 1), mem("c", 2), mem("d", 3))
         await b.link(a, d, "causal", 0.4)
@@ -469,10 +467,10 @@ def test_neighbors_follow_the_temporal_chain_hops_edge_types_and_limit(sql_store
         assert len(await b.neighbors([a], hops=3, limit=1)) == 1
         assert {n.memory.id for n in await b.neighbors([a, bb], hops=1)} == {c, d}
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_neighbors_walk_shared_entities_nearest_in_time_with_a_capped_fanout(
+async def test_neighbors_walk_shared_entities_nearest_in_time_with_a_capped_fanout(
     sql_store: Open,
 ) -> None:
     async def body(b: MemoryBackend) -> None:
@@ -493,10 +491,10 @@ def test_neighbors_walk_shared_entities_nearest_in_time_with_a_capped_fanout(
         assert len(got) == len(set(got)) <= 1 + 2 * 8
         assert all(n.edge_type == "entity" and 0 < n.weight <= 1 for n in found)
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_link_validates_and_upserts(sql_store: Open) -> None:
+async def test_link_validates_and_upserts(sql_store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb = await add(b, mem("first", 0), mem("second", 500))
         with pytest.raises(BackendError, match="unknown memory"):
@@ -508,10 +506,10 @@ def test_link_validates_and_upserts(sql_store: Open) -> None:
         (n,) = [n for n in await b.neighbors([a], ["related"]) if n.memory.id == bb]
         assert n.weight == 0.9
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_forget_hides_a_memory_everywhere(sql_store: Open) -> None:
+async def test_forget_hides_a_memory_everywhere(sql_store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         a, bb = await add(b, mem("forget me please", 0, entities=["Zed"]), mem("keep me", 1))
         assert await b.forget(a)
@@ -521,10 +519,10 @@ def test_forget_hides_a_memory_everywhere(sql_store: Open) -> None:
         again = await b.write(mem("forget me please", 2))
         assert again.action is WriteAction.ADDED  # a forgotten text may be written anew
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_known_entities_count_names_case_folded(sql_store: Open) -> None:
+async def test_known_entities_count_names_case_folded(sql_store: Open) -> None:
     async def body(b: MemoryBackend) -> None:
         await add(
             b,
@@ -536,10 +534,10 @@ def test_known_entities_count_names_case_folded(sql_store: Open) -> None:
         assert names[0].casefold() == "ana"
         assert set(names[1:]) == {"Bo", "Cy"}
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)
 
 
-def test_listing_is_in_write_order_and_stops_at_the_end(sql_store: Open) -> None:
+async def test_listing_is_in_write_order_and_stops_at_the_end(sql_store: Open) -> None:
     async def body(b: Any) -> None:
         ids = await add(b, *[mem(f"memory {i}", i) for i in range(5)])
         await b.forget(ids[1])
@@ -548,4 +546,4 @@ def test_listing_is_in_write_order_and_stops_at_the_end(sql_store: Open) -> None
         assert [m.id for m in first + rest] == [ids[0], *ids[2:]]
         assert await b.list_memories(cursor, 10) == ([], cursor)
 
-    run_with(sql_store, body)
+    await run_with(sql_store, body)

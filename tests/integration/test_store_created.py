@@ -8,7 +8,6 @@ import io
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.models import Status
@@ -19,7 +18,7 @@ from memory_orchestrator.state.observability import Observer
 pytestmark = pytest.mark.integration
 
 
-def test_a_store_created_empty_is_logged_and_noted_in_health(tmp_path: Path) -> None:
+async def test_a_store_created_empty_is_logged_and_noted_in_health(tmp_path: Path) -> None:
     typo = tmp_path / "demo-date"
     log = io.StringIO()
 
@@ -32,7 +31,7 @@ def test_a_store_created_empty_is_logged_and_noted_in_health(tmp_path: Path) -> 
         assert report.status is Status.OK
         return {c.name: c.detail for c in report.checks}
 
-    checks = anyio.run(main)
+    checks = await main()
     store = typo / "memories.db"
     assert checks["store_created"] == f"store created empty at {store} by this process"
     (line,) = [json.loads(x) for x in log.getvalue().splitlines()]
@@ -43,7 +42,7 @@ def test_a_store_created_empty_is_logged_and_noted_in_health(tmp_path: Path) -> 
     )
 
 
-def test_an_existing_store_is_not_noted(tmp_path: Path) -> None:
+async def test_an_existing_store_is_not_noted(tmp_path: Path) -> None:
     log = io.StringIO()
 
     async def open_once() -> list[str]:
@@ -53,6 +52,6 @@ def test_an_existing_store_is_not_noted(tmp_path: Path) -> None:
         finally:
             await orch.close()
 
-    assert "store_created" in anyio.run(open_once)
-    assert "store_created" not in anyio.run(open_once)
+    assert "store_created" in await open_once()
+    assert "store_created" not in await open_once()
     assert len(log.getvalue().splitlines()) == 1

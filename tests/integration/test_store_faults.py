@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.base import MemoryBackend
@@ -37,7 +35,6 @@ from tests.mnemon_double import fast_launcher, kinds, real_binary
 from tests.npm_servers import kill_children, require_script
 
 pytestmark = pytest.mark.integration
-T = TypeVar("T")
 
 LOCKER = """
 import sqlite3, sys
@@ -76,10 +73,6 @@ def locked_by_another_process(db: Path, mode: str) -> Iterator[None]:
         proc.stdout.close()
 
 
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(fn)
-
-
 def service(backend: MemoryBackend, settings: Settings, timeout_s: float = 2.0) -> Orchestrator:
     s = settings.model_copy(deep=True)
     s.retrieval.timeout_s = timeout_s
@@ -87,16 +80,16 @@ def service(backend: MemoryBackend, settings: Settings, timeout_s: float = 2.0) 
     return Orchestrator(backend, s, outbox=Outbox(s.outbox_path()))
 
 
-def write(o: Orchestrator, content: str) -> WriteReport:
-    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content))))
+async def write(o: Orchestrator, content: str) -> WriteReport:
+    return await o.write(WriteRequest(memory=NewMemory(content=content)))
 
 
 def checks(report: HealthReport) -> dict[str, str]:
     return {c.name: f"{c.status.value}: {c.detail}" for c in report.checks}
 
 
-def found(o: Orchestrator, content: str) -> int:
-    hits = run(lambda: o.store_search(content, 10))
+async def found(o: Orchestrator, content: str) -> int:
+    hits = await o.store_search(content, 10)
     return sum(h.memory.content == content for h in hits)
 
 
@@ -104,57 +97,57 @@ def found(o: Orchestrator, content: str) -> int:
 
 
 @pytest.fixture
-def embedded(settings: Settings) -> Iterator[Orchestrator]:
+async def embedded(settings: Settings) -> AsyncIterator[Orchestrator]:
     store = EmbeddedBackend(settings.embedded_path(), busy_timeout_ms=100, write_wait_ms=100)
     o = service(store, settings)
-    write(o, "The Lisbon office opens at eight on weekdays.")
+    await write(o, "The Lisbon office opens at eight on weekdays.")
     yield o
-    run(o.close)
+    await o.close()
 
 
-def test_a_write_locked_store_still_answers_reads_and_queues_writes(
+async def test_a_write_locked_store_still_answers_reads_and_queues_writes(
     embedded: Orchestrator,
 ) -> None:
     content = "The loading dock key is kept by Ruth at reception."
     db = embedded.settings.embedded_path()
     with locked_by_another_process(db, "write"):
-        result = run(lambda: embedded.search(SearchRequest(query="Lisbon office")))
+        result = await embedded.search(SearchRequest(query="Lisbon office"))
         assert result.items  # readers are not blocked (WAL)
-        report = write(embedded, content)
+        report = await write(embedded, content)
         assert report.action is WriteAction.QUEUED
         assert "locked" in report.reason
-        health = run(embedded.health)
+        health = await embedded.health()
         assert health.status is Status.DEGRADED
         assert "1 write(s) queued" in checks(health)["outbox"]
         assert "locked" in checks(health)["outbox"]
-    health = run(embedded.health)  # the lock is gone: health replays the queue
+    health = await embedded.health()  # the lock is gone: health replays the queue
     assert health.status is Status.OK, checks(health)
-    assert found(embedded, content) == 1
+    assert await found(embedded, content) == 1
 
 
-def test_a_store_locked_before_it_opens_gives_notes_and_health_error_with_the_reason(
+async def test_a_store_locked_before_it_opens_gives_notes_and_health_error_with_the_reason(
     embedded: Orchestrator, settings: Settings
 ) -> None:
     db = embedded.settings.embedded_path()
-    run(embedded.close)  # an exclusive-mode lock needs the file to itself
+    await embedded.close()  # an exclusive-mode lock needs the file to itself
     with locked_by_another_process(db, "all"):
         o = service(EmbeddedBackend(db, busy_timeout_ms=100), settings)
-        pack = run(lambda: o.context(ContextRequest(query="when does the office open?")))
+        pack = await o.context(ContextRequest(query="when does the office open?"))
         assert pack.items == ()
         assert any("locked" in n for n in pack.trace.notes), pack.trace.notes
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         assert "locked" in checks(health)["sqlite"]
-        assert write(o, "Ruth keeps the dock key.").action is WriteAction.QUEUED
+        assert (await write(o, "Ruth keeps the dock key.")).action is WriteAction.QUEUED
     try:  # the lock is gone: the next call opens the store
-        assert run(lambda: o.context(ContextRequest(query="when does the office open?"))).items
-        assert run(o.flush_outbox).depth == 0
-        assert found(o, "Ruth keeps the dock key.") == 1
+        assert (await o.context(ContextRequest(query="when does the office open?"))).items
+        assert (await o.flush_outbox()).depth == 0
+        assert await found(o, "Ruth keeps the dock key.") == 1
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_a_corrupted_store_file_is_reported_and_writes_wait_for_its_repair(
+async def test_a_corrupted_store_file_is_reported_and_writes_wait_for_its_repair(
     settings: Settings,
 ) -> None:
     db = settings.embedded_path()
@@ -162,20 +155,20 @@ def test_a_corrupted_store_file_is_reported_and_writes_wait_for_its_repair(
     db.write_bytes(b"\x00garbage, not SQLite\xff" * 512)
     o = service(EmbeddedBackend(db), settings)
     try:
-        result = run(lambda: o.search(SearchRequest(query="anything at all")))
+        result = await o.search(SearchRequest(query="anything at all"))
         assert result.items == ()
         assert any("not a database" in n for n in result.trace.notes), result.trace.notes
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         assert "not a database" in checks(health)["sqlite"]
-        report = write(o, "Written while the file was corrupted.")
+        report = await write(o, "Written while the file was corrupted.")
         assert report.action is WriteAction.QUEUED
         assert "not a database" in report.reason
         db.unlink()  # restored (here: a fresh store); the next call reopens it
-        assert run(o.health).status is Status.OK
-        assert found(o, "Written while the file was corrupted.") == 1
+        assert (await o.health()).status is Status.OK
+        assert await found(o, "Written while the file was corrupted.") == 1
     finally:
-        run(o.close)
+        await o.close()
 
 
 # ---------------------------------------------------------------- the Mnemon contract double
@@ -200,103 +193,103 @@ def any_mnemon(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return found
 
 
-def test_mnemon_with_a_locked_store_queues_the_write_until_the_lock_clears(
+async def test_mnemon_with_a_locked_store_queues_the_write_until_the_lock_clears(
     any_mnemon: Path, settings: Settings, tmp_path: Path
 ) -> None:
     data = tmp_path / "mnemon-data"
     o = service(mnemon(any_mnemon, data, retries=1, retry_backoff_s=0.01), settings, timeout_s=10)
     try:
-        write(o, "The staging cluster runs Postgres 16.")
+        await write(o, "The staging cluster runs Postgres 16.")
         db = data / "data" / "default" / "mnemon.db"
         with locked_by_another_process(db, "write"):
-            report = write(o, "Nadia rotated the staging database password.")
+            report = await write(o, "Nadia rotated the staging database password.")
             assert report.action is WriteAction.QUEUED
             assert "locked" in report.reason
-            assert "queued" in checks(run(o.health))["outbox"]
-        assert run(o.flush_outbox).depth == 0
-        assert found(o, "Nadia rotated the staging database password.") == 1
+            assert "queued" in checks(await o.health())["outbox"]
+        assert (await o.flush_outbox()).depth == 0
+        assert await found(o, "Nadia rotated the staging database password.") == 1
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_mnemon_with_a_bad_store_name_says_so_everywhere(
+async def test_mnemon_with_a_bad_store_name_says_so_everywhere(
     double: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MNEMON_STORE", "no/slashes")
     o = service(mnemon(double, tmp_path / "mnemon-data"), settings)
     try:
-        result = run(lambda: o.search(SearchRequest(query="anything")))
+        result = await o.search(SearchRequest(query="anything"))
         assert any("no/slashes" in n for n in result.trace.notes), result.trace.notes
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         assert any("no/slashes" in d for d in checks(health).values())
-        assert write(o, "Kept until the store name is fixed.").action is WriteAction.QUEUED
+        assert (await write(o, "Kept until the store name is fixed.")).action is WriteAction.QUEUED
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_mnemon_without_its_binary_says_how_to_install_it(
+async def test_mnemon_without_its_binary_says_how_to_install_it(
     settings: Settings, tmp_path: Path
 ) -> None:
     o = service(mnemon(tmp_path / "nope" / "mnemon", tmp_path / "mnemon-data"), settings)
     try:
-        result = run(lambda: o.search(SearchRequest(query="anything")))
+        result = await o.search(SearchRequest(query="anything"))
         assert any("not found" in n for n in result.trace.notes), result.trace.notes
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         assert "go install" in checks(health)["binary"]
-        assert write(o, "Kept until mnemon is installed.").action is WriteAction.QUEUED
+        assert (await write(o, "Kept until mnemon is installed.")).action is WriteAction.QUEUED
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_a_hanging_mnemon_is_cut_off_and_health_says_it_timed_out(
+async def test_a_hanging_mnemon_is_cut_off_and_health_says_it_timed_out(
     double: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")  # every process hangs first
     o = service(mnemon(double, tmp_path / "mnemon-data", timeout_s=0.5), settings, timeout_s=1)
     try:
-        result = run(lambda: o.search(SearchRequest(query="anything")))
+        result = await o.search(SearchRequest(query="anything"))
         assert result.items == ()
         assert any("timed out" in n for n in result.trace.notes), result.trace.notes
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         assert any("timed out" in d for d in checks(health).values()), checks(health)
-        assert write(o, "Kept until mnemon answers again.").action is WriteAction.QUEUED
+        assert (await write(o, "Kept until mnemon answers again.")).action is WriteAction.QUEUED
         monkeypatch.delenv("MNEMON_DOUBLE_SLEEP_S")
-        assert run(o.flush_outbox).depth == 0
-        assert found(o, "Kept until mnemon answers again.") == 1
+        assert (await o.flush_outbox()).depth == 0
+        assert await found(o, "Kept until mnemon answers again.") == 1
     finally:
-        run(o.close)
+        await o.close()
 
 
 # ---------------------------------------------------------------- a killed npm MCP server
 
 
-def test_a_killed_npm_server_shows_in_health_and_the_next_calls_recover(
+async def test_a_killed_npm_server_shows_in_health_and_the_next_calls_recover(
     settings: Settings, tmp_path: Path
 ) -> None:
     db = tmp_path / "mnemon-mcp.db"
     store = MnemonMcpBackend(db, script=require_script(PACKAGE), timeout_s=20)
     o = service(store, settings, timeout_s=30)
     try:
-        first = write(o, "The capybarine archive is mirrored nightly.")
+        first = await write(o, "The capybarine archive is mirrored nightly.")
         assert first.action is WriteAction.ADDED
         kill_children(str(db))
-        health = run(o.health)  # the probe restarts the server and says why
+        health = await o.health()  # the probe restarts the server and says why
         assert health.status is Status.DEGRADED
         assert "restarted" in checks(health)["mnemon-mcp"]
         assert "last failure" in checks(health)["mnemon-mcp"]
-        assert run(o.health).status is Status.OK  # reported once
+        assert (await o.health()).status is Status.OK  # reported once
         kill_children(str(db))
         starts = store.client.starts
         content = "The quokkaform ledger moved to the new bucket."
         # The store call a write makes meets the dead server: it may or may not have written,
         # so the content hash is looked up (restarting the server) before one more try.
         guarded = GuardedBackend(store, RetryPolicy())  # the wrapper the service uses
-        outcome = run(lambda: guarded.write(NewMemory(content=content)))
+        outcome = await guarded.write(NewMemory(content=content))
         assert outcome.action is WriteAction.ADDED
         assert store.client.starts == starts + 1
-        assert found(o, content) == 1
+        assert await found(o, content) == 1
     finally:
-        run(o.close)
+        await o.close()

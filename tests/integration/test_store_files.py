@@ -10,10 +10,10 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import pytest
@@ -36,11 +36,6 @@ from memory_orchestrator.state.outbox import Outbox
 from tests.faults import UnwritableOutbox
 
 pytestmark = pytest.mark.integration
-T = TypeVar("T")
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(fn)
 
 
 def service(
@@ -52,8 +47,8 @@ def service(
     return Orchestrator(store, s, outbox=outbox or Outbox(s.outbox_path()))
 
 
-def write(o: Orchestrator, content: str) -> WriteReport:
-    return run(lambda: o.write(WriteRequest(memory=NewMemory(content=content))))
+async def write(o: Orchestrator, content: str) -> WriteReport:
+    return await o.write(WriteRequest(memory=NewMemory(content=content)))
 
 
 def checks(report: HealthReport) -> dict[str, str]:
@@ -80,36 +75,36 @@ def backup(db: Path, to: Path) -> None:
 
 
 @pytest.fixture
-def o(settings: Settings) -> Iterator[Orchestrator]:
+async def o(settings: Settings) -> AsyncIterator[Orchestrator]:
     made = service(settings)
-    assert write(made, "The Lisbon office opens at eight.").action is WriteAction.ADDED
+    assert (await write(made, "The Lisbon office opens at eight.")).action is WriteAction.ADDED
     yield made
-    run(made.close)
+    await made.close()
 
 
 # ---------------------------------------------------------------- deleted or replaced
 
 
-def test_a_store_file_deleted_while_serving_takes_no_write_and_queues_it(
+async def test_a_store_file_deleted_while_serving_takes_no_write_and_queues_it(
     o: Orchestrator, tmp_path: Path
 ) -> None:
     db = o.settings.embedded_path()
     backup(db, tmp_path / "backup.db")
     db.unlink()  # the -wal and -shm stay, as after a careless `rm memories.db`
     content = "Ruth keeps the loading dock key at reception."
-    report = write(o, content)
+    report = await write(o, content)
     assert report.action is WriteAction.QUEUED, report.reason
     assert "deleted while open" in report.reason
-    health = run(o.health)
+    health = await o.health()
     assert health.status is Status.ERROR
     assert "deleted while open" in checks(health)["file"]
     assert "1 write(s) queued" in checks(health)["outbox"]
-    found = run(lambda: o.search(SearchRequest(query="dock key")))
+    found = await o.search(SearchRequest(query="dock key"))
     assert any("deleted while open" in n for n in found.trace.notes), found.trace.notes
     assert not db.exists()  # nothing made a new empty store behind the operator's back
 
     shutil.copyfile(tmp_path / "backup.db", db)  # the operator puts the backup back
-    health = run(o.health)
+    health = await o.health()
     assert health.status is Status.OK, checks(health)
     assert "put back" in checks(health)["file"]
     assert "1 replayed now" in checks(health)["outbox"]
@@ -117,7 +112,9 @@ def test_a_store_file_deleted_while_serving_takes_no_write_and_queues_it(
     assert copies(db, "The Lisbon office opens at eight.") == 1
 
 
-def test_a_store_file_replaced_while_serving_is_reopened(o: Orchestrator, tmp_path: Path) -> None:
+async def test_a_store_file_replaced_while_serving_is_reopened(
+    o: Orchestrator, tmp_path: Path
+) -> None:
     db = o.settings.embedded_path()
     other = tmp_path / "other.db"
     backup(db, other)
@@ -127,14 +124,14 @@ def test_a_store_file_replaced_while_serving_is_reopened(o: Orchestrator, tmp_pa
     conn.close()
     other.replace(db)  # a new file (another inode) at the path
     content = "The Porto office has a new alarm code."
-    report = write(o, content)
+    report = await write(o, content)
     assert report.action is WriteAction.ADDED, report.reason
     assert copies(db, content) == 1  # written to the file at the path, not the old inode
     assert copies(db, "The Porto office opens at nine.") == 1
-    assert "replaced" in checks(run(o.health))["file"]
+    assert "replaced" in checks(await o.health())["file"]
 
 
-def test_the_same_store_file_moved_away_and_back_keeps_every_acknowledged_write(
+async def test_the_same_store_file_moved_away_and_back_keeps_every_acknowledged_write(
     o: Orchestrator, tmp_path: Path
 ) -> None:
     """`mv memories.db moved.db; mv moved.db memories.db` while serving: the file put back
@@ -146,15 +143,15 @@ def test_the_same_store_file_moved_away_and_back_keeps_every_acknowledged_write(
         "Marco's team ships the billing fix in March.",
     ]
     for content in before:
-        assert write(o, content).action is WriteAction.ADDED
+        assert (await write(o, content)).action is WriteAction.ADDED
     moved = db.with_name("moved.db")
     db.rename(moved)
     queued = "The third floor kitchen closes at six."
-    assert write(o, queued).action is WriteAction.QUEUED
+    assert (await write(o, queued)).action is WriteAction.QUEUED
     moved.rename(db)
     after = "The fire drill is on Thursday at ten."
-    assert write(o, after).action is WriteAction.ADDED
-    health = run(o.health)
+    assert (await write(o, after)).action is WriteAction.ADDED
+    health = await o.health()
     assert health.status is Status.OK, checks(health)
     assert "the same file" in checks(health)["file"]
     lost = [c for c in [*before, queued, after] if copies(db, c) != 1]
@@ -169,7 +166,7 @@ WORDS = (
 ).split()
 
 
-def test_the_same_store_file_deleted_and_linked_back_keeps_every_acknowledged_write(
+async def test_the_same_store_file_deleted_and_linked_back_keeps_every_acknowledged_write(
     o: Orchestrator, tmp_path: Path
 ) -> None:
     """`ln memories.db keep.db; rm memories.db; ln keep.db memories.db`: the same inode."""
@@ -184,11 +181,11 @@ def test_the_same_store_file_deleted_and_linked_back_keeps_every_acknowledged_wr
         if n % 5 == 3:
             db.hardlink_to(keep)
         content = f"{WORDS[2 * n]} {WORDS[2 * n + 1]}".capitalize() + " nest here."
-        report = write(o, content)
+        report = await write(o, content)
         assert report.action in (WriteAction.ADDED, WriteAction.QUEUED), report.reason
         acknowledged.append(content)
-    run(o.flush_outbox)
-    assert run(o.health).status is Status.OK
+    await o.flush_outbox()
+    assert (await o.health()).status is Status.OK
     lost = [c for c in acknowledged if copies(db, c) != 1]
     assert lost == []
     assert not list(db.parent.glob("*.of-inode-*")), "the file's own WAL was set aside"
@@ -197,7 +194,7 @@ def test_the_same_store_file_deleted_and_linked_back_keeps_every_acknowledged_wr
 # ---------------------------------------------------------------- corrupted, then repaired
 
 
-def test_a_store_corrupted_in_place_and_repaired_is_picked_up_by_the_next_call(
+async def test_a_store_corrupted_in_place_and_repaired_is_picked_up_by_the_next_call(
     o: Orchestrator, tmp_path: Path
 ) -> None:
     db = o.settings.embedded_path()
@@ -207,25 +204,25 @@ def test_a_store_corrupted_in_place_and_repaired_is_picked_up_by_the_next_call(
     conn.close()
     (tmp_path / "junk").write_bytes(b"\xde\xad\xbe\xef not SQLite any more " * 2000)
     shutil.copyfile(tmp_path / "junk", db)  # the same file (inode), now junk
-    found = run(lambda: o.search(SearchRequest(query="Lisbon office")))
+    found = await o.search(SearchRequest(query="Lisbon office"))
     assert any("not a database" in n for n in found.trace.notes), found.trace.notes
     content = "The Friday retro moved to the small room."
-    report = write(o, content)
+    report = await write(o, content)
     assert report.action is WriteAction.QUEUED, report.reason
     assert "not a database" in report.reason
-    health = run(o.health)
+    health = await o.health()
     assert health.status is Status.ERROR
     assert "not a database" in checks(health)["sqlite"]
 
     shutil.copyfile(tmp_path / "good.db", db)  # a good copy put back into the same file
-    health = run(o.health)  # no other process wrote; the change on disk is enough
+    health = await o.health()  # no other process wrote; the change on disk is enough
     assert health.status is Status.OK, checks(health)
     assert "1 replayed now" in checks(health)["outbox"]
-    assert run(o.flush_outbox).delivered == ()  # exactly once
+    assert (await o.flush_outbox()).delivered == ()  # exactly once
     assert copies(db, content) == 1
 
 
-def test_a_broken_file_that_did_not_change_is_opened_again_only_after_a_backoff(
+async def test_a_broken_file_that_did_not_change_is_opened_again_only_after_a_backoff(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = settings.embedded_path()
@@ -243,15 +240,15 @@ def test_a_broken_file_that_did_not_change_is_opened_again_only_after_a_backoff(
     monkeypatch.setattr(sqlite3, "connect", counting)
     try:
         for _ in range(3):
-            health = {c.name: c for c in run(store.health)}
+            health = {c.name: c for c in await store.health()}
             assert health["sqlite"].status is Status.ERROR
             assert "not a database" in health["sqlite"].detail
         assert opens == []  # within the backoff: the known error, no new try
         now[0] += 60
-        run(store.health)
+        await store.health()
         assert len(opens) == 1
     finally:
-        run(store.close)
+        await store.close()
 
 
 # ---------------------------------------------------------------- locked by another process
@@ -294,10 +291,10 @@ def write_locked(db: Path) -> Iterator[Callable[[], None]]:
         proc.stdout.close()
 
 
-def test_reads_go_on_while_a_write_waits_for_the_lock(settings: Settings) -> None:
+async def test_reads_go_on_while_a_write_waits_for_the_lock(settings: Settings) -> None:
     db = settings.embedded_path()
     store = EmbeddedBackend(db, busy_timeout_ms=60_000, write_wait_ms=60_000)
-    run(lambda: store.write(NewMemory(content="The kiln is fired on Tuesdays.")))
+    await store.write(NewMemory(content="The kiln is fired on Tuesdays."))
     done: list[str] = []
 
     async def blocked_write() -> None:
@@ -321,42 +318,42 @@ def test_reads_go_on_while_a_write_waits_for_the_lock(settings: Settings) -> Non
                 release()
 
     try:
-        run(main)
+        await main()
         assert done == ["write"]
         assert copies(db, "Written once the lock is gone.") == 1
     finally:
-        run(store.close)
+        await store.close()
 
 
-def test_a_write_the_lock_holds_past_its_bound_is_queued_and_health_names_the_lock(
+async def test_a_write_the_lock_holds_past_its_bound_is_queued_and_health_names_the_lock(
     settings: Settings,
 ) -> None:
     o = service(settings, write_wait_ms=50)
     db = settings.embedded_path()
     content = "The roof hatch code changed on Monday."
     try:
-        write(o, "The first memory opens the store.")
+        await write(o, "The first memory opens the store.")
         with write_locked(db):
-            report = write(o, content)
+            report = await write(o, content)
             assert report.action is WriteAction.QUEUED
             assert "database is locked" in report.reason
-            health = run(o.health)
+            health = await o.health()
             assert health.status is Status.DEGRADED
             assert "database is locked" in checks(health)["writes"]
             assert checks(health)["sqlite"].startswith("ok")
-        health = run(o.health)
+        health = await o.health()
         assert health.status is Status.OK, checks(health)
         assert copies(db, content) == 1
     finally:
-        run(o.close)
+        await o.close()
 
 
 # ---------------------------------------------------------------- errors of the file itself
 
 
-def test_a_read_only_store_error_is_transient_so_a_write_queues(settings: Settings) -> None:
+async def test_a_read_only_store_error_is_transient_so_a_write_queues(settings: Settings) -> None:
     db = settings.embedded_path()
-    run(lambda: EmbeddedBackend(db).close())
+    await EmbeddedBackend(db).close()
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         with pytest.raises(sqlite3.OperationalError) as caught:
@@ -368,33 +365,30 @@ def test_a_read_only_store_error_is_transient_so_a_write_queues(settings: Settin
     assert "readonly" in str(error)
 
 
-def test_an_outbox_that_cannot_keep_a_write_gives_one_error_naming_both_failures(
+async def test_an_outbox_that_cannot_keep_a_write_gives_one_error_naming_both_failures(
     settings: Settings,
 ) -> None:
     o = service(settings, outbox=UnwritableOutbox(settings.outbox_path()))
     try:
-        write(o, "The first memory opens the store.")
+        await write(o, "The first memory opens the store.")
         settings.embedded_path().unlink()
         with pytest.raises(OutboxError) as caught:
-            write(o, "Neither the store nor the outbox can keep this.")
+            await write(o, "Neither the store nor the outbox can keep this.")
         message = str(caught.value)
         assert "deleted while open" in message  # the store's failure
         assert "disk I/O error" in message  # and the outbox's
         assert "nothing was stored" in message
     finally:
-        run(o.close)
+        await o.close()
 
 
-def test_an_in_memory_store_still_works_on_its_one_connection() -> None:
-    async def main() -> None:
-        store = EmbeddedBackend(":memory:")
-        try:
-            await store.write(NewMemory(content="Kept in memory only."))
-            assert [h.memory.content for h in await store.search("memory", 3)] == [
-                "Kept in memory only."
-            ]
-            assert {c.status for c in await store.health()} == {Status.OK}
-        finally:
-            await store.close()
-
-    anyio.run(main)
+async def test_an_in_memory_store_still_works_on_its_one_connection() -> None:
+    store = EmbeddedBackend(":memory:")
+    try:
+        await store.write(NewMemory(content="Kept in memory only."))
+        assert [h.memory.content for h in await store.search("memory", 3)] == [
+            "Kept in memory only."
+        ]
+        assert {c.status for c in await store.health()} == {Status.OK}
+    finally:
+        await store.close()

@@ -58,43 +58,39 @@ def notes(o: Orchestrator, trace_id: str) -> list[str]:
     return trace.notes
 
 
-def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
+async def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
     settings: Settings,
 ) -> None:
     settings.semantic.enabled = True
     settings.semantic.model = "wordllama"
-
-    async def main() -> None:
-        plain = EmbeddedBackend(settings.embedded_path())
-        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
-        await plain.close()
-        gate = anyio.Event()
-        o = Orchestrator(
-            SlowListing(settings.embedded_path(), gate),
-            settings,
-            traces=TraceStore(None),
-            clock=lambda: NOW,
-        )
-        async with o.warming():
-            early = await o.context(ContextRequest(query="revenue in Europe"))
-            assert early.items[0].summary == MEMORIES[1]  # the store's own search still works
-            said = notes(o, early.trace_id)
-            assert any(n.startswith("local index") and "still loading" in n for n in said)
-            health = await o.health()
-            assert health.status is Status.OK
-            semantic = next(c for c in health.checks if c.name == "semantic").detail
-            assert "loading" in semantic  # the model, or the listing and the local index
-            gate.set()
-            await o.warm_up(wait_s=60)  # waits for the one running behind the server
-            later = await o.context(ContextRequest(query="dog playing outside"))
-            assert later.items[0].summary == MEMORIES[0]  # found by meaning: the index is in
-            assert not any("still loading" in n for n in notes(o, later.trace_id))
-            check = next(c for c in (await o.health()).checks if c.name == "semantic")
-            assert "4 memories indexed" in check.detail
-            assert "loading" not in check.detail
-        await o.close()
-
-    anyio.run(main)
+    plain = EmbeddedBackend(settings.embedded_path())
+    await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+    await plain.close()
+    gate = anyio.Event()
+    o = Orchestrator(
+        SlowListing(settings.embedded_path(), gate),
+        settings,
+        traces=TraceStore(None),
+        clock=lambda: NOW,
+    )
+    async with o.warming():
+        early = await o.context(ContextRequest(query="revenue in Europe"))
+        assert early.items[0].summary == MEMORIES[1]  # the store's own search still works
+        said = notes(o, early.trace_id)
+        assert any(n.startswith("local index") and "still loading" in n for n in said)
+        health = await o.health()
+        assert health.status is Status.OK
+        semantic = next(c for c in health.checks if c.name == "semantic").detail
+        assert "loading" in semantic  # the model, or the listing and the local index
+        gate.set()
+        await o.warm_up(wait_s=60)  # waits for the one running behind the server
+        later = await o.context(ContextRequest(query="dog playing outside"))
+        assert later.items[0].summary == MEMORIES[0]  # found by meaning: the index is in
+        assert not any("still loading" in n for n in notes(o, later.trace_id))
+        check = next(c for c in (await o.health()).checks if c.name == "semantic")
+        assert "4 memories indexed" in check.detail
+        assert "loading" not in check.detail
+    await o.close()
 
 
 class HeldObserver(Observer):
@@ -111,7 +107,7 @@ class HeldObserver(Observer):
         super().prepare()
 
 
-def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexes(
+async def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexes(
     settings: Settings,
 ) -> None:
     """The indexes say they are warming from the warm-up's first moment: a read that comes
@@ -119,33 +115,29 @@ def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_indexe
     listing the store and waiting for the semantic index itself (a large store's first call
     in the server then took as long as `index_wait_s` allows)."""
     settings.semantic.enabled = False
-
-    async def main() -> None:
-        plain = EmbeddedBackend(settings.embedded_path())
-        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
-        await plain.close()
-        gate, observer = anyio.Event(), HeldObserver()
-        o = Orchestrator(
-            SlowListing(settings.embedded_path(), gate),  # the warm-up is still listing
-            settings,
-            traces=TraceStore(None),
-            clock=lambda: NOW,
-            observer=observer,
-        )
-        async with o.warming():
-            early = await o.context(ContextRequest(query="revenue in Europe"))
-            said = notes(o, early.trace_id)
-            assert any(n.startswith("local index") and "still loading" in n for n in said), said
-            gate.set()
-            observer.release.set()
-            await o.warm_up()
-            with anyio.fail_after(30):  # the heap settled once the warm-up behind is done
-                while gc.get_threshold()[0] != YOUNG:
-                    await anyio.sleep(0.01)
-            assert gc.get_freeze_count() > 0
-        await o.close()
-
-    anyio.run(main)
+    plain = EmbeddedBackend(settings.embedded_path())
+    await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+    await plain.close()
+    gate, observer = anyio.Event(), HeldObserver()
+    o = Orchestrator(
+        SlowListing(settings.embedded_path(), gate),  # the warm-up is still listing
+        settings,
+        traces=TraceStore(None),
+        clock=lambda: NOW,
+        observer=observer,
+    )
+    async with o.warming():
+        early = await o.context(ContextRequest(query="revenue in Europe"))
+        said = notes(o, early.trace_id)
+        assert any(n.startswith("local index") and "still loading" in n for n in said), said
+        gate.set()
+        observer.release.set()
+        await o.warm_up()
+        with anyio.fail_after(30):  # the heap settled once the warm-up behind is done
+            while gc.get_threshold()[0] != YOUNG:
+                await anyio.sleep(0.01)
+        assert gc.get_freeze_count() > 0
+    await o.close()
 
 
 class HeldEmbedder:
@@ -236,7 +228,7 @@ def test_a_query_embedded_ahead_is_the_same_vector_and_embedded_once() -> None:
     assert index.query_vector("dog playing outside") is ahead  # cached
 
 
-def test_a_new_question_being_embedded_leaves_the_event_loop_to_other_requests(
+async def test_a_new_question_being_embedded_leaves_the_event_loop_to_other_requests(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While a new question's vector is worked out on the query worker (held here), the
@@ -247,38 +239,34 @@ def test_a_new_question_being_embedded_leaves_the_event_loop_to_other_requests(
     settings.semantic.model = "wordllama"
     embedder = HeldQueries()
     monkeypatch.setattr(indexes, "load_embedder", lambda *args, **kwargs: embedder)
+    plain = EmbeddedBackend(settings.embedded_path())
+    await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
+    await plain.close()
+    o = Orchestrator(
+        EmbeddedBackend(settings.embedded_path()),
+        settings,
+        traces=TraceStore(None),
+        clock=lambda: NOW,
+    )
+    await o.warm_up(wait_s=60)
+    answered: list[str] = []
+    letting_go = threading.Timer(10, embedder.release.set)  # (were the loop held)
+    letting_go.start()
 
-    async def main() -> None:
-        plain = EmbeddedBackend(settings.embedded_path())
-        await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])
-        await plain.close()
-        o = Orchestrator(
-            EmbeddedBackend(settings.embedded_path()),
-            settings,
-            traces=TraceStore(None),
-            clock=lambda: NOW,
-        )
-        await o.warm_up(wait_s=60)
-        answered: list[str] = []
-        letting_go = threading.Timer(10, embedder.release.set)  # (were the loop held)
-        letting_go.start()
+    async def new_question() -> None:
+        pack = await o.context(ContextRequest(query="dog playing outside"))
+        assert pack.items[0].summary == MEMORIES[0]  # found by meaning, once let go
+        answered.append("new question")
 
-        async def new_question() -> None:
-            pack = await o.context(ContextRequest(query="dog playing outside"))
-            assert pack.items[0].summary == MEMORIES[0]  # found by meaning, once let go
-            answered.append("new question")
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(new_question)
-                assert await anyio.to_thread.run_sync(embedder.holding.wait, 60)
-                raw = await o.search(SearchRequest(query="revenue in Europe", passthrough=True))
-                assert raw.items[0].summary == MEMORIES[1]
-                answered.append("store's own results")
-                embedder.release.set()
-        finally:
-            letting_go.cancel()
-        assert answered == ["store's own results", "new question"]
-        await o.close()
-
-    anyio.run(main)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(new_question)
+            assert await anyio.to_thread.run_sync(embedder.holding.wait, 60)
+            raw = await o.search(SearchRequest(query="revenue in Europe", passthrough=True))
+            assert raw.items[0].summary == MEMORIES[1]
+            answered.append("store's own results")
+            embedder.release.set()
+    finally:
+        letting_go.cancel()
+    assert answered == ["store's own results", "new question"]
+    await o.close()

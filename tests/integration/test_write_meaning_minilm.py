@@ -104,32 +104,32 @@ def orch(settings: Settings, minilm_dir: Path) -> Iterator[Orchestrator]:
     anyio.run(o.close)
 
 
-def write(orch: Orchestrator, content: str) -> WriteReport:
+async def write(orch: Orchestrator, content: str) -> WriteReport:
     request = WriteRequest(memory=NewMemory(content=content, created_at=NOW))
-    return anyio.run(lambda: orch.write(request))
+    return await orch.write(request)
 
 
-def test_a_restatement_the_model_reads_is_skipped(orch: Orchestrator) -> None:
-    first = write(orch, TOUR)
-    again = write(orch, "The harbour tour departs from the north gate.")
+async def test_a_restatement_the_model_reads_is_skipped(orch: Orchestrator) -> None:
+    first = await write(orch, TOUR)
+    again = await write(orch, "The harbour tour departs from the north gate.")
     assert (again.action, again.duplicate_of) == (WriteAction.SKIPPED, first.id)
     assert "leaves ~ departs" in again.reason
 
 
-def test_a_correction_is_never_read_as_a_synonym(orch: Orchestrator) -> None:
-    first = write(orch, "The search API is hosted on the staging cluster.")
-    fixed = write(orch, "The search API is hosted on the production cluster.")
+async def test_a_correction_is_never_read_as_a_synonym(orch: Orchestrator) -> None:
+    first = await write(orch, "The search API is hosted on the staging cluster.")
+    fixed = await write(orch, "The search API is hosted on the production cluster.")
     assert (fixed.action, fixed.supersedes) == (WriteAction.UPDATED, first.id)
 
 
-def test_a_restated_verb_the_word_vectors_read_is_skipped_another_verb_added(
+async def test_a_restated_verb_the_word_vectors_read_is_skipped_another_verb_added(
     orch: Orchestrator,
 ) -> None:
-    first = write(orch, "The frontend repository uses npm for dependencies.")
-    again = write(orch, "The frontend repository relies on npm for dependencies.")
+    first = await write(orch, "The frontend repository uses npm for dependencies.")
+    again = await write(orch, "The frontend repository relies on npm for dependencies.")
     assert (again.action, again.duplicate_of) == (WriteAction.SKIPPED, first.id)
     assert "uses ~ relies on" in again.reason
-    approves = write(orch, "Omar approves expenses for the sales team.")
-    submits = write(orch, "Omar submits expenses for the sales team.")
+    approves = await write(orch, "Omar approves expenses for the sales team.")
+    submits = await write(orch, "Omar submits expenses for the sales team.")
     assert (submits.action, submits.supersedes) == (WriteAction.ADDED, None)
     assert [(e.type, e.target_id) for e in submits.links][:1] == [("related", approves.id)]

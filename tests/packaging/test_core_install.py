@@ -119,7 +119,9 @@ def test_search_and_context_rank_the_demo_without_the_semantic_stage(
     assert "Vendor X" in package["linked_entities"]
 
 
-def test_an_mcp_client_over_stdio_gets_a_context_package(core: Install, demo_dir: Path) -> None:
+async def test_an_mcp_client_over_stdio_gets_a_context_package(
+    core: Install, demo_dir: Path
+) -> None:
     params = StdioServerParameters(
         command=str(core.orchestrator),
         args=["--data-dir", str(demo_dir), "serve"],
@@ -139,7 +141,7 @@ def test_an_mcp_client_over_stdio_gets_a_context_package(core: Install, demo_dir
                 assert isinstance(result.structured_content, dict)
                 return hello.server_info.name, result.structured_content
 
-    name, package = anyio.run(session)
+    name, package = await session()
     assert name
     assert package["items"]
     assert "Vendor X" in package["context_block"]

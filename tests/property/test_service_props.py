@@ -149,7 +149,7 @@ FILTERS = st.none() | st.fixed_dictionaries(
     as_of=st.none() | MOMENTS.map(datetime.isoformat),
     group_by=st.none() | st.sampled_from(["auto", "entity", "time", "none", "colour"]),
 )
-def test_memory_context_is_valid_and_bounded(
+async def test_memory_context_is_valid_and_bounded(
     spy: tuple[Orchestrator, RecordingBackend],
     query: str,
     task: str | None,
@@ -167,7 +167,7 @@ def test_memory_context_is_valid_and_bounded(
     if request is None:
         return
     backend.queries.clear()
-    package = run(lambda: orch.context(request))
+    package = await orch.context(request)
     max_items = request.response_budget.max_items if request.response_budget else 8
     max_chars = request.response_budget.max_chars if request.response_budget else 3000
     assert len(package.items) <= max_items
@@ -188,7 +188,7 @@ def test_memory_context_is_valid_and_bounded(
     passthrough=st.none() | st.booleans(),
     filters=FILTERS,
 )
-def test_memory_search_is_valid_and_bounded(
+async def test_memory_search_is_valid_and_bounded(
     spy: tuple[Orchestrator, RecordingBackend],
     query: str,
     top_k: int,
@@ -202,7 +202,7 @@ def test_memory_search_is_valid_and_bounded(
     if request is None:
         return
     backend.queries.clear()
-    result = run(lambda: orch.search(request))
+    result = await orch.search(request)
     assert len(result.items) <= request.top_k
     assert len({i.memory_id for i in result.items}) == len(result.items)
     _bounded(backend)
@@ -220,7 +220,7 @@ def test_memory_search_is_valid_and_bounded(
     edge_types=st.none() | st.lists(st.sampled_from(["temporal", "entity", "nope"]), max_size=3),
     limit=ints(1, 100),
 )
-def test_memory_expand_is_valid_and_bounded(
+async def test_memory_expand_is_valid_and_bounded(
     spy: tuple[Orchestrator, RecordingBackend],
     seed_ids: list[str],
     entities: list[str],
@@ -236,7 +236,7 @@ def test_memory_expand_is_valid_and_bounded(
     if request is None:
         return
     backend.queries.clear()
-    result = run(lambda: orch.expand(request))
+    result = await orch.expand(request)
     assert len(result.items) <= request.limit
     assert not {i.memory_id for i in result.items} & set(request.seed_ids)
     _bounded(backend)
@@ -244,7 +244,7 @@ def test_memory_expand_is_valid_and_bounded(
 
 @SHARED
 @given(trace_id=st.none() | TEXT, query=st.none() | LONG)
-def test_memory_explain_answers_or_names_the_unknown_trace(
+async def test_memory_explain_answers_or_names_the_unknown_trace(
     spy: tuple[Orchestrator, RecordingBackend], trace_id: str | None, query: str | None
 ) -> None:
     orch, backend = spy
@@ -253,7 +253,7 @@ def test_memory_explain_answers_or_names_the_unknown_trace(
         return
     backend.queries.clear()
     try:
-        explanation = run(lambda: orch.explain(request))
+        explanation = await orch.explain(request)
     except TraceNotFound as exc:
         message = str(exc)
     else:
@@ -288,7 +288,7 @@ WRITE_LIMIT = 300
     ),
     dry_run=st.booleans(),
 )
-def test_memory_write_writes_valid_input_and_nothing_else(
+async def test_memory_write_writes_valid_input_and_nothing_else(
     spy: tuple[Orchestrator, RecordingBackend],
     content: str,
     kind: Any,
@@ -316,7 +316,7 @@ def test_memory_write_writes_valid_input_and_nothing_else(
         or len(request.memory.tags) > 4
     )
     try:
-        report = run(lambda: orch.write(request))
+        report = await orch.write(request)
     except InvalidRequest as exc:
         message = str(exc)
     else:
@@ -339,7 +339,7 @@ def test_memory_write_writes_valid_input_and_nothing_else(
 
 @SHARED_FEW
 @given(size=st.integers(LIMIT + 1, MAX_QUERY_CHARS), words=st.lists(TEXT, min_size=1, max_size=5))
-def test_an_oversized_query_is_cut_at_a_word_boundary_before_any_store_call(
+async def test_an_oversized_query_is_cut_at_a_word_boundary_before_any_store_call(
     spy: tuple[Orchestrator, RecordingBackend], size: int, words: list[str]
 ) -> None:
     orch, backend = spy
@@ -349,13 +349,13 @@ def test_an_oversized_query_is_cut_at_a_word_boundary_before_any_store_call(
     if request is None:
         return
     backend.queries.clear()
-    result = run(lambda: orch.search(request))
+    result = await orch.search(request)
     assert backend.queries == [cut_at_word(query, LIMIT)] or len(query) <= LIMIT
     _bounded(backend)
     if len(query) > LIMIT:
         assert any("query cut from" in n and "word boundary" in n for n in result.trace.notes)
 
 
-def test_health_stays_ok_after_all_that(spy: tuple[Orchestrator, RecordingBackend]) -> None:
+async def test_health_stays_ok_after_all_that(spy: tuple[Orchestrator, RecordingBackend]) -> None:
     orch, _ = spy
-    assert run(orch.health).status.value == "ok"
+    assert (await orch.health()).status.value == "ok"

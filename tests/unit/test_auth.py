@@ -12,7 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 from pydantic import ValidationError
@@ -111,28 +110,25 @@ def test_bearer_reads_only_the_bearer_scheme() -> None:
 # ---------------------------------------------------------------- the middleware, in process
 
 
-def _request(
+async def _request(
     app: Any, method: str, path: str, secret: str | None = None, body: Any = None
 ) -> httpx2.Response:
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
 
-    async def go() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=app)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
-            return await c.request(method, path, headers=headers, json=body)
-
-    return anyio.run(go)
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+        return await c.request(method, path, headers=headers, json=body)
 
 
 def _app(settings: Settings, **options: Any) -> Any:
     return build_app(settings, partial(create_server, settings), **options)
 
 
-def test_without_tokens_the_http_app_refuses_to_build(settings: Settings) -> None:
+async def test_without_tokens_the_http_app_refuses_to_build(settings: Settings) -> None:
     with pytest.raises(ConfigError, match="refusing to serve HTTP without tokens"):
         _app(settings)
     app = _app(settings, insecure_no_auth=True)
-    assert _request(app, "GET", "/metrics").status_code == 200
+    assert (await _request(app, "GET", "/metrics")).status_code == 200
 
 
 def _with_tokens(settings: Settings, *specs: TokenSpec) -> Settings:
@@ -141,16 +137,16 @@ def _with_tokens(settings: Settings, *specs: TokenSpec) -> Settings:
     )
 
 
-def test_every_path_needs_a_known_token(settings: Settings) -> None:
+async def test_every_path_needs_a_known_token(settings: Settings) -> None:
     secret, spec = _token("ops")
     log = io.StringIO()
     app = _app(_with_tokens(settings, spec), observer=Observer(log))
     for method, path in (("GET", "/metrics"), ("POST", "/mcp"), ("GET", "/anything")):
-        refused = _request(app, method, path, "mo_wrong")
+        refused = await _request(app, method, path, "mo_wrong")
         assert refused.status_code == 401, path
         assert refused.json() == {}
-        assert _request(app, method, path).status_code == 401, path
-    metrics = _request(app, "GET", "/metrics", secret)
+        assert (await _request(app, method, path)).status_code == 401, path
+    metrics = await _request(app, "GET", "/metrics", secret)
     assert metrics.status_code == 200
     assert "# TYPE orchestrator_requests_total counter" in metrics.text
     assert 'orchestrator_http_refusals_total{status="401"} 6.0' in metrics.text
@@ -161,7 +157,7 @@ def test_every_path_needs_a_known_token(settings: Settings) -> None:
     assert "mo_wrong" not in log.getvalue()  # a presented secret is never logged
 
 
-def test_websocket_connections_are_closed_unchecked_never_passed_on() -> None:
+async def test_websocket_connections_are_closed_unchecked_never_passed_on() -> None:
     called: list[str] = []
     sent: list[dict[str, Any]] = []
 
@@ -176,14 +172,14 @@ def test_websocket_connections_are_closed_unchecked_never_passed_on() -> None:
 
     _, spec = _token("ops")
     middleware = BearerAuth(app, TokenBook([spec]), "embedded")
-    anyio.run(middleware, {"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
+    await middleware({"type": "websocket", "path": "/mcp", "headers": []}, receive, send)
     assert called == []
     assert sent == [{"type": "websocket.close", "code": 1008}]
 
 
-def test_the_tool_names_tokens_may_name_are_the_served_tools(settings: Settings) -> None:
+async def test_the_tool_names_tokens_may_name_are_the_served_tools(settings: Settings) -> None:
     server = create_server(settings)
-    served = {tool.name for tool in anyio.run(server.list_tools)}
+    served = {tool.name for tool in await server.list_tools()}
     assert served == set(TOOL_NAMES)
 
 

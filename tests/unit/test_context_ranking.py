@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
@@ -147,16 +146,14 @@ class FakeBench:
         return {"objective": value}
 
 
-def test_coordinate_search_keeps_only_values_that_raise_the_objective() -> None:
+async def test_coordinate_search_keeps_only_values_that_raise_the_objective() -> None:
     bench = FakeBench()
     steps: list[Step] = []
     grid = {"ranking.context_window": [0.25, 0.5, 1.0], "ranking.when_time_boost": [0.1, 0.2]}
     start = with_value(
         with_value(Settings(), "ranking.context_window", 0.2), "ranking.when_time_boost", 0.1
     )
-    result = anyio.run(
-        lambda: coordinate_search(bench, start, grid, rounds=2, report=steps.append)  # type: ignore[arg-type]
-    )
+    result = await coordinate_search(bench, start, grid, rounds=2, report=steps.append)  # type: ignore[arg-type]
     assert result.values == {"ranking.context_window": 0.5, "ranking.when_time_boost": 0.2}
     assert result.best["objective"] == pytest.approx(0.0)
     assert [s.kept for s in steps[:3]] == [True, True, False]

@@ -6,7 +6,6 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import anyio
 from rapidfuzz import fuzz
 
 from memory_orchestrator.backends.base import MemoryBackend
@@ -86,41 +85,41 @@ def test_default_query_and_task() -> None:
     assert DEFAULT_TASK
 
 
-def _loaded(tmp_path: Path, *, link: bool) -> tuple[Orchestrator, int]:
+async def _loaded(tmp_path: Path, *, link: bool) -> tuple[Orchestrator, int]:
     backend = EmbeddedBackend(tmp_path / "demo.db")
     store: MemoryBackend = backend
     if not link:  # the same real store, declaring no link support
         caps = backend.capabilities.model_copy(update={"link": False, "graph": False})
         store = FaultyBackend(backend, {}, capabilities=caps)
     orchestrator = Orchestrator(store, load_settings(data_dir=tmp_path))
-    return orchestrator, anyio.run(load_demo, orchestrator)
+    return orchestrator, await load_demo(orchestrator)
 
 
-def test_load_demo_writes_sample_and_links(tmp_path: Path) -> None:
-    orchestrator, written = _loaded(tmp_path, link=True)
+async def test_load_demo_writes_sample_and_links(tmp_path: Path) -> None:
+    orchestrator, written = await _loaded(tmp_path, link=True)
     backend = EmbeddedBackend(tmp_path / "demo.db")  # a second client of the same store
 
-    def id_of(index: int) -> str:
-        hits = anyio.run(lambda: backend.search(SAMPLE[index].content, 5))
+    async def id_of(index: int) -> str:
+        hits = await backend.search(SAMPLE[index].content, 5)
         return next(h.memory.id for h in hits if h.memory.content == SAMPLE[index].content)
 
     try:
         assert written == len(SAMPLE)
         for source, target, relation, _ in LINKS:
-            source_id = id_of(source)
+            source_id = await id_of(source)
 
             async def around(source_id: str = source_id, relation: str = relation) -> set[str]:
                 found = await backend.neighbors([source_id], [relation], 1, 100)
                 return {n.memory.id for n in found}
 
-            assert id_of(target) in anyio.run(around), (source, target, relation)
+            assert await id_of(target) in await around(), (source, target, relation)
     finally:
-        anyio.run(orchestrator.close)
+        await orchestrator.close()
 
 
-def test_load_demo_skips_links_without_a_graph(tmp_path: Path) -> None:
-    orchestrator, written = _loaded(tmp_path, link=False)
+async def test_load_demo_skips_links_without_a_graph(tmp_path: Path) -> None:
+    orchestrator, written = await _loaded(tmp_path, link=False)
     try:
         assert written == len(SAMPLE)
     finally:
-        anyio.run(orchestrator.close)
+        await orchestrator.close()

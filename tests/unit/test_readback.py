@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-import anyio
-
 from memory_orchestrator.derived.readback import ReadBack
 from memory_orchestrator.models import Memory
 
@@ -27,59 +25,59 @@ class Store:
         return [STORE[i] for i in ids if i in STORE]
 
 
-def ask(kept: ReadBack, store: Store, *ids: str) -> dict[str, Memory] | None:
-    return anyio.run(kept.memories, list(ids), store.read)
+async def ask(kept: ReadBack, store: Store, *ids: str) -> dict[str, Memory] | None:
+    return await kept.memories(list(ids), store.read)
 
 
-def test_what_was_read_at_a_version_is_not_read_again_at_that_version() -> None:
+async def test_what_was_read_at_a_version_is_not_read_again_at_that_version() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
-    assert ask(kept, store, "a", "b") == {"a": STORE["a"], "b": STORE["b"]}
-    assert ask(kept, store, "b", "a") == {"b": STORE["b"], "a": STORE["a"]}
-    assert ask(kept, store, "a", "c") == {"a": STORE["a"], "c": STORE["c"]}
+    assert await ask(kept, store, "a", "b") == {"a": STORE["a"], "b": STORE["b"]}
+    assert await ask(kept, store, "b", "a") == {"b": STORE["b"], "a": STORE["a"]}
+    assert await ask(kept, store, "a", "c") == {"a": STORE["a"], "c": STORE["c"]}
     assert store.asked == [["a", "b"], ["c"]]  # only what was not read yet
     assert (kept.reads, kept.kept) == (3, 3)
 
 
-def test_a_new_version_reads_everything_again() -> None:
+async def test_a_new_version_reads_everything_again() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
-    ask(kept, store, "a", "b")
+    await ask(kept, store, "a", "b")
     store.version = 2  # something committed to the store
-    ask(kept, store, "a", "b")
+    await ask(kept, store, "a", "b")
     assert store.asked == [["a", "b"], ["a", "b"]]
 
 
-def test_a_store_that_cannot_tell_is_read_every_time() -> None:
+async def test_a_store_that_cannot_tell_is_read_every_time() -> None:
     store = Store()
     store.version = None
     kept = ReadBack(lambda: store.version)
-    ask(kept, store, "a")
-    ask(kept, store, "a")
+    await ask(kept, store, "a")
+    await ask(kept, store, "a")
     unversioned = ReadBack(None)
-    ask(unversioned, store, "a")
+    await ask(unversioned, store, "a")
     assert store.asked == [["a"], ["a"], ["a"]]
 
 
-def test_a_memory_gone_from_the_store_stays_out_and_is_not_asked_again() -> None:
+async def test_a_memory_gone_from_the_store_stays_out_and_is_not_asked_again() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
-    assert ask(kept, store, "a", "gone") == {"a": STORE["a"]}
-    assert ask(kept, store, "gone", "a") == {"a": STORE["a"]}
+    assert await ask(kept, store, "a", "gone") == {"a": STORE["a"]}
+    assert await ask(kept, store, "gone", "a") == {"a": STORE["a"]}
     assert store.asked == [["a", "gone"]]
 
 
-def test_a_failed_read_is_reported_and_keeps_nothing() -> None:
+async def test_a_failed_read_is_reported_and_keeps_nothing() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
     store.fail = True
-    assert ask(kept, store, "a") is None
+    assert await ask(kept, store, "a") is None
     store.fail = False
-    assert ask(kept, store, "a") == {"a": STORE["a"]}
+    assert await ask(kept, store, "a") == {"a": STORE["a"]}
     assert store.asked == [["a"], ["a"]]
 
 
-def test_what_was_read_while_another_query_saw_a_newer_version_is_not_kept() -> None:
+async def test_what_was_read_while_another_query_saw_a_newer_version_is_not_kept() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
 
@@ -91,17 +89,17 @@ def test_what_was_read_while_another_query_saw_a_newer_version_is_not_kept() -> 
 
         return await kept.memories(["a"], read)
 
-    assert anyio.run(first) == {"a": STORE["a"]}  # answered
-    assert ask(kept, store, "a", "c") == {"a": STORE["a"], "c": STORE["c"]}
+    assert await first() == {"a": STORE["a"]}  # answered
+    assert await ask(kept, store, "a", "c") == {"a": STORE["a"], "c": STORE["c"]}
     assert store.asked == [["c"], ["a"], ["a"]]  # "a" (begun at 1) was not kept for 2
 
 
-def test_a_moment_without_a_version_reads_everything_and_drops_nothing() -> None:
+async def test_a_moment_without_a_version_reads_everything_and_drops_nothing() -> None:
     store = Store()
     kept = ReadBack(lambda: store.version)
-    ask(kept, store, "a")
+    await ask(kept, store, "a")
     store.version = None  # e.g. the store's lock held for a moment
-    assert ask(kept, store, "a") == {"a": STORE["a"]}
+    assert await ask(kept, store, "a") == {"a": STORE["a"]}
     store.version = 1  # the same version: nothing committed meanwhile
-    ask(kept, store, "a")
+    await ask(kept, store, "a")
     assert store.asked == [["a"], ["a"]]

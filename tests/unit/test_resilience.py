@@ -35,49 +35,53 @@ class Flaky:
         return "ok"
 
 
-def go(flaky: Flaky, policy: RetryPolicy, slept: list[float], **options: object) -> str:
+async def go(flaky: Flaky, policy: RetryPolicy, slept: list[float], **options: object) -> str:
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    return anyio.run(lambda: retry(flaky, policy, "op", sleep=sleep, **options))  # type: ignore[arg-type]
+    return await retry(flaky, policy, "op", sleep=sleep, **options)  # type: ignore[arg-type]
 
 
-def test_a_transient_error_is_retried_until_it_succeeds() -> None:
+async def test_a_transient_error_is_retried_until_it_succeeds() -> None:
     slept: list[float] = []
     flaky = Flaky(2, BackendError("busy", transient=True))
-    assert go(flaky, RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.05), slept) == "ok"
+    assert (
+        await go(flaky, RetryPolicy(attempts=3, base_delay_s=0.01, max_delay_s=0.05), slept) == "ok"
+    )
     assert flaky.calls == 3
     assert len(slept) == 2
     assert all(0 < s <= 0.05 for s in slept)
 
 
-def test_retries_are_bounded_by_attempts() -> None:
+async def test_retries_are_bounded_by_attempts() -> None:
     slept: list[float] = []
     flaky = Flaky(10, BackendError("busy", transient=True))
     with pytest.raises(BackendError, match="busy"):
-        go(flaky, RetryPolicy(attempts=4, base_delay_s=0.0), slept)
+        await go(flaky, RetryPolicy(attempts=4, base_delay_s=0.0), slept)
     assert flaky.calls == 4
     assert len(slept) == 3
 
 
 @pytest.mark.parametrize("error", [BackendError("refused"), TimeoutError(), ValueError("bug")])
-def test_other_errors_are_never_retried(error: Exception) -> None:
+async def test_other_errors_are_never_retried(error: Exception) -> None:
     slept: list[float] = []
     flaky = Flaky(1, error)
     with pytest.raises(type(error)):
-        go(flaky, RetryPolicy(attempts=5, base_delay_s=0.0), slept)
+        await go(flaky, RetryPolicy(attempts=5, base_delay_s=0.0), slept)
     assert flaky.calls == 1
     assert slept == []
 
 
-def test_a_check_before_the_retry_can_answer_instead_of_a_second_try() -> None:
+async def test_a_check_before_the_retry_can_answer_instead_of_a_second_try() -> None:
     slept: list[float] = []
     flaky = Flaky(1, BackendError("lost answer", transient=True))
 
     async def already_there() -> str:
         return "found"
 
-    assert go(flaky, RetryPolicy(base_delay_s=0.0), slept, before_retry=already_there) == "found"
+    assert (
+        await go(flaky, RetryPolicy(base_delay_s=0.0), slept, before_retry=already_there) == "found"
+    )
     assert flaky.calls == 1
 
 
@@ -112,7 +116,7 @@ def test_the_outbox_keeps_order_across_reopening_and_delivers_once(tmp_path: Pat
     again.close()
 
 
-def test_the_background_replay_backs_off_while_nothing_gets_through_and_never_stops() -> None:
+async def test_the_background_replay_backs_off_while_nothing_gets_through_and_never_stops() -> None:
     """(delivered, waiting) per replay: down twice, an outbox error, down, then a delivery,
     then empty; the pause doubles while writes wait undelivered, up to its cap."""
     answers: list[tuple[int, int] | Exception] = [
@@ -131,9 +135,6 @@ def test_the_background_replay_backs_off_while_nothing_gets_through_and_never_st
             raise anyio.get_cancelled_exc_class()
         slept.append(seconds)
 
-    async def main() -> None:
-        with pytest.raises(anyio.get_cancelled_exc_class()):
-            await replay_on_schedule(replay, 1.0, most_s=5.0, sleep=sleep)
-
-    anyio.run(main)
+    with pytest.raises(anyio.get_cancelled_exc_class()):
+        await replay_on_schedule(replay, 1.0, most_s=5.0, sleep=sleep)
     assert slept == [1.0, 2.0, 4.0, 5.0, 5.0, 1.0, 1.0]

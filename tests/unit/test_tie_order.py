@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-import anyio
-
 from memory_orchestrator.models import Capabilities, Memory, Neighbor
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.relevance import RankContext
@@ -63,11 +61,11 @@ def neighbour(mem: Memory) -> Neighbor:
     )
 
 
-def test_expansion_keeps_the_stores_nearest_first_order_among_equal_weights() -> None:
+async def test_expansion_keeps_the_stores_nearest_first_order_among_equal_weights() -> None:
     near, far = memory("mem_z", "the next turn"), memory("mem_a", "a turn further away")
     store = NeighboursInOrder([neighbour(near), neighbour(far)])
     limits = ExpansionLimits(hops=1, edge_types=("temporal",), fanout=1, max_new=5, timeout_s=5)
-    grown = anyio.run(lambda: expand(store, ["seed"], limits))  # type: ignore[arg-type]
+    grown = await expand(store, ["seed"], limits)  # type: ignore[arg-type]
     assert [c.memory.id for c in grown.candidates] == ["mem_z"]
 
 
