@@ -45,7 +45,7 @@ def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_backup_taken_while_a_server_writes_restores_every_acknowledged_write(
+async def test_a_backup_taken_while_a_server_writes_restores_every_acknowledged_write(
     tmp_path: Path,
 ) -> None:
     data_dir, copy = tmp_path / "served", tmp_path / "backup.db"
@@ -89,7 +89,7 @@ def test_a_backup_taken_while_a_server_writes_restores_every_acknowledged_write(
         return before
 
     with http_server(data_dir, [TOKEN.spec]) as server:
-        before = anyio.run(main, server.mcp_url)
+        before = await main(server.mcp_url)
     restored = tmp_path / "restored"
     ran = cli(restored, "restore", str(copy))
     assert ran.returncode == 0, ran.stderr

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.mnemon import MnemonBackend
@@ -27,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO.parent / "shared" / "datasets" / "locomo" / "locomo-dev.json"
 
 
-def bring_in(settings: Settings, path: Path, *, ledger: Path | None = None) -> ImportSummary:
+async def bring_in(settings: Settings, path: Path, *, ledger: Path | None = None) -> ImportSummary:
     """One import of `path`, as `orchestrator import` runs it."""
     chosen, incoming = read_source(path)
     kept = Ledger(ledger if ledger is not None else settings.data_dir / "imports.db")
@@ -41,23 +40,20 @@ def bring_in(settings: Settings, path: Path, *, ledger: Path | None = None) -> I
             await orchestrator.close()
 
     try:
-        return anyio.run(main)
+        return await main()
     finally:
         kept.close()
 
 
-def live(settings: Settings) -> dict[str, Any]:
+async def live(settings: Settings) -> dict[str, Any]:
     """content -> memory, for every live memory of the store (superseded ones too)."""
 
-    async def main() -> dict[str, Any]:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            found = await orchestrator.transfer().snapshot()
-        finally:
-            await orchestrator.close()
-        return {r.content: r for r in found.memories}
-
-    return anyio.run(main)
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        found = await orchestrator.transfer().snapshot()
+    finally:
+        await orchestrator.close()
+    return {r.content: r for r in found.memories}
 
 
 def jsonl(path: Path, *records: object) -> Path:
@@ -65,7 +61,7 @@ def jsonl(path: Path, *records: object) -> Path:
     return path
 
 
-def test_memories_as_json_lines_are_judged_and_refused_with_why(
+async def test_memories_as_json_lines_are_judged_and_refused_with_why(
     settings: Settings, tmp_path: Path
 ) -> None:
     source = jsonl(
@@ -77,23 +73,23 @@ def test_memories_as_json_lines_are_judged_and_refused_with_why(
         {"content": "   "},
         {"content": "x", "importance": 3},
     )
-    first = bring_in(settings, source)
+    first = await bring_in(settings, source)
     assert first.counts == {"added": 3, "updated": 1, "refused": 2}
     assert first.why["updated"] == {"corrects a stored memory": 1}
     refused = [i for i in first.items if i.action == "refused"]
     assert [i.where for i in refused] == ["m.jsonl:5", "m.jsonl:6"]
     assert "content" in refused[0].reason
     assert "importance" in refused[1].reason
-    stored = live(settings)
+    stored = await live(settings)
     assert stored["Deploys run on Fridays."].type is MemoryType.PROCEDURAL
     assert stored["Dana moved the standup to 9:30."].superseded_by is not None
-    again = bring_in(settings, source)
+    again = await bring_in(settings, source)
     assert again.counts == {"skipped": 4, "refused": 2}
     assert again.why["skipped"] == {"imported before": 4}
-    assert live(settings).keys() == stored.keys()
+    assert (await live(settings)).keys() == stored.keys()
 
 
-def test_importing_twice_adds_nothing_where_the_judge_alone_would(
+async def test_importing_twice_adds_nothing_where_the_judge_alone_would(
     settings: Settings, tmp_path: Path
 ) -> None:
     """A restatement skipped the first time, whose memory a later record then corrected, is
@@ -105,30 +101,28 @@ def test_importing_twice_adds_nothing_where_the_judge_alone_would(
         {"content": "The team meeting is on Tuesday!"},
         {"content": "The team meeting is on Thursday."},
     )
-    first = bring_in(settings, source)
+    first = await bring_in(settings, source)
     assert first.counts == {"added": 1, "skipped": 1, "updated": 1}
-    again = bring_in(settings, source)
+    again = await bring_in(settings, source)
     assert again.counts == {"skipped": 3}
-    without = bring_in(settings, source, ledger=tmp_path / "fresh-ledger.db")
+    without = await bring_in(settings, source, ledger=tmp_path / "fresh-ledger.db")
     assert without.counts.get("updated", 0) + without.counts.get("added", 0) > 0
 
 
-def test_a_folder_of_notes_mnemonic_and_basic_memory(settings: Settings, tmp_path: Path) -> None:
+async def test_a_folder_of_notes_mnemonic_and_basic_memory(
+    settings: Settings, tmp_path: Path
+) -> None:
     notes = tmp_path / "notes"
-
-    async def write_mnemonic() -> None:  # Mnemonic's files, as its own adapter writes them
-        store = MnemonicBackend(notes / "mnemonic")
-        await store.write(
-            NewMemory(
-                content="Use pnpm, never npm, in the web repo.",
-                type=MemoryType.PROCEDURAL,
-                tags=["tooling"],
-                entities=["web"],
-            )
+    store = MnemonicBackend(notes / "mnemonic")  # Mnemonic's files, as its own adapter writes them
+    await store.write(
+        NewMemory(
+            content="Use pnpm, never npm, in the web repo.",
+            type=MemoryType.PROCEDURAL,
+            tags=["tooling"],
+            entities=["web"],
         )
-        await store.close()
-
-    anyio.run(write_mnemonic)
+    )
+    await store.close()
     basic = notes / "basic" / "coffee.md"
     basic.parent.mkdir(parents=True)
     basic.write_text(
@@ -138,10 +132,10 @@ def test_a_folder_of_notes_mnemonic_and_basic_memory(settings: Settings, tmp_pat
     (notes / "plain.md").write_text("Keiko owns the billing service.\n")
     (notes / ".obsidian").mkdir()
     (notes / ".obsidian" / "ignored.md").write_text("not a note")
-    first = bring_in(settings, notes)
+    first = await bring_in(settings, notes)
     assert first.format == "markdown"
     assert first.counts == {"added": 3}
-    stored = live(settings)
+    stored = await live(settings)
     pnpm = stored["Use pnpm, never npm, in the web repo."]
     assert pnpm.type is MemoryType.PROCEDURAL
     assert pnpm.tags == ("tooling",)
@@ -151,51 +145,47 @@ def test_a_folder_of_notes_mnemonic_and_basic_memory(settings: Settings, tmp_pat
     assert coffee.metadata["title"] == "Coffee brewing"
     assert coffee.metadata["path"] == "basic/coffee.md"
     assert "Keiko owns the billing service." in stored
-    assert bring_in(settings, notes).counts == {"skipped": 3}
+    assert (await bring_in(settings, notes)).counts == {"skipped": 3}
 
 
 @pytest.mark.mnemon_real
-def test_a_mnemon_store_file(settings: Settings, tmp_path: Path, mnemon_real: Path) -> None:
+async def test_a_mnemon_store_file(settings: Settings, tmp_path: Path, mnemon_real: Path) -> None:
     data_dir = tmp_path / "mnemon"
-
-    async def write_mnemon() -> None:
-        store = MnemonBackend(MnemonSettings(binary=mnemon_real, data_dir=data_dir))
-        try:
-            old, _, new = await store.write_many(
-                [
-                    NewMemory(content="The billing job runs at 02:00.", importance=0.8),
-                    NewMemory(content="Omar leads the data team.", type=MemoryType.SEMANTIC),
-                    NewMemory(content="The billing job runs at 03:00.", importance=0.8),
-                ]
-            )
-            await store.supersede(old.id, new.id)
-        finally:
-            await store.close()
-
-    anyio.run(write_mnemon)
+    store = MnemonBackend(MnemonSettings(binary=mnemon_real, data_dir=data_dir))
+    try:
+        old, _, new = await store.write_many(
+            [
+                NewMemory(content="The billing job runs at 02:00.", importance=0.8),
+                NewMemory(content="Omar leads the data team.", type=MemoryType.SEMANTIC),
+                NewMemory(content="The billing job runs at 03:00.", importance=0.8),
+            ]
+        )
+        await store.supersede(old.id, new.id)
+    finally:
+        await store.close()
     db = data_dir / "data" / "default" / "mnemon.db"
-    first = bring_in(settings, db)
+    first = await bring_in(settings, db)
     assert first.format == "mnemon"
     assert first.counts == {"added": 2, "skipped": 1}
     (skipped,) = [i for i in first.items if i.action == "skipped"]
     assert skipped.reason.startswith("superseded in the Mnemon store by ")
-    stored = live(settings)
+    stored = await live(settings)
     assert set(stored) == {"Omar leads the data team.", "The billing job runs at 03:00."}
     assert stored["The billing job runs at 03:00."].importance is not None
-    assert bring_in(settings, db).counts == {"skipped": 3}
+    assert (await bring_in(settings, db)).counts == {"skipped": 3}
 
 
-def test_a_transcript_of_plain_turns(settings: Settings, tmp_path: Path) -> None:
+async def test_a_transcript_of_plain_turns(settings: Settings, tmp_path: Path) -> None:
     source = jsonl(
         tmp_path / "chat.jsonl",
         {"speaker": "Dana", "text": "I moved to Lisbon last spring.", "date": "2024-04-02"},
         {"role": "assistant", "content": "Noted: Lisbon.", "timestamp": "2024-04-02T10:01"},
         {"speaker": "Dana", "text": ""},
     )
-    first = bring_in(settings, source)
+    first = await bring_in(settings, source)
     assert first.format == "transcript"
     assert first.counts == {"added": 2, "refused": 1}
-    dana = live(settings)["Dana: I moved to Lisbon last spring."]
+    dana = (await live(settings))["Dana: I moved to Lisbon last spring."]
     assert dana.entities == ("Dana",)
     assert dana.type is MemoryType.EPISODIC
     assert dana.created_at is not None
@@ -204,9 +194,9 @@ def test_a_transcript_of_plain_turns(settings: Settings, tmp_path: Path) -> None
 
 @pytest.mark.timeout(900)  # 2,760 writes on a shared machine: a bound on a hang only
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"no LoCoMo development split at {LOCOMO}")
-def test_the_locomo_development_split_as_transcripts(tmp_path: Path) -> None:
+async def test_the_locomo_development_split_as_transcripts(tmp_path: Path) -> None:
     settings = load_settings(data_dir=tmp_path / "locomo")
-    first = bring_in(settings, LOCOMO)
+    first = await bring_in(settings, LOCOMO)
     assert first.format == "transcript"
     assert first.stopped is None
     assert sum(first.counts.values()) == first.records == len(first.items)
@@ -216,6 +206,6 @@ def test_the_locomo_development_split_as_transcripts(tmp_path: Path) -> None:
         assert item.reason
         if item.action == "skipped":
             assert item.why in {"restates a stored memory", "the store holds its text already"}
-    again = bring_in(settings, LOCOMO)
+    again = await bring_in(settings, LOCOMO)
     assert again.counts == {"skipped": first.records}
     assert again.why["skipped"] == {"imported before": first.records}

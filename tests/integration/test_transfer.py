@@ -8,7 +8,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.errors import TransferError
@@ -32,54 +31,45 @@ needs_locomo = pytest.mark.skipif(
 CASE = "conv-26"
 
 
-def load_case(settings: Settings, data: Dataset) -> None:
+async def load_case(settings: Settings, data: Dataset) -> None:
     """The case's memories into the store, as `orchestrator eval` ingests them."""
     case = next(c for c in data.cases if c.id == CASE)
 
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            await orchestrator.ingest([m.memory for m in case.memories])
-            # and a correction through the write path: a supersede mark and its link
-            for day in ("Tuesday", "Thursday"):
-                text = f"Caroline's support group meets on {day} evenings."
-                await orchestrator.write(WriteRequest(memory=NewMemory(content=text)))
-        finally:
-            await orchestrator.close()
-
-    anyio.run(main)
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        await orchestrator.ingest([m.memory for m in case.memories])
+        # and a correction through the write path: a supersede mark and its link
+        for day in ("Tuesday", "Thursday"):
+            text = f"Caroline's support group meets on {day} evenings."
+            await orchestrator.write(WriteRequest(memory=NewMemory(content=text)))
+    finally:
+        await orchestrator.close()
 
 
-def export_of(settings: Settings) -> str:
-    async def main() -> str:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            out = io.StringIO()
-            await orchestrator.transfer().export(out.write)
-            return out.getvalue()
-        finally:
-            await orchestrator.close()
-
-    return anyio.run(main)
+async def export_of(settings: Settings) -> str:
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        out = io.StringIO()
+        await orchestrator.transfer().export(out.write)
+        return out.getvalue()
+    finally:
+        await orchestrator.close()
 
 
-def restore_into(settings: Settings, found: Export) -> Any:
-    async def main() -> Any:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            return await orchestrator.transfer().restore(found)
-        finally:
-            await orchestrator.close()
-
-    return anyio.run(main)
+async def restore_into(settings: Settings, found: Export) -> Any:
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        return await orchestrator.transfer().restore(found)
+    finally:
+        await orchestrator.close()
 
 
-def answers(settings: Settings, data: Dataset) -> dict[tuple[str, str], tuple[str, ...]]:
+async def answers(settings: Settings, data: Dataset) -> dict[tuple[str, str], tuple[str, ...]]:
     """(question, system) -> the ranked ids, every question of the case asked of the store."""
     options = RunOptions(
         backend=settings.backend, cases=(CASE,), store=True, measure_context=False, diagnose=False
     )
-    run: EvalRun = anyio.run(run_eval, data, settings, options)
+    run: EvalRun = await run_eval(data, settings, options)
     found = {}
     for case in run.cases:
         assert case.memories == 0  # nothing ingested
@@ -93,44 +83,44 @@ def without_header(text: str) -> list[str]:
     return [line for line in text.splitlines() if '"kind":"header"' not in line]
 
 
-def round_trip(original: Settings, copy: Settings, *, marks: bool = True) -> None:
+async def round_trip(original: Settings, copy: Settings, *, marks: bool = True) -> None:
     data = load_dataset(LOCOMO)
-    load_case(original, data)
-    exported = export_of(original)
+    await load_case(original, data)
+    exported = await export_of(original)
     found = read_export(exported.splitlines(), "export")
     assert found.header.lossless
     assert any(r.superseded_by for r in found.memories) is marks  # postgres keeps no marks
     assert any(r.supersedes for r in found.memories)
     assert any(e.type == "supersedes" for e in found.edges)
-    report = restore_into(copy, found)
+    report = await restore_into(copy, found)
     assert report.verbatim
     assert not report.ids
     assert report.memories == len(found.memories)
     assert report.edges == len(found.edges)
-    assert without_header(export_of(copy)) == without_header(exported)
-    before, after = answers(original, data), answers(copy, data)
+    assert without_header(await export_of(copy)) == without_header(exported)
+    before, after = await answers(original, data), await answers(copy, data)
     questions = {q for q, _ in before}
     assert len(questions) > 100
     assert after == before
     with pytest.raises(TransferError, match="not empty"):
-        restore_into(copy, found)
+        await restore_into(copy, found)
 
 
 @needs_locomo
-def test_an_embedded_store_restored_answers_every_question_alike(
+async def test_an_embedded_store_restored_answers_every_question_alike(
     tmp_path: Path, minilm_dir: Path
 ) -> None:
     semantic = {"enabled": True, "model": "minilm", "model_dir": minilm_dir}
     original = load_settings(data_dir=tmp_path / "original", semantic=semantic)
     copy = load_settings(data_dir=tmp_path / "copy", semantic=semantic)
-    round_trip(original, copy)
+    await round_trip(original, copy)
 
 
 @needs_locomo
-def test_a_postgres_store_restored_answers_every_question_alike(
+async def test_a_postgres_store_restored_answers_every_question_alike(
     tmp_path: Path, pg_dsn: str, pg_server: Any
 ) -> None:
     _, other = new_schema(pg_server)
     original = load_settings(data_dir=tmp_path / "a", backend="postgres", postgres={"dsn": pg_dsn})
     copy = load_settings(data_dir=tmp_path / "b", backend="postgres", postgres={"dsn": other})
-    round_trip(original, copy, marks=False)
+    await round_trip(original, copy, marks=False)

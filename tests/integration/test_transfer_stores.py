@@ -9,7 +9,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.errors import TransferError
@@ -75,59 +74,53 @@ def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def test_a_store_that_assigns_ids_is_restored_through_the_mapping(
+async def test_a_store_that_assigns_ids_is_restored_through_the_mapping(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     binary = request.getfixturevalue("mnemon_real") if kind == "mnemon" else None
     original = store_settings(kind, tmp_path / "original", binary)
     copy = store_settings(kind, tmp_path / "copy", binary)
-
-    async def main() -> None:
-        await fill(original)
-        found = await export_of(original)
-        assert found.header.lossless is (kind == "mnemon")  # Mnemonic lists no edges
-        report, caps = await restore(copy, found)
-        assert not report.verbatim
-        assert report.marks == (1 if caps.supersede else 0)
-        # ids that changed are reported (kg-memory names a memory by its text: the same id)
-        ids = {r.id: report.ids.get(r.id, r.id) for r in found.memories}
-        again = await export_of(copy)
-        by_text = {r.content: r for r in again.memories}
-        assert set(by_text) == {r.content for r in found.memories}
-        for record in found.memories:  # each mark names the mapped memory
-            restored = by_text[record.content]
-            assert restored.id == ids[record.id]
-            if caps.supersede:
-                mark = record.superseded_by
-                assert restored.superseded_by == (None if mark is None else ids[mark])
-        causal = [e for e in found.edges if e.type == "causal"]
-        kept = {(e.source_id, e.target_id) for e in again.edges if e.type == "causal"}
-        assert {(ids[e.source_id], ids[e.target_id]) for e in causal} <= kept
-        with pytest.raises(TransferError, match="not empty"):
-            await restore(copy, found)
-
-    anyio.run(main)
+    await fill(original)
+    found = await export_of(original)
+    assert found.header.lossless is (kind == "mnemon")  # Mnemonic lists no edges
+    report, caps = await restore(copy, found)
+    assert not report.verbatim
+    assert report.marks == (1 if caps.supersede else 0)
+    # ids that changed are reported (kg-memory names a memory by its text: the same id)
+    ids = {r.id: report.ids.get(r.id, r.id) for r in found.memories}
+    again = await export_of(copy)
+    by_text = {r.content: r for r in again.memories}
+    assert set(by_text) == {r.content for r in found.memories}
+    for record in found.memories:  # each mark names the mapped memory
+        restored = by_text[record.content]
+        assert restored.id == ids[record.id]
+        if caps.supersede:
+            mark = record.superseded_by
+            assert restored.superseded_by == (None if mark is None else ids[mark])
+    causal = [e for e in found.edges if e.type == "causal"]
+    kept = {(e.source_id, e.target_id) for e in again.edges if e.type == "causal"}
+    assert {(ids[e.source_id], ids[e.target_id]) for e in causal} <= kept
+    with pytest.raises(TransferError, match="not empty"):
+        await restore(copy, found)
 
 
 @pytest.mark.mnemon_real
-def test_a_mnemon_backup_is_a_copy_of_its_store_file(tmp_path: Path, mnemon_real: Path) -> None:
+async def test_a_mnemon_backup_is_a_copy_of_its_store_file(
+    tmp_path: Path, mnemon_real: Path
+) -> None:
     settings = store_settings("mnemon", tmp_path / "original", mnemon_real)
-
-    async def main() -> None:
-        await fill(settings)
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
-            report = await orchestrator.transfer().backup(tmp_path / "mnemon-copy.db")
-        finally:
-            await orchestrator.close()
-        assert report.kind == "copy"
-        # the copy is a Mnemon store as it was: put in place, it reads the same
-        moved = store_settings("mnemon", tmp_path / "moved", mnemon_real)
-        target = tmp_path / "moved" / "m" / "data" / "default" / "mnemon.db"
-        target.parent.mkdir(parents=True)
-        (tmp_path / "mnemon-copy.db").rename(target)
-        before, after = await export_of(settings), await export_of(moved)
-        assert after.memories == before.memories
-        assert after.edges == before.edges
-
-    anyio.run(main)
+    await fill(settings)
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
+        report = await orchestrator.transfer().backup(tmp_path / "mnemon-copy.db")
+    finally:
+        await orchestrator.close()
+    assert report.kind == "copy"
+    # the copy is a Mnemon store as it was: put in place, it reads the same
+    moved = store_settings("mnemon", tmp_path / "moved", mnemon_real)
+    target = tmp_path / "moved" / "m" / "data" / "default" / "mnemon.db"
+    target.parent.mkdir(parents=True)
+    (tmp_path / "mnemon-copy.db").rename(target)
+    before, after = await export_of(settings), await export_of(moved)
+    assert after.memories == before.memories
+    assert after.edges == before.edges
