@@ -27,7 +27,9 @@ import pytest
 
 from memory_orchestrator.backends.base import (
     MemoryBackend,
+    backing_up,
     enumerable,
+    exporting,
     superseding,
 )
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -63,6 +65,8 @@ class Kind:
     skips_duplicates: bool = False
     # the entities a memory comes back with: all of those written, or the first only
     all_entities: bool = True
+    # the type a link is made with is the type an export lists (else the store's own name)
+    edge_types_as_linked: bool = True
 
 
 ALL_FIELDS = frozenset({"type", "tags", "metadata", "source", "importance", "created_at"})
@@ -71,7 +75,13 @@ KINDS = {
     "postgres": Kind("postgres", ALL_FIELDS, skips_duplicates=True),
     # a category and tags of its own, no metadata beyond the category; importance on its
     # 1-5 scale (backends/mnemon/mapping.py); its recall matches words as written
-    "mnemon": Kind("mnemon", frozenset({"type", "tags", "source", "created_at"}), stems=False),
+    # a link takes one of Mnemon's own edge types ("related" -> "entity": mapping.RELATIONS)
+    "mnemon": Kind(
+        "mnemon",
+        frozenset({"type", "tags", "source", "created_at"}),
+        stems=False,
+        edge_types_as_linked=False,
+    ),
     # a layer and one entity_name per memory (the other entities in its meta); no tags
     "mnemon-mcp": Kind(
         "mnemon-mcp",
@@ -411,6 +421,46 @@ async def test_a_correction_is_marked_where_the_store_can_mark_one(store: Open) 
         await marker.supersede(old, new)
         (got,) = await b.get_memories([old])
         assert got.superseded_by == new
+
+    await run_with(store, body)
+
+
+async def test_an_export_lists_the_links_where_the_store_can_export(
+    store: Open, expect: Kind
+) -> None:
+    async def body(b: MemoryBackend) -> None:
+        a, bb = await add(b, mem("first", 0, entities=["Ana"]), mem("second", 500))
+        if b.capabilities.link:
+            await b.link(a, bb, "related", 0.5)
+        lister = exporting(b)
+        if not b.capabilities.export:
+            assert lister is None
+            return
+        assert lister is not None
+        edges, _ = await lister.list_edges(None, 100)
+        assert all({e.source_id, e.target_id} <= {a, bb} for e in edges)
+        if b.capabilities.link:
+            listed = {(e.source_id, e.target_id, e.type) for e in edges}
+            if expect.edge_types_as_linked:
+                assert (a, bb, "related") in listed
+            else:
+                assert (a, bb) in {(source, target) for source, target, _ in listed}
+
+    await run_with(store, body)
+
+
+async def test_a_backup_is_a_file_where_the_store_can_copy_itself(
+    store: Open, tmp_path: Path
+) -> None:
+    async def body(b: MemoryBackend) -> None:
+        await add(b, mem("kept in the copy", 0))
+        copier = backing_up(b)
+        if not b.capabilities.backup:
+            assert copier is None
+            return
+        assert copier is not None
+        await copier.backup(tmp_path / "copy.db")
+        assert (tmp_path / "copy.db").stat().st_size > 0
 
     await run_with(store, body)
 
