@@ -101,7 +101,7 @@ def test_purge_erases_from_the_store_only_what_was_forgotten(store: Path) -> Non
     assert victim not in found(store)
 
 
-def test_a_forget_in_another_process_reaches_a_running_orchestrator(store: Path) -> None:
+async def test_a_forget_in_another_process_reaches_a_running_orchestrator(store: Path) -> None:
     settings = load_settings(data_dir=store)
 
     def forget(*args: str) -> None:
@@ -109,21 +109,18 @@ def test_a_forget_in_another_process_reaches_a_running_orchestrator(store: Path)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
 
-    async def main() -> None:
-        orchestrator = Orchestrator.from_settings(settings)
-        try:
+    orchestrator = Orchestrator.from_settings(settings)
+    try:
 
-            async def ids() -> list[str]:
-                result = await orchestrator.search(SearchRequest(query=QUERY, top_k=20))
-                return [i.memory_id for i in result.items]
+        async def ids() -> list[str]:
+            result = await orchestrator.search(SearchRequest(query=QUERY, top_k=20))
+            return [i.memory_id for i in result.items]
 
-            first = await ids()  # its caches warm: the local index, the memories read back
-            victim = first[0]
-            await anyio.to_thread.run_sync(forget, victim, "--reason", "elsewhere")
-            assert victim not in await ids()
-            await anyio.to_thread.run_sync(forget, "--undo", victim)
-            assert await ids() == first
-        finally:
-            await orchestrator.close()
-
-    anyio.run(main)
+        first = await ids()  # its caches warm: the local index, the memories read back
+        victim = first[0]
+        await anyio.to_thread.run_sync(forget, victim, "--reason", "elsewhere")
+        assert victim not in await ids()
+        await anyio.to_thread.run_sync(forget, "--undo", victim)
+        assert await ids() == first
+    finally:
+        await orchestrator.close()

@@ -87,92 +87,93 @@ def orch(kind: str, dsn: str | None, settings: Settings, tmp_path: Path) -> Iter
     run(o.close)
 
 
-def write(orch: Orchestrator, content: str, entities: list[str], days_ago: float) -> str:
+async def write(orch: Orchestrator, content: str, entities: list[str], days_ago: float) -> str:
     memory = NewMemory(
         content=content, entities=entities, created_at=NOW - timedelta(days=days_ago)
     )
-    report = run(lambda: orch.write(WriteRequest(memory=memory)))
+    report = await orch.write(WriteRequest(memory=memory))
     assert report.action is WriteAction.ADDED, report
     assert report.id
     return report.id
 
 
-def every_read(
+async def every_read(
     orch: Orchestrator, secret: str, kept: str, before_trace: str
 ) -> dict[str, list[str]]:
     """The ids each read returns (or names) for the question that finds `secret`; `kept`
     shares its entity."""
 
-    async def reads() -> dict[str, list[str]]:
-        seen: dict[str, list[str]] = {}
-        for history in (False, True):
-            found = await orch.search(SearchRequest(query=QUERY, history=history))
-            seen[f"search history={history}"] = [i.memory_id for i in found.items]
-            package = await orch.context(ContextRequest(query=QUERY, history=history))
-            seen[f"context history={history}"] = [i.memory_id for i in package.items]
-            if secret in package.context_block:
-                seen[f"context block history={history}"] = [secret]
-        by_entity = await orch.expand(ExpandRequest(entities=["Lisbon office"], hops=2))
-        seen["expand from the entity"] = [i.memory_id for i in by_entity.items]
-        by_id = await orch.expand(ExpandRequest(seed_ids=[kept], hops=2))
-        seen["expand from a neighbour"] = [i.memory_id for i in by_id.items]
-        mine = await orch.expand(ExpandRequest(seed_ids=[secret], hops=2))
-        seen["expand from its id"] = [i.memory_id for i in mine.items]
-        if mine.items:  # seeded from it: what it reached
-            seen["expand from its id"].append(secret)
-        fresh = await orch.explain(ExplainRequest(query=QUERY))
-        seen["explain (fresh)"] = [c.id for c in fresh.trace.candidates] + (
-            [secret] if secret in fresh.text else []
-        )
-        old = await orch.explain(ExplainRequest(trace_id=before_trace))
-        seen["explain (before)"] = [c.id for c in old.trace.candidates] + (
-            [secret] if secret in old.text else []
-        )
-        seen["read by id"] = [m.id for m in await orch.memories([secret])]
-        inspection = orch.inspection()
-        page = await inspection.memory(secret)
-        seen["inspector page"] = [page.memory.id] if page is not None else []
-        listed = await inspection.memories(MemoryFilter(corrected=True), 0, 100)
-        seen["inspector list"] = [m.id for m in listed.memories]
-        graph = await inspection.graph(entity="Lisbon office", hops=2)
-        seen["inspector graph"] = [n.memory.id for n in graph.nodes if n.memory is not None]
-        return seen
-
-    return run(reads)
+    seen: dict[str, list[str]] = {}
+    for history in (False, True):
+        found = await orch.search(SearchRequest(query=QUERY, history=history))
+        seen[f"search history={history}"] = [i.memory_id for i in found.items]
+        package = await orch.context(ContextRequest(query=QUERY, history=history))
+        seen[f"context history={history}"] = [i.memory_id for i in package.items]
+        if secret in package.context_block:
+            seen[f"context block history={history}"] = [secret]
+    by_entity = await orch.expand(ExpandRequest(entities=["Lisbon office"], hops=2))
+    seen["expand from the entity"] = [i.memory_id for i in by_entity.items]
+    by_id = await orch.expand(ExpandRequest(seed_ids=[kept], hops=2))
+    seen["expand from a neighbour"] = [i.memory_id for i in by_id.items]
+    mine = await orch.expand(ExpandRequest(seed_ids=[secret], hops=2))
+    seen["expand from its id"] = [i.memory_id for i in mine.items]
+    if mine.items:  # seeded from it: what it reached
+        seen["expand from its id"].append(secret)
+    fresh = await orch.explain(ExplainRequest(query=QUERY))
+    seen["explain (fresh)"] = [c.id for c in fresh.trace.candidates] + (
+        [secret] if secret in fresh.text else []
+    )
+    old = await orch.explain(ExplainRequest(trace_id=before_trace))
+    seen["explain (before)"] = [c.id for c in old.trace.candidates] + (
+        [secret] if secret in old.text else []
+    )
+    seen["read by id"] = [m.id for m in await orch.memories([secret])]
+    inspection = orch.inspection()
+    page = await inspection.memory(secret)
+    seen["inspector page"] = [page.memory.id] if page is not None else []
+    listed = await inspection.memories(MemoryFilter(corrected=True), 0, 100)
+    seen["inspector list"] = [m.id for m in listed.memories]
+    graph = await inspection.graph(entity="Lisbon office", hops=2)
+    seen["inspector graph"] = [n.memory.id for n in graph.nodes if n.memory is not None]
+    return seen
 
 
-def test_a_forgotten_memory_never_comes_back_until_undone(kind: str, orch: Orchestrator) -> None:
-    kept = write(orch, KEPT, ["Lisbon office"], days_ago=5)
-    secret = write(orch, SECRET, ["Lisbon office"], days_ago=4)
+async def test_a_forgotten_memory_never_comes_back_until_undone(
+    kind: str, orch: Orchestrator
+) -> None:
+    kept = await write(orch, KEPT, ["Lisbon office"], days_ago=5)
+    secret = await write(orch, SECRET, ["Lisbon office"], days_ago=4)
     for n, text in enumerate(OTHERS):
-        write(orch, text, ["Atlas"], days_ago=3 - n)
-    before = run(lambda: orch.search(SearchRequest(query=QUERY)))
+        await write(orch, text, ["Atlas"], days_ago=3 - n)
+    before = await orch.search(SearchRequest(query=QUERY))
     assert secret in [i.memory_id for i in before.items]
-    shown = every_read(orch, secret, kept, before.trace_id)
+    shown = await every_read(orch, secret, kept, before.trace_id)
     # it is there to be left out: each read that can reach it does before it is forgotten
     reached = {read for read, ids in shown.items() if secret in ids}
     assert {"search history=False", "context history=False", "explain (before)"} <= reached
     unlisted = set() if orch.capabilities.listing else {"inspector list"}
     assert reached == set(shown) - unlisted
 
-    report = run(lambda: orch.forget(ForgetRequest(ids=[secret, "no-such-id"], reason="a secret")))
+    report = await orch.forget(ForgetRequest(ids=[secret, "no-such-id"], reason="a secret"))
     assert (report.done, report.not_found) == ((secret,), ("no-such-id",))
-    hidden = every_read(orch, secret, kept, before.trace_id)
+    hidden = await every_read(orch, secret, kept, before.trace_id)
     assert {read: ids for read, ids in hidden.items() if secret in ids} == {}
     assert kept in hidden["search history=False"]  # the rest is still there
-    again = run(lambda: orch.forget(ForgetRequest(ids=[secret], reason="twice")))
+    again = await orch.forget(ForgetRequest(ids=[secret], reason="twice"))
     assert (again.done, again.unchanged) == ((), (secret,))
-    stone = run(lambda: orch.inspection().forgotten(secret))
+    stone = await orch.inspection().forgotten(secret)
     assert stone is not None
     assert (stone.reason, stone.store) == ("a secret", orch.store_name)
 
-    undone = run(lambda: orch.forget(ForgetRequest(ids=[secret], undo=True)))
+    undone = await orch.forget(ForgetRequest(ids=[secret], undo=True))
     assert undone.done == (secret,)
-    back = every_read(orch, secret, kept, before.trace_id)
+    back = await every_read(orch, secret, kept, before.trace_id)
     assert {read for read, ids in back.items() if secret in ids} == reached
 
 
-def test_replicas_on_one_postgres_share_what_is_forgotten(pg_dsn: str, settings: Settings) -> None:
+async def test_replicas_on_one_postgres_share_what_is_forgotten(
+    pg_dsn: str, settings: Settings
+) -> None:
     """A memory forgotten through one replica is left out by the other at its next read, and
     an undo on the other brings it back to the first (no wait: each read asks the database)."""
 
@@ -187,25 +188,25 @@ def test_replicas_on_one_postgres_share_what_is_forgotten(pg_dsn: str, settings:
 
     one, two = replica(), replica()
     try:
-        secret = write(one, SECRET, ["Lisbon office"], days_ago=4)
-        write(one, KEPT, ["Lisbon office"], days_ago=5)
+        secret = await write(one, SECRET, ["Lisbon office"], days_ago=4)
+        await write(one, KEPT, ["Lisbon office"], days_ago=5)
 
-        def found(o: Orchestrator) -> list[str]:
-            result = run(lambda: o.search(SearchRequest(query=QUERY)))
+        async def found(o: Orchestrator) -> list[str]:
+            result = await o.search(SearchRequest(query=QUERY))
             return [i.memory_id for i in result.items]
 
-        assert secret in found(two)
-        run(lambda: one.forget(ForgetRequest(ids=[secret], reason="shared")))
-        assert secret not in found(two)
-        assert secret not in found(one)
-        run(lambda: two.forget(ForgetRequest(ids=[secret], undo=True)))
-        assert secret in found(one)
+        assert secret in await found(two)
+        await one.forget(ForgetRequest(ids=[secret], reason="shared"))
+        assert secret not in await found(two)
+        assert secret not in await found(one)
+        await two.forget(ForgetRequest(ids=[secret], undo=True))
+        assert secret in await found(one)
     finally:
-        run(one.close)
-        run(two.close)
+        await one.close()
+        await two.close()
 
 
-def test_writing_a_forgotten_memory_s_text_again_brings_it_back(settings: Settings) -> None:
+async def test_writing_a_forgotten_memory_s_text_again_brings_it_back(settings: Settings) -> None:
     o = Orchestrator(
         EmbeddedBackend(settings.embedded_path()),
         settings,
@@ -213,12 +214,12 @@ def test_writing_a_forgotten_memory_s_text_again_brings_it_back(settings: Settin
         tombstones=Tombstones(settings.forgotten_path()),
     )
     try:
-        secret = write(o, SECRET, ["Lisbon office"], days_ago=4)
-        run(lambda: o.forget(ForgetRequest(ids=[secret], reason="for now")))
+        secret = await write(o, SECRET, ["Lisbon office"], days_ago=4)
+        await o.forget(ForgetRequest(ids=[secret], reason="for now"))
         memory = NewMemory(content=SECRET, entities=["Lisbon office"])
-        again = run(lambda: o.write(WriteRequest(memory=memory)))
+        again = await o.write(WriteRequest(memory=memory))
         assert (again.action, again.duplicate_of) == (WriteAction.SKIPPED, secret)
-        assert [m.id for m in run(lambda: o.memories([secret]))] == [secret]
-        assert run(o.forgotten) == []
+        assert [m.id for m in await o.memories([secret])] == [secret]
+        assert await o.forgotten() == []
     finally:
-        run(o.close)
+        await o.close()
