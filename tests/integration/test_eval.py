@@ -23,6 +23,7 @@ from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.eval import Dataset, RunOptions, build_report, load_dataset, run_eval
+from memory_orchestrator.eval.jsonl import parse_jsonl
 from memory_orchestrator.eval.report import LATENCY_KEYS
 from memory_orchestrator.faces.cli import app
 from memory_orchestrator.models import NewMemory, SearchRequest, Trace
@@ -301,3 +302,25 @@ def test_make_eval_without_its_dataset_says_how_to_get_one(tmp_path: Path) -> No
     assert result.returncode == 2, result.stderr
     assert f"no dataset at {missing}" in result.stderr
     assert "make eval EVAL_DATASET=golden" in result.stderr
+
+
+MERGED_PAIR = [
+    {"case": "merged", "as_of": "2026-03-20T17:00:00Z"},
+    {
+        "memories": [
+            {"id": "m1", "content": "The weekly standup moves to 10:00 on Mondays."},
+            {"id": "m2", "content": "The weekly standup moves to 10:00 on Monday."},
+            {"id": "m3", "content": "Lunch is served at noon in the atrium."},
+        ]
+    },
+    {"query": "when is the weekly standup?", "relevant": ["m1", "m2"], "id": "q1"},
+]
+
+
+def test_a_memory_merged_into_another_item_is_not_counted_as_found(settings: Settings) -> None:
+    """The agent reads the item, not the ids it absorbed (`merged_ids`): two restatements
+    shown as one item are one of two evidence memories found."""
+    text = "\n".join(json.dumps(record) for record in MERGED_PAIR)
+    report = evaluate(parse_jsonl(text, name="merged", where="test"), settings, k=(10,))
+    assert report["systems"]["raw"]["recall@10"] == 1.0  # the store returns both
+    assert report["systems"]["orchestrated"]["recall@10"] == 0.5

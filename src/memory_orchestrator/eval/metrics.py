@@ -1,9 +1,10 @@
 """Retrieval metrics: pure functions over one question's ranked results.
 
 A ranking is a sequence of returned items, best first; each item is the set of dataset keys
-it stands for (one key for a plain memory; more when the orchestrator merged near-duplicates
-into it, or when the store kept one memory for several identical turns). `relevant` is the
-set of evidence keys. Every function returns a float in [0, 1].
+it stands for (one key for a plain memory; more when the store kept one memory for several
+identical turns). The near-duplicates an orchestrated item absorbed (`merged_ids`) are not
+among them: the agent reads the item, not those ids. `relevant` is the set of evidence keys.
+Every function returns a float in [0, 1].
 
 - recall@k: |evidence found in the top k| / |evidence| (LoCoMo's own definition).
 - recall_all@k: 1 when every evidence key is in the top k, else 0.

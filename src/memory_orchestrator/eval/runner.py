@@ -267,8 +267,9 @@ class CaseRunner:
         started = time.perf_counter()
         result = await self.orchestrator.search(request)
         latency = (time.perf_counter() - started) * 1000
-        groups = [(item.memory_id, *item.merged_ids) for item in result.items]
-        await self.keys.resolve(self.orchestrator, [i for g in groups for i in g])
+        # only the item's own memory counts: what it absorbed (`merged_ids`) the agent never reads
+        shown = [item.memory_id for item in result.items]
+        await self.keys.resolve(self.orchestrator, shown)
         chars = 0
         if self.options.measure_context:
             budget = ResponseBudget(
@@ -279,7 +280,7 @@ class CaseRunner:
             )
             chars = len(package.context_block)
         return Answer(
-            ranking=tuple(frozenset().union(*(self.keys.of(i) for i in g)) for g in groups),
+            ranking=tuple(self.keys.of(i) for i in shown),
             ids=tuple(item.memory_id for item in result.items),
             texts=tuple(
                 self.keys.text_of.get(item.memory_id, item.summary) for item in result.items
