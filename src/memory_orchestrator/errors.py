@@ -15,6 +15,7 @@
     +-- BackendError                      a store failed; `transient` means a retry may work
     |   +-- CapabilityMissing             the store has no such operation
     |   +-- StoreTimeout                  a store process ran past its limit and was stopped
+    |   +-- StoreUnreadable               no search reached the store: an empty answer would lie
     +-- OutboxError                       the write outbox itself cannot be used
     +-- ForgetError                       the list of forgotten memories cannot be used
     +-- EmbeddingFailed                   the semantic model failed on memories to index
@@ -45,6 +46,7 @@ __all__ = [
     "OutboxError",
     "SemanticUnavailable",
     "StoreTimeout",
+    "StoreUnreadable",
     "TraceNotFound",
     "TransferError",
     "UnknownBackend",
@@ -109,6 +111,16 @@ class StoreTimeout(BackendError):
 
     def __init__(self, message: str, *, transient: bool = True) -> None:
         super().__init__(message, transient=transient)
+
+
+class StoreUnreadable(BackendError):
+    """Every search of a read failed (the store is missing, locked, hung or gone) and nothing
+    came back from elsewhere: answering "nothing found" would pass a broken store off as an
+    empty memory. `trace_id` names the request's stored trace."""
+
+    def __init__(self, message: str, *, transient: bool = False, trace_id: str = "") -> None:
+        super().__init__(message, transient=transient)
+        self.trace_id = trace_id
 
 
 class OutboxError(OrchestratorError):

@@ -27,7 +27,7 @@ import json, subprocess, sys
 from pathlib import Path
 import anyio
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.errors import OutboxError
+from memory_orchestrator.errors import OutboxError, StoreUnreadable
 from memory_orchestrator.models import NewMemory, SearchRequest, WriteRequest
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.service import Orchestrator
@@ -53,8 +53,11 @@ async def main():
     chattr("+i", db)
     queued = await write("Ruth keeps the loading dock key.")
     seen["queued"] = [queued.action.value, queued.reason]
-    found = await o.search(SearchRequest(query="Lisbon office"))
-    seen["search_notes"] = list(found.trace.notes)
+    try:
+        found = await o.search(SearchRequest(query="Lisbon office"))
+        seen["search_notes"] = list(found.trace.notes)
+    except StoreUnreadable as exc:  # no search reached it: an error, not an empty answer
+        seen["search_notes"] = [str(exc)]
     health = await o.health()
     seen["health"] = [health.status.value, {c.name: c.detail for c in health.checks}]
     chattr("+i", outbox)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-from tests.e2e.test_mcp_stdio import Client, _session
+from tests.e2e.test_mcp_stdio import Client, _session, _text
 
 pytestmark = pytest.mark.integration
 
@@ -33,16 +33,18 @@ def test_every_tool_answers_over_a_corrupted_store_and_recovers(
     broken: tuple[Client, Path],
 ) -> None:
     client, db = broken
-    for name, args in (
+    for name, args in (  # no search reached the store: an error that says so, not "nothing"
         ("memory_search", {"query": "Vendor X firmware"}),
         ("memory_context", {"query": "recent issues with Vendor X"}),
-        ("memory_expand", {"entities": ["Vendor X"]}),
+        ("memory_explain", {"query": "why did the milestone slip?"}),
     ):
-        answer = client.ok(name, args)
-        assert answer["items"] == []
-        assert any("not a database" in n for n in answer["trace"]["notes"]), (name, answer)
-    explained = client.ok("memory_explain", {"query": "why did the milestone slip?"})
-    assert any("not a database" in n for n in explained["trace"]["notes"])
+        failed = client.call(name, args)
+        assert failed.is_error, (name, _text(failed))
+        assert "no search reached the store" in _text(failed), (name, _text(failed))
+        assert "not a database" in _text(failed), (name, _text(failed))
+    answer = client.ok("memory_expand", {"entities": ["Vendor X"]})
+    assert answer["items"] == []
+    assert any("not a database" in n for n in answer["trace"]["notes"]), answer
 
     content = "Vendor X promised firmware 2.4 for the April pilot."
     queued = client.ok("memory_write", {"content": content, "entities": ["Vendor X"]})

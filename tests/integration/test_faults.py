@@ -2,8 +2,9 @@
 junk or dies mid-call (`tests.faults.FaultyBackend` around the real embedded store).
 
 Every tool answers, within its bound (a few rounds of `retrieval.timeout_s`, set short here),
-with partial results and a trace note where it can, and health turns degraded or error with
-the reason. Timing asserts are generous upper bounds, never speed claims.
+with partial results and a trace note where it can, a read that reached no store with an
+error that says so (never an empty answer), and health turns degraded or error with the
+reason. Timing asserts are generous upper bounds, never speed claims.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
-from memory_orchestrator.errors import BackendError
+from memory_orchestrator.errors import BackendError, StoreUnreadable
 from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,
@@ -48,6 +49,7 @@ BOUND_S = 4 * TIMEOUT_S + 2.0  # + generous slack for a loaded machine
 ALL_OPS = ("search", "neighbors", "get_memories", "known_entities", "write", "link", "health")
 MODES: tuple[Mode, ...] = ("hang", "error", "transient", "junk", "die")
 TOOLS = ("search", "context", "expand", "write", "explain", "health")
+READS = ("search", "context", "explain")
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -112,7 +114,15 @@ def faulty_of(o: Orchestrator) -> FaultyBackend:
 
 
 async def call_tool(o: Orchestrator, tool: str) -> Any:
-    """One call of `tool` as the MCP face makes it; returns the answer."""
+    """One call of `tool` as the MCP face makes it; returns the answer (a read that reached
+    no store: the error, which the face turns into a tool error)."""
+    try:
+        return await _call_tool(o, tool)
+    except StoreUnreadable as exc:
+        return exc
+
+
+async def _call_tool(o: Orchestrator, tool: str) -> Any:
     if tool == "search":
         return await o.search(SearchRequest(query="Vendor X firmware", expand=True))
     if tool == "context":
@@ -168,6 +178,17 @@ async def test_every_tool_answers_in_time_under_every_fault(
             assert answer.action is WriteAction.QUEUED
             assert answer.outbox_seq is not None
             assert "queued" in answer.reason
+        return
+    if tool in READS and mode != "junk":
+        # no search reached the store and nothing came back: an error that says so (kept as a
+        # trace), never an answer that looks like an empty memory
+        assert isinstance(answer, StoreUnreadable), answer
+        assert "no search reached the store" in str(answer)
+        assert answer.transient == (mode != "error"), str(answer)
+        notes = o.trace(answer.trace_id).notes  # type: ignore[union-attr]
+        assert any(word in n for n in notes for word in FAILED), notes
+        if mode == "transient":
+            assert any("retry" in n for n in notes), notes
         return
     notes = notes_of(answer)
     ids = ids_of(answer, tool)
@@ -233,10 +254,12 @@ async def test_a_write_that_died_after_storing_is_not_written_twice(
 
 async def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
     o = make({"search": "error"})
-    result = await o.search(SearchRequest(query="zeppelin"))
+    with pytest.raises(StoreUnreadable) as raised:  # and nothing found elsewhere
+        await o.search(SearchRequest(query="zeppelin"))
     faulty = faulty_of(o)
     assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
-    assert not any("retry" in n for n in result.trace.notes)
+    notes = o.trace(raised.value.trace_id).notes  # type: ignore[union-attr]
+    assert not any("retry" in n for n in notes)
 
 
 async def test_a_write_the_store_refuses_is_an_error_not_queued(

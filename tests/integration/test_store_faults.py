@@ -1,7 +1,8 @@
 """Real stores in real failure modes, seen through the service: the embedded store's SQLite
 file locked by another process or corrupted, the Mnemon contract double with a locked store,
-a bad store name or no binary, and a killed npm MCP server. Each tool still answers (with a
-note), health says what is wrong, writes are queued, and the next call recovers."""
+a bad store name or no binary, and a killed npm MCP server. A read that reached no store
+says so (`StoreUnreadable`, never an empty answer), health says what is wrong, writes are
+queued, and the next call recovers."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.mnemon import MnemonBackend
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE, MnemonMcpBackend
+from memory_orchestrator.errors import StoreUnreadable
 from memory_orchestrator.models import (
     ContextRequest,
     HealthReport,
@@ -132,9 +134,8 @@ async def test_a_store_locked_before_it_opens_gives_notes_and_health_error_with_
     await embedded.close()  # an exclusive-mode lock needs the file to itself
     with locked_by_another_process(db, "all"):
         o = service(EmbeddedBackend(db, busy_timeout_ms=100), settings)
-        pack = await o.context(ContextRequest(query="when does the office open?"))
-        assert pack.items == ()
-        assert any("locked" in n for n in pack.trace.notes), pack.trace.notes
+        with pytest.raises(StoreUnreadable, match="locked"):  # never "nothing found"
+            await o.context(ContextRequest(query="when does the office open?"))
         health = await o.health()
         assert health.status is Status.ERROR
         assert "locked" in checks(health)["sqlite"]
@@ -155,9 +156,8 @@ async def test_a_corrupted_store_file_is_reported_and_writes_wait_for_its_repair
     db.write_bytes(b"\x00garbage, not SQLite\xff" * 512)
     o = service(EmbeddedBackend(db), settings)
     try:
-        result = await o.search(SearchRequest(query="anything at all"))
-        assert result.items == ()
-        assert any("not a database" in n for n in result.trace.notes), result.trace.notes
+        with pytest.raises(StoreUnreadable, match="not a database"):
+            await o.search(SearchRequest(query="anything at all"))
         health = await o.health()
         assert health.status is Status.ERROR
         assert "not a database" in checks(health)["sqlite"]
@@ -218,8 +218,8 @@ async def test_mnemon_with_a_bad_store_name_says_so_everywhere(
     monkeypatch.setenv("MNEMON_STORE", "no/slashes")
     o = service(mnemon(double, tmp_path / "mnemon-data"), settings)
     try:
-        result = await o.search(SearchRequest(query="anything"))
-        assert any("no/slashes" in n for n in result.trace.notes), result.trace.notes
+        with pytest.raises(StoreUnreadable, match="no/slashes"):
+            await o.search(SearchRequest(query="anything"))
         health = await o.health()
         assert health.status is Status.ERROR
         assert any("no/slashes" in d for d in checks(health).values())
@@ -233,8 +233,8 @@ async def test_mnemon_without_its_binary_says_how_to_install_it(
 ) -> None:
     o = service(mnemon(tmp_path / "nope" / "mnemon", tmp_path / "mnemon-data"), settings)
     try:
-        result = await o.search(SearchRequest(query="anything"))
-        assert any("not found" in n for n in result.trace.notes), result.trace.notes
+        with pytest.raises(StoreUnreadable, match=r"not found.*go install"):
+            await o.search(SearchRequest(query="anything"))
         health = await o.health()
         assert health.status is Status.ERROR
         assert "go install" in checks(health)["binary"]
@@ -249,9 +249,9 @@ async def test_a_hanging_mnemon_is_cut_off_and_health_says_it_timed_out(
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")  # every process hangs first
     o = service(mnemon(double, tmp_path / "mnemon-data", timeout_s=0.5), settings, timeout_s=1)
     try:
-        result = await o.search(SearchRequest(query="anything"))
-        assert result.items == ()
-        assert any("timed out" in n for n in result.trace.notes), result.trace.notes
+        with pytest.raises(StoreUnreadable, match="did not answer") as raised:
+            await o.search(SearchRequest(query="anything"))
+        assert raised.value.transient
         health = await o.health()
         assert health.status is Status.ERROR
         assert any("timed out" in d for d in checks(health).values()), checks(health)

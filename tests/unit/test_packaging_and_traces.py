@@ -147,6 +147,34 @@ def test_an_empty_result_still_gives_a_clear_block() -> None:
     assert packed.items == ()
 
 
+def test_an_item_names_on_its_line_the_memories_it_absorbed() -> None:
+    """The agent reads the block, not `merged_ids`: what was stored is named where it looks."""
+    items = ranked_items(3)
+    items[0] = items[0].model_copy(update={"merged_ids": ("m7", "m9")})
+    packed = package(
+        items, plan("atlas vendor"), Budget(3, 5000, 240), task=None, candidate_count=3
+    )
+    (line,) = [row for row in packed.context_block.splitlines() if f"({items[0].id};" in row]
+    assert line.endswith("; merged: m7, m9)")
+    assert sum("merged:" in row for row in packed.context_block.splitlines()) == 1
+
+
+WARNING = "Warning: the memory store could not be searched (it is gone); these come from elsewhere."
+
+
+@pytest.mark.parametrize("max_chars", [150, 400, 5000])
+def test_a_warning_is_the_first_line_of_the_block_whatever_the_budget(max_chars: int) -> None:
+    items = ranked_items(4)
+    budget = Budget(4, max_chars, 240)
+    packed = package(
+        items, plan("atlas vendor"), budget, task=None, candidate_count=4, warning=WARNING
+    )
+    assert packed.context_block.splitlines()[0] == WARNING
+    assert len(packed.context_block) <= max_chars
+    if max_chars >= 400:
+        assert packed.items
+
+
 def sample_trace() -> Trace:
     return Trace(
         trace_id="tr_1",

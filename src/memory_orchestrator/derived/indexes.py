@@ -93,6 +93,11 @@ class DerivedIndexes:
         """The store just took a write: pull it in at the next query."""
         self._feed.stale()
 
+    @property
+    def loading(self) -> bool:
+        """Whether `warm_up` is still loading them (a query meanwhile goes without them)."""
+        return self._warming is not None
+
     async def refresh(self, trace: Trace) -> Indexes:
         """The indexes that are on, brought up to date with the store (incrementally)."""
         if self._warming is not None:

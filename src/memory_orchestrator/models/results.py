@@ -169,6 +169,11 @@ class SearchResult(Frozen):
         default=False, description="True when the store's own ranking was returned as it was."
     )
     trace: TraceSummary = Field(description="A short account of how the answer was made.")
+    warning: str | None = Field(
+        default=None,
+        description="Set when the store itself could not be searched: the items come from"
+        " the orchestrator's own indexes alone and may be incomplete.",
+    )
 
 
 class ContextPackage(Frozen):
@@ -190,6 +195,11 @@ class ContextPackage(Frozen):
     )
     trace_id: str = Field(description="The request's trace: memory_explain shows why these.")
     trace: TraceSummary = Field(description="A short account of how the package was made.")
+    warning: str | None = Field(
+        default=None,
+        description="Set when the store itself could not be searched (also the block's first"
+        " line): the items come from the orchestrator's own indexes alone.",
+    )
 
 
 class WriteReport(Frozen):

@@ -5,7 +5,9 @@ and what did not fit is named in the trace. Fitting (`_fit`): the full header an
 prefix of the ranked items that fits; when not even the best item fits, every item under a
 shorter header (the summary cut, no entity line), then under a one-line header, then the most
 of the best items that fit cut to at least `MIN_CUT_CHARS`. The summary always counts the
-items the block shows; "No relevant memories found" only when none were.
+items the block shows; "No relevant memories found" only when none were. A `warning` (the store
+itself could not be searched) is the block's first line, whatever else is cut. An item that
+absorbed near-duplicates names them on its line (`merged: ...`): they were stored.
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ def package(
     *,
     task: str | None,
     candidate_count: int,
+    warning: str | None = None,
 ) -> Packed:
     chosen = [to_context_item(i, budget.item_chars) for i in items[: budget.max_items]]
     cut = [i.id for i in items[budget.max_items :]]
-    packed = _fit(chosen, _Draw(plan, budget, task, candidate_count, len(chosen)))
+    draw = _Draw(plan, budget, task, candidate_count, len(chosen), warning)
+    packed = _fit(chosen, draw)
     cut = [c.memory_id for c in chosen[len(packed.items) :]] + cut
     return replace(packed, cut=tuple(cut))
 
@@ -164,6 +168,8 @@ def _line(number: int, item: ContextItem) -> str:
         flags += "; cross-validated"
     if item.changed:
         flags += f"; {item.changed}"
+    if item.merged_ids:
+        flags += "; merged: " + ", ".join(item.merged_ids)
     return f"{number}. [{_day(item.timestamp)}] {item.summary} ({flags})"
 
 
@@ -209,6 +215,7 @@ class _Draw:
     task: str | None
     candidate_count: int
     found: int  # items chosen before fitting
+    warning: str | None = None  # the block's first line, when set
 
     def block(self, items: Sequence[ContextItem], level: int, chars: int | None = None) -> Packed:
         """The package showing `items` (each cut to `chars`) under a header of `level`."""
@@ -218,6 +225,8 @@ class _Draw:
         span = _span(items)
         summary = _summary(items, self.plan, entities, span, self.candidate_count, self.found)
         header = _header(self.plan, self.task, summary, entities, level)
+        if self.warning:
+            header = f"{self.warning}\n{header}"
         text = _render(
             header, items, self.plan, self.budget.group_by, footer=level == 0, found=self.found
         )

@@ -48,12 +48,28 @@ Prefetch = Callable[[], Awaitable[Sequence[tuple[SubQuery, Sequence[Hit]]]]]
 DISPATCH_WAIT_S = 0.002  # the longest the prefetched lists wait for the store's searches
 
 
+class Lost(NamedTuple):
+    """A store search that failed or timed out: why, and whether a retry may work."""
+
+    reason: str
+    transient: bool
+
+
 @dataclass
 class Retrieval:
     candidates: list[Candidate]
     notes: list[str] = field(default_factory=list)
     calls: int = 0
-    failed: int = 0
+    failed: int = 0  # store searches that brought no list (failed, timed out or cut)
+    lost: list[Lost] = field(default_factory=list)  # those that failed or timed out
+
+    @property
+    def store_unread(self) -> Lost | None:
+        """The first failure when no store search brought a list and one failed (a search
+        cut by `list_budget_s` is slow, not failed); None when the store was searched."""
+        if self.calls and self.failed == self.calls and self.lost:
+            return self.lost[0]
+        return None
 
 
 async def retrieve(
@@ -97,7 +113,11 @@ async def retrieve(
     candidates = _fuse([*found, *calls.prefetched], rrf_k)
     failed = sum(1 for hits in calls.results if hits is None)
     return Retrieval(
-        candidates=candidates, notes=sorted(set(notes)), calls=len(subqueries), failed=failed
+        candidates=candidates,
+        notes=sorted(set(notes)),
+        calls=len(subqueries),
+        failed=failed,
+        lost=calls.lost,
     )
 
 
@@ -117,6 +137,7 @@ class _Calls:
         self.max_chars, self.budget, self.dispatching = max_chars, list_budget_s, dispatching
         self.results: list[list[SearchHit] | None] = []
         self.notes: list[str] = []
+        self.lost: list[Lost] = []
         self.prefetched: list[_Listing] = []
         self._running: dict[int, anyio.CancelScope] = {}
         self._started = 0.0
@@ -156,10 +177,12 @@ class _Calls:
                 self.notes.append(
                     f"search {sub.text!r} timed out after {self.timeout_s:g}s; partial results"
                 )
+                self.lost.append(Lost(f"it did not answer in {self.timeout_s:g}s", True))
             except Exception as exc:  # a store error must not fail the request
                 self.notes.append(
                     f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
                 )
+                self.lost.append(Lost(str(exc) or type(exc).__name__, _transient(exc)))
         self._running.pop(index, None)
         self._seen(index)  # (done: dispatched or not, nothing more to wait for)
         if scope.cancelled_caught:
@@ -204,6 +227,12 @@ class _Calls:
             self._cut_at = self._started + self.budget
             for scope in list(self._running.values()):
                 scope.deadline = self._cut_at
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether a retry may work: the store's own word, else a timeout's or an OS error's."""
+    said = getattr(exc, "transient", None)
+    return said if isinstance(said, bool) else isinstance(exc, TimeoutError | OSError)
 
 
 def _on_asyncio() -> bool:

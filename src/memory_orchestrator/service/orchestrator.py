@@ -294,6 +294,7 @@ class Orchestrator:
             items=items,
             trace_id=run.trace.trace_id,
             trace=self._recorder.summary(run.trace),
+            warning=run.warning,
         )
 
     async def context(self, request: ContextRequest) -> ContextPackage:
@@ -324,6 +325,7 @@ class Orchestrator:
             Budget(max_items, max_chars, pack.item_chars, group_by),
             task=request.task,
             candidate_count=run.candidate_count,
+            warning=run.warning,
         )
         run.trace.dropped.extend(
             Dropped(
@@ -347,6 +349,7 @@ class Orchestrator:
             context_block=packed.context_block,
             trace_id=run.trace.trace_id,
             trace=self._recorder.summary(run.trace),
+            warning=run.warning,
         )
 
     async def expand(self, request: ExpandRequest) -> SearchResult:

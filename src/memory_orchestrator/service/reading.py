@@ -7,7 +7,10 @@
 A run takes one frozen `ReadRequest` and returns the plan, the items and the trace being built;
 `search`, `context` and `explain` are runs with other limits and other packaging. Every stage
 that calls the store degrades on failure and says so in the trace; no stage fails the request
-but the planner's input checks.
+but the planner's input checks, and one rule: when every search of the store failed, an empty
+answer would pass a broken store off as an empty memory, so the run raises `StoreUnreadable`
+(the trace kept, with the error); when the derived indexes still found memories, they come back
+with a `warning` that says the store itself could not be searched.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.semantic import SemanticIndex
+from memory_orchestrator.errors import StoreUnreadable
 from memory_orchestrator.models import (
     Candidate,
     ContextItem,
@@ -46,7 +50,7 @@ from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance, rank, slot_neighbors, with_reasons
-from memory_orchestrator.pipeline.retriever import Hit, SubQuery, retrieve
+from memory_orchestrator.pipeline.retriever import Hit, Lost, SubQuery, retrieve
 from memory_orchestrator.pipeline.scored import Items, Ranked, Scored
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.settings import Settings
@@ -79,6 +83,7 @@ class ReadOutcome:
     plan: QueryPlan
     items: list[ScoredItem] = field(default_factory=list)
     candidate_count: int = 0
+    warning: str | None = None  # the store could not be searched: these are the indexes' alone
 
 
 def ms_since(started: float) -> float:
@@ -109,6 +114,7 @@ class _Pass:
     indexes: Indexes = field(default_factory=lambda: Indexes(None, None))
     candidates: list[Candidate] = field(default_factory=list)
     ctx: RankContext | None = None
+    unread: Lost | None = None  # why no search reached the store (None: the store answered)
 
 
 class ReadPath:
@@ -156,9 +162,41 @@ class ReadPath:
         items = self._rank(run)
         trace.result_ids = [i.id for i in items]
         trace.timings_ms["total"] = ms_since(run.started)
+        warning = self._unread(run, items)
         if finish:
             self._recorder.finish(trace)
-        return ReadOutcome(trace, plan, items, len(run.candidates))
+        return ReadOutcome(trace, plan, items, len(run.candidates), warning)
+
+    def _unread(self, run: _Pass, items: Sequence[ScoredItem]) -> str | None:
+        """None when the store was searched. Otherwise the warning that goes with what the
+        derived indexes found, or, when they found nothing, `StoreUnreadable` (the trace
+        finished with the error first, so that it can be explained)."""
+        if run.unread is None:
+            return None
+        reason, transient = run.unread
+        if items:
+            short = cut_at_word(reason.split("; ")[0], 160)  # the cause, not the remedy
+            warning = (
+                f"Warning: the memory store could not be searched ({short}); these memories"
+                " come from the orchestrator's own indexes and may be incomplete."
+            )
+            run.trace.notes.append(warning)
+            return warning
+        if self._indexes.loading:  # they may hold it once loaded
+            reason += "; the local index was still loading"
+            transient = True
+        todo = (
+            "ask again in a moment, and check the store's health if it persists"
+            if transient
+            else "check the store's health, fix it and ask again"
+        )
+        message = (
+            f"no search reached the store ({reason}); nothing was read, so this is not an"
+            f" empty memory: {todo} (trace {run.trace.trace_id})"
+        )
+        run.trace.error = message
+        self._recorder.finish(run.trace)
+        raise StoreUnreadable(message, transient=transient, trace_id=run.trace.trace_id)
 
     def rank_context(
         self, plan: QueryPlan, now: datetime, trace: Trace | None = None
@@ -181,8 +219,18 @@ class ReadPath:
         trace.notes.append("passthrough: the store's own results, unchanged")
         trace.backend_calls = 1
         query = cut_query(request.query, "query", self._settings.limits.max_query_chars, trace)
-        with anyio.fail_after(self._timeout()):
-            hits = await self._store.search(query, request.top_k, request.filters)
+        try:
+            with anyio.fail_after(self._timeout()):
+                hits = await self._store.search(query, request.top_k, request.filters)
+        except TimeoutError as exc:
+            trace.error = f"the store did not answer in {self._timeout():g}s"
+            self._recorder.finish(trace)
+            raise StoreUnreadable(
+                f"no search reached the store ({trace.error}); nothing was read, so this is"
+                f" not an empty memory: ask again in a moment (trace {trace.trace_id})",
+                transient=True,
+                trace_id=trace.trace_id,
+            ) from exc
         items = tuple(
             ContextItem(
                 memory_id=h.memory.id,
@@ -264,6 +312,7 @@ class ReadPath:
         trace.notes.extend(got.notes)
         trace.timings_ms["retrieve"] = ms_since(run.started)
         run.candidates = got.candidates
+        run.unread = got.store_unread
         ctx = self.rank_context(plan, run.now, trace)
         if ahead:  # (only the candidates': the same keys and values as one call over them)
             known = {i: ahead[i] for i in (c.memory.id for c in run.candidates) if i in ahead}

@@ -104,6 +104,8 @@ def describe(exc: ValidationError) -> str:
 
 def search_result(result: SearchResult, verbose: bool = False) -> None:
     console = _out()
+    if result.warning:  # the store itself could not be searched: said first
+        console.print(_text(result.warning, style="bold yellow"))
     title = f"{len(result.items)} memories for {result.query!r} ({result.strategy})"
     if result.passthrough:
         title += " - raw store ranking"
