@@ -325,10 +325,11 @@ def settings_page(model: type[BaseModel] = Settings) -> str:
 # ---------------------------------------------------------------- MCP tools
 
 
-def published_tools() -> list[JSON]:
-    """The tools as the server lists them to a client (`tools/list`), as JSON."""
+def published_tools(*, documented: bool = False) -> list[JSON]:
+    """The tools as the server lists them to a client (`tools/list`), as JSON; `documented`:
+    their output schemas with every field's description (which the list leaves out)."""
     server = create_server(Settings.model_construct())
-    tools = asyncio.run(server.list_tools())
+    tools = asyncio.run(server.documented_tools() if documented else server.list_tools())
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
 
@@ -440,9 +441,15 @@ TOOLS_INTRO = """\
 {generated}
 The tools as the server publishes them to every MCP client (`tools/list`): the
 description is the tool's docstring, written for the model that calls it; the input and
-output schemas come from the Pydantic models, so this page changes with them. Every answer is
-structured output that matches the output schema and carries a `trace_id`; bad arguments come
-back as one tool error naming each bad field, and change nothing.
+output schemas come from the Pydantic models, so this page changes with them (the list itself
+leaves out the output fields' descriptions, given here: a client sends the list to the model at
+every session). Every answer is structured output that matches the output schema and carries a
+`trace_id`. The read tools (`memory_context`, `memory_search`, `memory_expand`) answer compactly
+unless asked for `detail`: the text the model reads is the context block (or one line per item)
+and the trace id, and the structured content is as lean; with `detail=true` both carry the whole
+record (each item's reasons and score breakdown, the trace summary), which the same output
+schema admits. A store that could not be searched at all is a tool error, never an empty
+answer. Bad arguments come back as one tool error naming each bad field, and change nothing.
 
 What the server tells every client when the session starts (its `instructions`):
 
@@ -459,7 +466,8 @@ def _first_sentence(text: str) -> str:
 
 
 def tools_page() -> str:
-    tools = published_tools()
+    tools = published_tools(documented=True)
+    listed = {tool["name"]: tool for tool in published_tools()}
     head = TOOLS_INTRO.format(generated=GENERATED, instructions=" ".join(INSTRUCTIONS.split()))
     lines = [head.rstrip("\n")]
     for tool in tools:
@@ -478,8 +486,9 @@ def tools_page() -> str:
         lines.append(f"### Output {{ #{name}-output }}\n")
         lines.extend(_fields_block(tool.get("outputSchema"), "output schema", "Always there"))
         lines.extend(_collapsed_json(f"{name}: input JSON schema", tool.get("inputSchema", {})))
-        if "outputSchema" in tool:
-            lines.extend(_collapsed_json(f"{name}: output JSON schema", tool["outputSchema"]))
+        if "outputSchema" in listed[name]:
+            output = listed[name]["outputSchema"]
+            lines.extend(_collapsed_json(f"{name}: output JSON schema (as listed)", output))
     lines.append("## Types { #types }\n")
     lines.append("The named types the schemas above refer to.\n")
     for type_name_, definition in _named_types(tools).items():

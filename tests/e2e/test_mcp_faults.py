@@ -42,7 +42,7 @@ def test_every_tool_answers_over_a_corrupted_store_and_recovers(
         assert failed.is_error, (name, _text(failed))
         assert "no search reached the store" in _text(failed), (name, _text(failed))
         assert "not a database" in _text(failed), (name, _text(failed))
-    answer = client.ok("memory_expand", {"entities": ["Vendor X"]})
+    answer = client.ok("memory_expand", {"entities": ["Vendor X"], "detail": True})
     assert answer["items"] == []
     assert any("not a database" in n for n in answer["trace"]["notes"]), answer
 

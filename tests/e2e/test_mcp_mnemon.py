@@ -112,13 +112,15 @@ def test_search_finds_written_memories_and_honours_filters(
     )
     assert [i["memory_id"] for i in procedural["items"]] == [written[3]]
     window = {"start": "2026-03-01", "end": "2026-03-31T23:59:59Z"}
-    march = client.ok("memory_search", {"query": "Vendor X", "filters": {"time_range": window}})
+    asked = {"query": "Vendor X", "filters": {"time_range": window}, "detail": True}
+    march = client.ok("memory_search", asked)
     assert {i["memory_id"] for i in march["items"]} == {written[0], written[2]}
     assert any("cannot filter by time_range" in n for n in march["trace"]["notes"])
 
 
 def test_passthrough_returns_mnemons_own_ranking(client: Client, written: list[str]) -> None:
-    raw = client.ok("memory_search", {"query": "radio firmware", "passthrough": True})
+    asked = {"query": "radio firmware", "passthrough": True, "detail": True}
+    raw = client.ok("memory_search", asked)
     assert raw["passthrough"] is True
     assert {i["memory_id"] for i in raw["items"]} <= set(written)
 
@@ -134,7 +136,8 @@ def test_context_packs_a_citable_block(client: Client, written: list[str]) -> No
 
 def test_expand_walks_mnemons_graph(client: Client, written: list[str]) -> None:
     seed = client.ok("memory_search", {"query": "missed March delivery milestone"})["items"][0]
-    result = client.ok("memory_expand", {"seed_ids": [seed["memory_id"]], "hops": 2})
+    asked = {"seed_ids": [seed["memory_id"]], "hops": 2, "detail": True}
+    result = client.ok("memory_expand", asked)
     reached = {item["memory_id"] for item in result["items"]}
     assert reached
     assert seed["memory_id"] not in reached

@@ -88,7 +88,7 @@ def test_the_orchestrator_answers_in_front_of_the_store(store: tuple[str, Client
         "memory_context",
         {"query": "who owns procurement escalations?", "response_budget": {"max_items": 3}},
     )
-    assert any("Dana Whitfield" in item["summary"] for item in package["items"])
+    assert "Dana Whitfield" in package["context_block"]
     report = client.ok("memory_health")
     assert report["backend"] == name
     assert report["status"] == "ok", report["checks"]

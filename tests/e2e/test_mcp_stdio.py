@@ -6,7 +6,9 @@ the tests stay plain functions). Every request is bounded by the session's read 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -211,9 +213,33 @@ def test_written_memories_are_found_by_search(client: Client, written: list[str]
     assert result["trace_id"]
     assert 0 < len(result["items"]) <= 5
     top = result["items"][0]
-    assert {"memory_id", "summary", "score", "reasons", "linked_entities", "type"} <= set(top)
+    assert {"memory_id", "summary", "score"} <= set(top)
     assert top["memory_id"] in written
-    assert {"subqueries", "expanded_from", "dropped", "notes"} <= set(result["trace"])
+    asked = {"query": "Vendor X firmware milestone", "top_k": 5, "detail": True}
+    detailed = client.ok("memory_search", asked)
+    top = detailed["items"][0]
+    assert {"memory_id", "summary", "score", "reasons", "linked_entities", "type"} <= set(top)
+    assert {"subqueries", "expanded_from", "dropped", "notes"} <= set(detailed["trace"])
+
+
+def test_search_answers_one_short_line_per_item_unless_detail_is_asked(
+    client: Client, written: list[str]
+) -> None:
+    asked = {"query": "Vendor X firmware milestone", "top_k": 3}
+    compact = client.call("memory_search", asked)
+    lines = _text(compact).splitlines()
+    assert isinstance(compact.structured_content, dict)
+    items = compact.structured_content["items"]
+    shown = [line for line in lines if re.match(r"\d+\. \[", line)]
+    assert len(shown) == len(items) > 0
+    assert all(item["memory_id"] in line for item, line in zip(items, shown, strict=True))
+    assert lines[-1] == f"trace_id: {compact.structured_content['trace_id']}"
+    assert "breakdown" not in _text(compact)
+    assert "reasons" not in json.dumps(items)
+    detailed = client.call("memory_search", {**asked, "detail": True})
+    assert '"breakdown"' in _text(detailed)
+    assert isinstance(detailed.structured_content, dict)
+    assert detailed.structured_content["items"][0]["breakdown"]["weights"]
 
 
 def test_search_honours_entity_and_type_filters(client: Client, written: list[str]) -> None:
@@ -242,6 +268,7 @@ def test_context_returns_a_citable_block(client: Client, written: list[str]) -> 
             "query": "what went wrong with Vendor X?",
             "task": "draft a vendor update",
             "response_budget": {"max_items": 3, "max_chars": 1200},
+            "detail": True,
         },
     )
     assert 0 < len(package["items"]) <= 3
@@ -251,9 +278,43 @@ def test_context_returns_a_citable_block(client: Client, written: list[str]) -> 
     assert set(package["linked_entities"]) & {"Vendor X", "Project Atlas", "Infra team"}
 
 
+def test_context_reads_as_its_block_and_trace_id_and_details_come_on_request(
+    client: Client, written: list[str]
+) -> None:
+    asked = {"query": "what went wrong with Vendor X?"}
+    compact = client.call("memory_context", asked)
+    content = compact.structured_content
+    assert isinstance(content, dict)
+    block, trace_id = content["context_block"], content["trace_id"]
+    assert _text(compact) == f"{block}\n\ntrace_id: {trace_id}"
+    assert all(item["memory_id"] in block for item in content["items"])
+    assert not {"reasons", "breakdown", "summary"} & {k for i in content["items"] for k in i}
+    assert len(json.dumps(content)) <= 2.5 * len(block)
+    detailed = client.call("memory_context", {**asked, "detail": True})
+    assert isinstance(detailed.structured_content, dict)
+    assert detailed.structured_content["items"][0]["breakdown"]["weights"]
+    assert '"breakdown"' in _text(detailed)
+    # and the compact answer's trace still explains every score, part by part
+    explanation = client.ok("memory_explain", {"trace_id": trace_id})
+    scored = {c["id"]: c["breakdown"] for c in explanation["trace"]["candidates"]}
+    assert all(scored[item["memory_id"]]["weights"] for item in content["items"])
+
+
+def test_the_tool_list_stays_within_20000_characters(client: Client) -> None:
+    """Every tool, those added later included: a client sends the list to the model at the
+    start of every session (measured as in bench/bench_agent_payload.py)."""
+    tools = [
+        tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in client.tools()
+    ]
+    size = len(json.dumps({"tools": tools}))
+    assert size <= 20_000, {t["name"]: len(json.dumps(t)) for t in tools}
+
+
 def test_expand_walks_from_a_returned_id(client: Client, written: list[str]) -> None:
     seed = client.ok("memory_search", {"query": "missed March delivery milestone"})["items"][0]
-    result = client.ok("memory_expand", {"seed_ids": [seed["memory_id"]], "hops": 2})
+    result = client.ok(
+        "memory_expand", {"seed_ids": [seed["memory_id"]], "hops": 2, "detail": True}
+    )
     assert result["strategy"] == "expanded"
     assert result["trace_id"]
     reached = {item["memory_id"] for item in result["items"]}
@@ -402,7 +463,7 @@ def test_an_oversized_query_is_cut_at_a_word_boundary_with_a_note(
     client: Client, written: list[str]
 ) -> None:
     query = "zebracorn notes " * 200  # 3200 characters; the default limit is 2000
-    result = client.ok("memory_search", {"query": query, "top_k": 5})
+    result = client.ok("memory_search", {"query": query, "top_k": 5, "detail": True})
     notes = result["trace"]["notes"]
     assert any("query cut from 3200 to 1999 characters at a word boundary" in n for n in notes)
     assert result["query"] == query

@@ -268,3 +268,5 @@ def test_what_the_indexes_still_find_comes_back_marked_as_such(
     assert content is not None
     assert content["warning"].startswith("Warning: the memory store")
     assert "Vendor Y" in content["items"][0]["summary"]
+    if face != "cli":  # what the model reads: the warning first
+        assert text.splitlines()[0] == content["warning"]

@@ -151,7 +151,7 @@ def test_an_oversized_query_is_cut_with_a_note_in_the_result(
     session: tuple[BlockingPortal, Client], words: list[str]
 ) -> None:
     query = " ".join(["Vendor", "X", *words])
-    result = _call(session, "memory_search", {"query": query})
+    result = _call(session, "memory_search", {"query": query, "detail": True})
     assert not result.is_error, _text(result)
     assert isinstance(result.structured_content, dict)
     notes = result.structured_content["trace"]["notes"]

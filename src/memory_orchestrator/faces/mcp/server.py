@@ -20,13 +20,14 @@ from typing import Any, Literal
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, Tool
 from pydantic import ValidationError
 
 from memory_orchestrator.about import package_version
 from memory_orchestrator.derived.embedders import lexical_only
 from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
 from memory_orchestrator.faces.mcp.access import ToolAccess, caller_of, request_scope
+from memory_orchestrator.faces.mcp.schemas import published
 from memory_orchestrator.faces.mcp.tools import (
     TOOL_NAMES,
     TOOLS,
@@ -40,7 +41,7 @@ from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
 
-__all__ = ["AppState", "create_server", "main", "run"]
+__all__ = ["AppState", "MemoryServer", "create_server", "main", "run"]
 
 Transport = Literal["stdio", "streamable-http"]
 
@@ -55,7 +56,7 @@ and memory_health when memory tools fail."""
 _MAX_FAILED_REQUEST_CHARS = 4000
 
 
-class _MemoryServer(MCPServer[AppState]):
+class MemoryServer(MCPServer[AppState]):
     """`MCPServer` whose argument errors read as one line per field, not a pydantic dump, and
     that counts every tool call (metrics) and keeps a trace of every failed one."""
 
@@ -69,6 +70,16 @@ class _MemoryServer(MCPServer[AppState]):
         lowlevel = self._lowlevel_server
         options = lowlevel.create_initialization_options()
         await StdioWire(self.drain_s).serve(lambda read, write: lowlevel.run(read, write, options))
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools with their schemas written shorter (`faces.mcp.schemas`): a client puts
+        the list in the model's context at every session."""
+        return [published(tool) for tool in await super().list_tools()]
+
+    async def documented_tools(self) -> list[Tool]:
+        """The tools as listed, their output schemas with every field's description (for
+        the reference page)."""
+        return [published(tool, documented=True) for tool in await super().list_tools()]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppState, Any] | None = None
@@ -107,7 +118,7 @@ class _MemoryServer(MCPServer[AppState]):
             self.observer.tool_call(
                 name, seconds, ok=exc is None, backend=store if failed_in_store else None
             )
-        if exc is not None and self.state is not None:
+        if exc is not None and self.state is not None and not _traced(exc):
             request = {k: v for k, v in arguments.items() if k != "ctx"}
             if len(repr(request)) > _MAX_FAILED_REQUEST_CHARS:
                 request = {"truncated": True, "fields": sorted(request)[:50]}
@@ -126,6 +137,17 @@ def _caller_of(context: Context[AppState, Any] | None) -> str | None:
     return token.name if token is not None else None
 
 
+def _traced(exc: BaseException) -> bool:
+    """Whether the failure was kept as a trace already (a read that found the store
+    unreadable keeps its own, with every failed call's note)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "trace_id", ""):
+            return True
+        seen = seen.__cause__
+    return False
+
+
 def _store_failure(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     while seen is not None:
@@ -135,7 +157,7 @@ def _store_failure(exc: BaseException) -> bool:
     return False
 
 
-def create_server(settings: Settings, observer: Observer | None = None) -> MCPServer[AppState]:
+def create_server(settings: Settings, observer: Observer | None = None) -> MemoryServer:
     """Build the MCP server; the orchestrator opens with the server and closes after it.
     With an `observer`, every request is logged and every tool call counted."""
 
@@ -153,7 +175,7 @@ def create_server(settings: Settings, observer: Observer | None = None) -> MCPSe
             server.state = None
             await orchestrator.close()
 
-    server = _MemoryServer(
+    server = MemoryServer(
         "memory-orchestrator",
         title="Memory orchestrator",
         instructions=INSTRUCTIONS,

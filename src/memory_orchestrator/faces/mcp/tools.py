@@ -1,10 +1,13 @@
 """The seven memory tools of the MCP face, written for the model that calls them.
 
 Each tool validates its arguments (the SDK checks the typed signature, then the request model
-checks the rules that span fields), calls one service method and returns the service's
-Pydantic record, so clients get `structured_content` that matches the tool's output schema.
-A failure the caller can act on becomes one tool error, worded by `tool_error`, the MCP face's
-one mapping from the error tree (`errors.py`) to messages.
+checks the rules that span fields) and calls one service method. The read tools answer
+compactly (`models.views`: the context block, or one line per item, and the trace id; the
+whole record with `detail=true`); the others return the service's Pydantic record. Either way
+clients get `structured_content` that matches the tool's output schema. A failure the caller
+can act on becomes one tool error, worded by `tool_error`, the MCP face's one mapping from the
+error tree (`errors.py`) to messages: a store that could not be searched at all is such an
+error, never an empty answer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar, overload
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from memory_orchestrator.errors import (
@@ -26,6 +29,7 @@ from memory_orchestrator.errors import (
     InvalidRequest,
     OrchestratorError,
     OutboxError,
+    StoreUnreadable,
     TraceNotFound,
 )
 from memory_orchestrator.models import (
@@ -36,11 +40,9 @@ from memory_orchestrator.models import (
     MAX_QUERY_CHARS,
     MAX_REASON_CHARS,
     MAX_TOP_K,
-    ContextPackage,
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
-    Explanation,
     ForgetReport,
     ForgetRequest,
     GroupBy,
@@ -51,10 +53,17 @@ from memory_orchestrator.models import (
     ResponseBudget,
     SearchFilters,
     SearchRequest,
-    SearchResult,
     WriteReport,
     WriteRequest,
     describe_errors,
+)
+from memory_orchestrator.models.views import (
+    ContextAnswer,
+    ExplanationAnswer,
+    SearchAnswer,
+    context_answer,
+    explanation_answer,
+    search_answer,
 )
 from memory_orchestrator.service import Orchestrator
 
@@ -102,6 +111,10 @@ AsOf = Annotated[
 History = Annotated[
     bool,
     Field(description="Also return memories a later one corrected (each says by which)."),
+]
+Detail = Annotated[
+    bool,
+    Field(description="Also return each item's reasons and score breakdown, and the trace."),
 ]
 LabelText = Annotated[str, Field(min_length=1, max_length=MAX_LABEL_CHARS)]
 Unit = Annotated[float | None, Field(ge=0.0, le=1.0)]
@@ -163,6 +176,8 @@ def tool_error(error: BaseException) -> str | None:
         return f"invalid arguments: {error}"
     if isinstance(error, TraceNotFound):
         return f"unknown trace id: {error}; use a trace_id returned by a tool"
+    if isinstance(error, StoreUnreadable):  # says itself what to do
+        return f"memory store error: {error}"
     if isinstance(error, BackendError):
         hint = " (transient; retrying may succeed)" if error.transient else ""
         return f"memory store error: {error}{hint}"
@@ -196,6 +211,10 @@ async def _call(call: Awaitable[ResultT]) -> ResultT:
         raise ToolError(message) from exc
 
 
+def _answer(text: str, content: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=content)
+
+
 # ---------------------------------------------------------------- tools
 
 
@@ -217,13 +236,14 @@ async def memory_context(
         GroupBy | None, Field(description="How to group the context block; default: auto.")
     ] = None,
     history: History = False,
-) -> ContextPackage:
+    detail: Detail = False,
+) -> Annotated[CallToolResult, ContextAnswer]:
     """Call this before answering anything that may depend on past sessions: earlier decisions,
-    user preferences, people, projects or events. Returns a compact, ranked context package:
-    `context_block` (text to read before you answer), `items` (memory_id, summary, score,
-    reasons, timestamp), the linked entities and the time span covered. Cite the memory ids you
-    rely on. Say what you are doing in `task`; bound the size with `response_budget`. An empty
-    `items` list means nothing relevant is stored: say so rather than guess.
+    user preferences, people, projects or events. Returns `context_block`: the relevant
+    memories, best first, one line each with its id and date; cite the ids you rely on. Say
+    what you are doing in `task`; bound the size with `response_budget`. An empty block means
+    nothing relevant is stored. If the store cannot be searched this is an error, not an empty
+    block (a block whose first line is a warning comes from local indexes alone).
     """
     request = _validated(
         ContextRequest,
@@ -238,7 +258,8 @@ async def memory_context(
             "history": history,
         },
     )
-    return await _call(_orchestrator(ctx).context(request))
+    package = await _call(_orchestrator(ctx).context(request))
+    return _answer(*context_answer(package, detail=detail))
 
 
 async def memory_search(
@@ -258,12 +279,13 @@ async def memory_search(
         Field(description="Return the store's raw ranking unchanged (for comparison)."),
     ] = None,
     history: History = False,
-) -> SearchResult:
-    """Look up stored memories and get them ranked, each with memory_id, summary, score,
-    reasons, entities and timestamp. Use it to check what is already known (for example before
-    memory_write) or to find ids to pass to memory_expand. For answering a question, prefer
-    memory_context, which also returns a ready-to-read context block. Keep `trace_id` to ask
-    memory_explain why items were chosen.
+    detail: Detail = False,
+) -> Annotated[CallToolResult, SearchAnswer]:
+    """Look up stored memories, ranked: one line each with its date, text and memory_id. Use
+    it to check what is already known (e.g. before memory_write) or to find ids for
+    memory_expand; to answer a question, prefer memory_context. Nothing found means nothing
+    matches; a store that cannot be searched is an error (a warning first line: local indexes
+    alone). memory_explain with the trace_id shows why these.
     """
     request = _validated(
         SearchRequest,
@@ -278,7 +300,8 @@ async def memory_search(
             "history": history,
         },
     )
-    return await _call(_orchestrator(ctx).search(request))
+    result = await _call(_orchestrator(ctx).search(request))
+    return _answer(*search_answer(result, detail=detail))
 
 
 async def memory_expand(
@@ -305,7 +328,8 @@ async def memory_expand(
         ),
     ] = None,
     limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most items to return.")] = 20,
-) -> SearchResult:
+    detail: Detail = False,
+) -> Annotated[CallToolResult, SearchAnswer]:
     """Follow the memory graph outward from memories you already have (`seed_ids`, e.g. ids
     from memory_search or memory_context) or from entity names, and return the connected
     memories (same entity, same period, causes, later updates) ranked by relevance to the
@@ -324,7 +348,8 @@ async def memory_expand(
             "limit": limit,
         },
     )
-    return await _call(_orchestrator(ctx).expand(request))
+    result = await _call(_orchestrator(ctx).expand(request))
+    return _answer(*search_answer(result, detail=detail))
 
 
 async def memory_write(
@@ -388,7 +413,7 @@ async def memory_explain(
         str | None,
         Field(max_length=MAX_QUERY_CHARS, description="Run a fresh search and explain it."),
     ] = None,
-) -> Explanation:
+) -> Annotated[CallToolResult, ExplanationAnswer]:
     """Explain how a result was produced: the query plan and subqueries, every candidate with
     its score breakdown, graph expansion decisions, and why items were dropped. Pass exactly
     one of `trace_id` (from an earlier memory_search, memory_context, memory_expand or
@@ -396,7 +421,8 @@ async def memory_explain(
     look wrong or to justify why a memory was used.
     """
     request = _validated(ExplainRequest, {"trace_id": trace_id, "query": query})
-    return await _call(_orchestrator(ctx).explain(request))
+    explanation = await _call(_orchestrator(ctx).explain(request))
+    return _answer(*explanation_answer(explanation))
 
 
 async def memory_health(ctx: ToolContext) -> HealthReport:
