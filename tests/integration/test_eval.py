@@ -324,3 +324,39 @@ def test_a_memory_merged_into_another_item_is_not_counted_as_found(settings: Set
     report = evaluate(parse_jsonl(text, name="merged", where="test"), settings, k=(10,))
     assert report["systems"]["raw"]["recall@10"] == 1.0  # the store returns both
     assert report["systems"]["orchestrated"]["recall@10"] == 0.5
+
+
+LONG = (
+    "The quarterly planning offsite for the platform team will take place in the old "
+    "harbour warehouse, with the agenda covering the storage migration, the on-call "
+    "rotation, the hiring plan for the second half, and a long retrospective on the outage."
+)
+CUT_SET = [
+    {"case": "cut", "as_of": "2026-03-20T17:00:00Z"},
+    {
+        "memories": [
+            {"id": "m1", "content": LONG},
+            {"id": "m2", "content": "Lunch is served at noon in the atrium."},
+        ]
+    },
+    {"query": "where is the quarterly planning offsite?", "relevant": ["m1"], "id": "q1"},
+]
+
+
+@pytest.mark.parametrize(("max_chars", "expected"), [(3000, 1.0), (300, 0.0)])
+def test_block_recall_counts_an_item_only_when_the_block_shows_most_of_it(
+    settings: Settings, max_chars: int, expected: float
+) -> None:
+    """Found in the ranking either way; shown in the block only when at least 80 % of its
+    text fits the budget. Tokens per call: the text the MCP face sends, / 4."""
+    text = "\n".join(json.dumps(record) for record in CUT_SET)
+    tight = settings.model_copy(
+        update={"packaging": settings.packaging.model_copy(update={"max_chars": max_chars})}
+    )
+    report = evaluate(parse_jsonl(text, name="cut", where="test"), tight, k=(10,))
+    orchestrated = report["systems"]["orchestrated"]
+    assert orchestrated["recall@10"] == 1.0
+    assert orchestrated["block_recall"] == expected
+    assert 0 < orchestrated["tokens_per_call"] <= max_chars / 4 + 20  # the block and its trace id
+    assert orchestrated["tokens_per_call"] * 4 > orchestrated["context_chars"]
+    assert "block_recall" not in report["systems"]["raw"]

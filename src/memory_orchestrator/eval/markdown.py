@@ -23,6 +23,8 @@ def headline_columns(report: dict[str, Any]) -> list[tuple[str, str]]:
         (f"precision@{top}", f"precision@{top}"),
         ("dup rate", "duplicate_rate"),
         ("context chars", "context_chars"),
+        ("block recall", "block_recall"),
+        ("tokens/call", "tokens_per_call"),
         ("p50 ms", "p50_ms"),
         ("p95 ms", "p95_ms"),
     ]
@@ -32,7 +34,7 @@ def headline_columns(report: dict[str, Any]) -> list[tuple[str, str]]:
 def format_value(key: str, value: object) -> str:
     if not isinstance(value, int | float):
         return "-"
-    if key == "context_chars":
+    if key in ("context_chars", "tokens_per_call"):
         return f"{value:,.0f}"
     if key.endswith("_ms"):
         return f"{value:.2f}"

@@ -15,6 +15,8 @@ Every function returns a float in [0, 1].
   higher up, and the ideal ranking puts min(|evidence|, k) evidence items first.
 - duplicate rate: share of returned items that are near-duplicates (similarity at or above
   the threshold) of an item ranked higher.
+- block recall: |evidence among the items a context block shows| / |evidence| (the runner
+  counts an item when at least 80 % of its text is shown): what the agent reads.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Collection, Sequence
 
 __all__ = [
     "Ranking",
+    "block_recall",
     "duplicate_rate",
     "mean",
     "mrr",
@@ -82,6 +85,11 @@ def ndcg_at(ranking: Ranking, relevant: Collection[str], k: int) -> float:
             seen |= new
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
     return dcg / ideal
+
+
+def block_recall(shown: Ranking, relevant: Collection[str]) -> float:
+    """recall over every item shown, whatever their number."""
+    return recall_at(shown, relevant, len(shown))
 
 
 def duplicate_rate(

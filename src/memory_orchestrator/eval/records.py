@@ -77,6 +77,10 @@ class Answer:
     latency_ms: float
     context_chars: int
     trace_id: str | None = None
+    # what an agent reads (orchestrated systems): the dataset keys of each item the context
+    # block shows whole enough, and the characters of the tool's text content
+    shown: tuple[frozenset[str], ...] | None = None
+    text_chars: int = 0
 
 
 @dataclass

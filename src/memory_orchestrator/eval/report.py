@@ -5,7 +5,9 @@
     {"dataset", "backend", "k", "questions", "skipped",
      "systems": {system: {"recall@k", "recall_all@k", "precision@k", "ndcg@k" (every k),
                           "mrr", "duplicate_rate", "context_chars", "p50_ms", "p95_ms",
-                          "mean_ms", "questions", "by_category": {category: {...}}}},
+                          "mean_ms", "questions", "by_category": {category: {...}}},
+                 orchestrated systems also "block_recall" (evidence shown in the context block
+                 at the default budget) and "tokens_per_call" (its text content / 4)},
      extras: "category_names", "cases", "skipped_questions", "adversarial" (categories reported
      apart, e.g. LoCoMo's 5), "recall_curve" (recall@1..max k), "ingest", "write_checks",
      "knowledge_updates" (a set written through memory_write: see `eval.updates`),
@@ -53,6 +55,9 @@ def _question_metrics(
     values["mrr"] = metrics.mrr(ranking, evidence)
     values["duplicate_rate"] = metrics.duplicate_rate(answer.texts, similarity, threshold)
     values["context_chars"] = float(answer.context_chars)
+    if answer.shown is not None:  # an orchestrated system's memory_context, as read
+        values["block_recall"] = metrics.block_recall(answer.shown, evidence)
+        values["tokens_per_call"] = answer.text_chars / 4
     return values
 
 
@@ -68,6 +73,8 @@ def _aggregate(
         key: round(metrics.mean([row[key] for row in rows]), _PLACES) for key in rows[0]
     }
     summary["context_chars"] = round(summary["context_chars"], 1)
+    if "tokens_per_call" in summary:
+        summary["tokens_per_call"] = round(summary["tokens_per_call"], 1)
     latencies = [r.answers[system].latency_ms for r in results]
     summary["p50_ms"] = round(percentile(latencies, 50) or 0.0, 3)
     summary["p95_ms"] = round(percentile(latencies, 95) or 0.0, 3)

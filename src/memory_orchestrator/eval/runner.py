@@ -26,22 +26,26 @@ from memory_orchestrator.eval.records import (
     WriteCheckResult,
 )
 from memory_orchestrator.models import (
+    ContextItem,
+    ContextPackage,
     ContextRequest,
     Memory,
     NewMemory,
-    ResponseBudget,
     SearchRequest,
     WriteAction,
     WriteOutcome,
     WriteRequest,
 )
+from memory_orchestrator.models.views import context_answer
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.text import normalize
 
 __all__ = ["CaseRunner", "KeyIndex", "quiet"]
 
 INGEST_CHUNK = 250
 DIAGNOSIS_DEPTH = 50  # how deep the raw store is searched to place a missed evidence turn
+SHOWN_SHARE = 0.8  # an item counts as shown in the block when this much of its text is
 
 Advance = Callable[[str, int], None]  # (phase, steps done)
 Embedding = Callable[[int, int], None]  # (memories embedded, memories to embed) of this case
@@ -268,19 +272,18 @@ class CaseRunner:
         result = await self.orchestrator.search(request)
         latency = (time.perf_counter() - started) * 1000
         # only the item's own memory counts: what it absorbed (`merged_ids`) the agent never reads
-        shown = [item.memory_id for item in result.items]
-        await self.keys.resolve(self.orchestrator, shown)
-        chars = 0
-        if self.options.measure_context:
-            budget = ResponseBudget(
-                max_items=self.options.max_k, max_chars=self.settings.packaging.max_chars
-            )
+        returned = [item.memory_id for item in result.items]
+        await self.keys.resolve(self.orchestrator, returned)
+        chars, text, shown = 0, 0, None  # (no block measured)
+        if self.options.measure_context:  # what an agent's memory_context call reads
             package = await self.orchestrator.context(
-                ContextRequest(query=query, expand=expand, as_of=as_of, response_budget=budget)
+                ContextRequest(query=query, expand=expand, as_of=as_of)
             )
             chars = len(package.context_block)
+            text = len(context_answer(package)[0])
+            shown = await self._shown(package)
         return Answer(
-            ranking=tuple(self.keys.of(i) for i in shown),
+            ranking=tuple(self.keys.of(i) for i in returned),
             ids=tuple(item.memory_id for item in result.items),
             texts=tuple(
                 self.keys.text_of.get(item.memory_id, item.summary) for item in result.items
@@ -288,6 +291,18 @@ class CaseRunner:
             latency_ms=latency,
             context_chars=chars,
             trace_id=result.trace_id,
+            shown=shown,
+            text_chars=text,
+        )
+
+    async def _shown(self, package: ContextPackage) -> tuple[frozenset[str], ...]:
+        """The dataset keys of each item the block shows with at least `SHOWN_SHARE` of its
+        text (an item cut shorter tells the agent too little of it)."""
+        await self.keys.resolve(self.orchestrator, [i.memory_id for i in package.items])
+        return tuple(
+            self.keys.of(item.memory_id)
+            for item in package.items
+            if _shown_share(item, self.keys.text_of.get(item.memory_id, "")) >= SHOWN_SHARE
         )
 
     # ------------------------------------------------------------------ write checks
@@ -322,6 +337,14 @@ def quiet(settings: Settings) -> Settings:
     return settings.model_copy(
         update={"traces": settings.traces.model_copy(update={"enabled": False})}
     )
+
+
+def _shown_share(item: ContextItem, content: str) -> float:
+    """How much of the memory's text its line in the block shows (a cut one ends in "…")."""
+    whole = normalize(content)
+    if not whole or item.summary == whole:
+        return 1.0
+    return min(1.0, len(item.summary.removesuffix("…").rstrip()) / len(whole))
 
 
 def _as_an_agent_writes(memory: NewMemory) -> NewMemory:

@@ -15,8 +15,11 @@ while it does), however long that takes on a busy machine.
 Latency is the wall time of the one call that answers the question, per system, measured in
 the same run. Context length: for `raw`, the characters of the returned contents joined by
 newlines; for the orchestrated systems, the characters of the `context_block` that
-`Orchestrator.context` packs for the same question, expansion setting and k (budget: k items,
-the configured `packaging.max_chars`) — a second, untimed call.
+`Orchestrator.context` packs for the same question and expansion setting at the default budget
+(`packaging.max_items`, `packaging.max_chars`, as an agent's call gets) — a second, untimed
+call. From that call too: block recall (the evidence among the items the block shows with at
+least 80 % of their text) and tokens per call (the characters of the text content the MCP face
+sends for it, `models.views.context_answer`, divided by 4).
 """
 
 from __future__ import annotations
