@@ -81,6 +81,23 @@ async def test_context_packs_relevant_vendor_memories_within_budget(orch: Orches
     assert pack.strategy is Strategy.EPISODIC  # "recent" asks what happened
 
 
+@pytest.mark.parametrize("asked", [{"max_items": 6}, {"max_chars": 900}])
+async def test_a_budget_that_sets_one_limit_keeps_the_configured_other(
+    orch: Orchestrator, asked: dict[str, int]
+) -> None:
+    """`{"max_items": 6}` bounds the items; the characters stay those configured (here 900),
+    not the request model's own default."""
+    tight = with_backend(orch, store_of(orch), packaging__max_chars=900, packaging__max_items=4)
+    try:
+        budget = ResponseBudget.model_validate(asked)
+        request = ContextRequest(query="recent issues with Vendor X", response_budget=budget)
+        pack = await tight.context(request)
+        assert len(pack.context_block) <= 900
+        assert len(pack.items) <= asked.get("max_items", 4)
+    finally:
+        await tight.close()
+
+
 async def test_noise_and_duplicates_do_not_reach_the_context(orch: Orchestrator) -> None:
     pack = await orch.context(ContextRequest(query="Vendor X missed the March milestone"))
     texts = [i.summary for i in pack.items]

@@ -52,9 +52,14 @@ class SearchRequest(Request):
 class ResponseBudget(Frozen):
     """How much a context package may hold."""
 
-    max_items: int = Field(default=8, ge=1, le=MAX_TOP_K, description="At most this many items.")
+    max_items: int = Field(
+        default=8, ge=1, le=MAX_TOP_K, description="At most this many items (default: configured)."
+    )
     max_chars: int = Field(
-        default=3000, ge=200, le=100_000, description="At most this many characters of text."
+        default=2400,
+        ge=200,
+        le=100_000,
+        description="At most this many characters of text (default: configured).",
     )
 
 

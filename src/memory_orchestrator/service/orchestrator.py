@@ -299,8 +299,10 @@ class Orchestrator:
 
     async def context(self, request: ContextRequest) -> ContextPackage:
         pack, budget = self.settings.packaging, request.response_budget
-        max_items = budget.max_items if budget else pack.max_items
-        max_chars = budget.max_chars if budget else pack.max_chars
+        # a limit the caller left out of its budget is the configured one
+        asked = budget.model_fields_set if budget else set()
+        max_items = budget.max_items if budget and "max_items" in asked else pack.max_items
+        max_chars = budget.max_chars if budget and "max_chars" in asked else pack.max_chars
         expand_flag = request.expand
         if expand_flag is None and self.settings.expansion.enabled:
             expand_flag = True

@@ -230,7 +230,11 @@ class PackagingSettings(Section):
         default=8, ge=1, le=100, description="items in a context package, at most"
     )
     max_chars: int = Field(
-        default=3000, ge=200, le=100_000, description="characters in a context package, at most"
+        default=2400,
+        ge=200,
+        le=100_000,
+        description="characters in a context package, at most (chosen by leaving one LoCoMo"
+        " conversation out at a time: docs/explanation/quality.md)",
     )
     item_chars: int = Field(default=400, ge=40, le=8000, description="summary length per item")
     group_by: Literal["auto", "entity", "time", "none"] = Field(
