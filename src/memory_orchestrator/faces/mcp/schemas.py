@@ -8,10 +8,11 @@ writes them once, without changing what they accept:
 - `{"anyOf": [{"type": T, ...}, {"type": "null"}]}` becomes `{"type": [T, "null"], ...}`;
 - `"default": null` on an optional argument says what leaving it out says: it is left out;
 - a description is indented as the docstring was: it is dedented;
-- an output schema keeps its types and its top description, no per-field description and no
-  default (which say nothing of an answer): the model reads the text content, and a program
-  reads the schema's shape. `documented` keeps them: the reference page
-  (docs/reference/tools.md) describes every output field from it.
+- `"additionalProperties": true` says what JSON Schema assumes: it is left out;
+- an output schema keeps its types, no description and no default (which say nothing of an
+  answer): the model reads the text content, and a program reads the schema's shape.
+  `documented` keeps them: the reference page (docs/reference/tools.md) describes every
+  output field from it.
 
 Input schemas keep every field's description: they are how a model learns to call a tool.
 """
@@ -28,27 +29,28 @@ __all__ = ["published"]
 _NULL = {"type": "null"}
 
 
-def _compact(node: Any, *, descriptions: bool, top: bool = True) -> Any:
+def _compact(node: Any, *, descriptions: bool) -> Any:
     if isinstance(node, list):
-        return [_compact(n, descriptions=descriptions, top=False) for n in node]
+        return [_compact(n, descriptions=descriptions) for n in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key == "description" and isinstance(value, str) and not (descriptions or top):
+        if key == "description" and isinstance(value, str) and not descriptions:
             continue
         if key == "default" and (value is None or not descriptions):
+            continue
+        if key == "additionalProperties" and value is True:
             continue
         if key in ("properties", "$defs") and isinstance(value, dict):
             # names, not keywords: a property may be called "title" or "description"
             out[key] = {
-                name: _compact(sub, descriptions=descriptions, top=False)
-                for name, sub in value.items()
+                name: _compact(sub, descriptions=descriptions) for name, sub in value.items()
             }
             continue
-        out[key] = _compact(value, descriptions=descriptions, top=False)
+        out[key] = _compact(value, descriptions=descriptions)
     return _nullable(out)
 
 
