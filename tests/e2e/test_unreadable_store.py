@@ -20,20 +20,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent
 
 from memory_orchestrator.backends.kg_memory import PACKAGE as KG_PACKAGE
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE as MM_PACKAGE
 from memory_orchestrator.postgres.server import LocalPostgres, PgUnavailable
+from tests.e2e.test_mcp_other_stores import _session
 from tests.e2e.test_mcp_stdio import REQUEST_TIMEOUT_S, START_TIMEOUT_S
 from tests.http_load import http_server, make_token, mcp_session, orchestrator_command
 from tests.mnemon_double import fast_launcher, real_binary
@@ -99,29 +97,6 @@ def _text(result: CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
-@asynccontextmanager
-async def _stdio(data_dir: Path, env: dict[str, str]) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memory_orchestrator.faces.mcp.server"],
-        env={
-            "ORCHESTRATOR_DATA_DIR": str(data_dir),
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(data_dir),
-            **env,
-        },
-        cwd=data_dir,
-    )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT_S) as session,
-        ):
-            with anyio.fail_after(START_TIMEOUT_S):
-                await session.initialize()
-            yield session
-
-
 Answer = tuple[bool, str, dict[str, Any] | None]  # is an error, the text, structured content
 
 
@@ -161,7 +136,7 @@ def ask(
     """`memory_context` and `memory_search` on QUERY (`context` and `search` on the CLI)."""
     calls = [("memory_context", {"query": QUERY}), ("memory_search", {"query": QUERY})]
     if face == "stdio":
-        answers = _over_mcp(lambda: _stdio(data_dir, env), calls)
+        answers = _over_mcp(lambda: _session(data_dir, env), calls)
     elif face == "http":
         for name, value in env.items():
             monkeypatch.setenv(name, value)  # the server process inherits them

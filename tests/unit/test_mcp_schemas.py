@@ -15,15 +15,8 @@ from mcp.types import Tool
 
 from memory_orchestrator.faces.mcp.server import create_server
 from memory_orchestrator.settings import Settings
+from tests.integration.test_mcp_arguments import REQUIRED
 
-REQUIRED: dict[str, dict[str, Any]] = {
-    "memory_context": {"query": "what is Vendor X late with?"},
-    "memory_search": {"query": "Vendor X firmware"},
-    "memory_expand": {"entities": ["Vendor X"]},
-    "memory_write": {"content": "Vendor X promised firmware 2.4 for April."},
-    "memory_explain": {"query": "why did the milestone slip?"},
-    "memory_health": {},
-}
 WRONG = [{"an": "object"}, "text", 12, 1.5, True, None, ["a"], []]
 
 
