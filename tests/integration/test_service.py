@@ -226,6 +226,18 @@ async def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> 
     assert any("timed out" in n for n in notes)
 
 
+async def test_a_hanging_store_under_passthrough_is_a_store_error_not_a_crash(
+    orch: Orchestrator,
+) -> None:
+    o = with_backend(
+        orch, FaultyBackend(store_of(orch), {"search": "hang"}), retrieval__timeout_s=0.2
+    )
+    with pytest.raises(StoreUnreadable, match=r"did not answer in 0\.2s") as raised:
+        await o.search(SearchRequest(query="firmware", passthrough=True))
+    assert raised.value.transient
+    assert o.trace(raised.value.trace_id) is not None
+
+
 async def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -> None:
     o = with_backend(orch, FaultyBackend(store_of(orch), {"neighbors": "error"}))
     result = await o.search(SearchRequest(query="firmware instability", expand=True))
