@@ -317,11 +317,13 @@ MERGED_PAIR = [
 ]
 
 
-def test_a_memory_merged_into_another_item_is_not_counted_as_found(settings: Settings) -> None:
+async def test_a_memory_merged_into_another_item_is_not_counted_as_found(
+    settings: Settings,
+) -> None:
     """The agent reads the item, not the ids it absorbed (`merged_ids`): two restatements
     shown as one item are one of two evidence memories found."""
     text = "\n".join(json.dumps(record) for record in MERGED_PAIR)
-    report = evaluate(parse_jsonl(text, name="merged", where="test"), settings, k=(10,))
+    report = await evaluate(parse_jsonl(text, name="merged", where="test"), settings, k=(10,))
     assert report["systems"]["raw"]["recall@10"] == 1.0  # the store returns both
     assert report["systems"]["orchestrated"]["recall@10"] == 0.5
 
@@ -344,7 +346,7 @@ CUT_SET = [
 
 
 @pytest.mark.parametrize(("max_chars", "expected"), [(3000, 1.0), (300, 0.0)])
-def test_block_recall_counts_an_item_only_when_the_block_shows_most_of_it(
+async def test_block_recall_counts_an_item_only_when_the_block_shows_most_of_it(
     settings: Settings, max_chars: int, expected: float
 ) -> None:
     """Found in the ranking either way; shown in the block only when at least 80 % of its
@@ -353,7 +355,7 @@ def test_block_recall_counts_an_item_only_when_the_block_shows_most_of_it(
     tight = settings.model_copy(
         update={"packaging": settings.packaging.model_copy(update={"max_chars": max_chars})}
     )
-    report = evaluate(parse_jsonl(text, name="cut", where="test"), tight, k=(10,))
+    report = await evaluate(parse_jsonl(text, name="cut", where="test"), tight, k=(10,))
     orchestrated = report["systems"]["orchestrated"]
     assert orchestrated["recall@10"] == 1.0
     assert orchestrated["block_recall"] == expected
