@@ -21,6 +21,7 @@ from memory_orchestrator.models import (
     ContextItem,
     GroupBy,
     QueryPlan,
+    ResponseBudget,
     ScoredItem,
     Strategy,
     TimeRange,
@@ -48,6 +49,16 @@ class Packed:
     time_span: TimeRange | None
     context_block: str
     cut: tuple[str, ...]  # ids that did not fit the budget
+
+
+def limits(asked: ResponseBudget | None, max_items: int, max_chars: int) -> tuple[int, int]:
+    """The package's limits: those the caller's budget sets, the configured ones for the rest
+    (not the request model's own defaults)."""
+    given = asked.model_fields_set if asked is not None else set()
+    return (
+        asked.max_items if asked is not None and "max_items" in given else max_items,
+        asked.max_chars if asked is not None and "max_chars" in given else max_chars,
+    )
 
 
 def shorten(text: str, limit: int) -> str:

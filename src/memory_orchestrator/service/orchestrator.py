@@ -70,7 +70,7 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.pipeline.explainer import explain_text
-from memory_orchestrator.pipeline.packager import Budget, package, to_context_item
+from memory_orchestrator.pipeline.packager import Budget, limits, package, to_context_item
 from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.forgetting import ForgetPath, ForgettingStore, redact
@@ -298,11 +298,8 @@ class Orchestrator:
         )
 
     async def context(self, request: ContextRequest) -> ContextPackage:
-        pack, budget = self.settings.packaging, request.response_budget
-        # a limit the caller left out of its budget is the configured one
-        asked = budget.model_fields_set if budget else set()
-        max_items = budget.max_items if budget and "max_items" in asked else pack.max_items
-        max_chars = budget.max_chars if budget and "max_chars" in asked else pack.max_chars
+        pack = self.settings.packaging
+        max_items, max_chars = limits(request.response_budget, pack.max_items, pack.max_chars)
         expand_flag = request.expand
         if expand_flag is None and self.settings.expansion.enabled:
             expand_flag = True
