@@ -27,6 +27,7 @@ from memory_orchestrator.models import (
     Status,
     TimeRange,
     WriteAction,
+    correcting,
 )
 from memory_orchestrator.settings import load_settings
 from tests.npm_servers import child_pids, kill_children, require_script
@@ -135,12 +136,8 @@ async def test_time_window_layer_and_entity_filters_are_sent_to_the_server(
 
 async def test_supersede_replaces_a_memory_in_search_results(backend: MnemonMcpBackend) -> None:
     first = await backend.write(NewMemory(content="The wombatoid deploy runs on Tuesdays"))
-    second = await backend.write(
-        NewMemory(
-            content="The wombatoid deploy runs on Fridays",
-            metadata={"supersedes": first.id},
-        )
-    )
+    fridays = NewMemory(content="The wombatoid deploy runs on Fridays")
+    second = await backend.write(correcting(fridays, first.id))
     assert second.action is WriteAction.UPDATED
     assert second.existing_id == first.id
     assert second.id != first.id

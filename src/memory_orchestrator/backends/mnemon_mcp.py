@@ -12,7 +12,8 @@ Mapping:
   days the window touches are sent, and the adapter keeps what is within it (the filter
   rule, `filtering.matches`), as it matches entity names case folded;
 - scope -> `Memory.store` is "mnemon-mcp" and the scope goes to `metadata["scope"]`;
-- a write whose `metadata["supersedes"]` names a memory is sent as `memory_update` with
+- a write whose `metadata["orchestrator:supersedes"]` names a memory (the write path's own
+  key: a client's metadata cannot hold it) is sent as `memory_update` with
   `supersede=true` (a versioned replacement: the old one leaves search results and the
   export; `memory_inspect` shows its `superseded_by`). The write path sends corrections so
   (`pipeline.conflicts`); the server keeps no history to read back (`history` finds none).
@@ -47,6 +48,7 @@ from memory_orchestrator.backends.npm_server import NpmServer, server_options
 from memory_orchestrator.errors import BackendError, CapabilityMissing
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
+    SUPERSEDES_KEY,
     Capabilities,
     Edge,
     HealthCheck,
@@ -60,6 +62,7 @@ from memory_orchestrator.models import (
     Status,
     WriteAction,
     WriteOutcome,
+    own_key,
 )
 
 if TYPE_CHECKING:
@@ -329,7 +332,7 @@ class MnemonMcpBackend:
 
     async def write(self, memory: NewMemory) -> WriteOutcome:
         self._export = None
-        supersedes = memory.metadata.get("supersedes")
+        supersedes = memory.metadata.get(SUPERSEDES_KEY)  # the orchestrator's own key only
         if isinstance(supersedes, str) and supersedes:
             args: dict[str, Any] = {
                 "id": supersedes,
@@ -373,7 +376,9 @@ class MnemonMcpBackend:
             args["source"] = memory.source
         if self.scope:
             args["scope"] = self.scope
-        meta: dict[str, Any] = {k: v for k, v in memory.metadata.items() if k != "title"}
+        meta: dict[str, Any] = {
+            k: v for k, v in memory.metadata.items() if k != "title" and not own_key(k)
+        }
         if memory.tags:
             meta["tags"] = list(memory.tags)
         if len(memory.entities) > 1:

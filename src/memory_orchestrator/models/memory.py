@@ -62,10 +62,49 @@ class Memory(Frozen):
     # Set when a later memory corrected this one (see `pipeline.conflicts`): which, and when.
     superseded_by: str | None = None
     superseded_at: datetime | None = None
+    # Corrected, by a store that says so without naming the correction (Mnemon's recall).
+    superseded: bool = False
 
 
-# The metadata key a memory that corrects another carries: the id of the memory it replaced.
-SUPERSEDES_KEY = "supersedes"
+# The orchestrator's own metadata keys live under this prefix; a client cannot write them
+# (`NewMemory` refuses them), so a key found there was written by the orchestrator.
+OWN_PREFIX = "orchestrator:"
+# What a memory that corrects another carries: the id of the memory it replaced.
+SUPERSEDES_KEY = OWN_PREFIX + "supersedes"
+# The bare keys the orchestrator wrote and read as its own before the prefix: refused from
+# clients too. In records stored before, `supersedes` may be the orchestrator's or a
+# client's; `legacy_supersedes` reads it and the reads accept it only where the store's own
+# mark on the memory it names confirms it (see docs/explanation/corrections.md).
+LEGACY_SUPERSEDES_KEY = "supersedes"
+_LEGACY_OWN = frozenset({LEGACY_SUPERSEDES_KEY, "superseded"})
+
+
+def own_key(key: str) -> bool:
+    """Whether `key` is the orchestrator's (its prefix, or a bare key it read as its own),
+    whatever the case and surrounding blanks."""
+    folded = key.strip().casefold()
+    return folded.startswith(OWN_PREFIX) or folded in _LEGACY_OWN
+
+
+def supersedes(memory: Memory) -> str | None:
+    """The id of the memory `memory` corrected, by the orchestrator's own key; None else."""
+    named = memory.metadata.get(SUPERSEDES_KEY)
+    return named if isinstance(named, str) and named else None
+
+
+def legacy_supersedes(memory: Memory) -> str | None:
+    """The id under the bare `supersedes` key of a record stored before the prefix: the
+    orchestrator's or a client's; only a confirming mark tells (see `_LEGACY_OWN`)."""
+    if SUPERSEDES_KEY in memory.metadata:
+        return None
+    named = memory.metadata.get(LEGACY_SUPERSEDES_KEY)
+    return named if isinstance(named, str) and named else None
+
+
+def moved_aside(metadata: dict[str, MetaValue]) -> dict[str, MetaValue]:
+    """`metadata` with the orchestrator's keys renamed `client:<key>`: for writes accepted
+    (queued) before those keys were refused, so that they are delivered, not lost."""
+    return {(f"client:{k}" if own_key(k) else k): v for k, v in metadata.items()}
 
 
 def has_visible(text: str) -> bool:
@@ -135,6 +174,13 @@ class NewMemory(Frozen):
     @field_validator("metadata")
     @classmethod
     def _bounded_metadata(cls, values: dict[str, MetaValue]) -> dict[str, MetaValue]:
+        own = sorted(k for k in values if own_key(k))
+        if own:
+            raise ValueError(
+                f"{', '.join(map(repr, own))}: reserved for the orchestrator's own record"
+                f" ({OWN_PREFIX}*, supersedes, superseded); a correction is found by the write"
+                " itself and recorded by the store. Use another key"
+            )
         for key, value in values.items():
             if len(key) > MAX_LABEL_CHARS:
                 raise ValueError(f"metadata keys are at most {MAX_LABEL_CHARS} characters")
@@ -150,6 +196,14 @@ class NewMemory(Frozen):
             if "," in value or not has_visible(value):
                 raise ValueError(f"labels must be non-blank and contain no commas: {value!r}")
         return [v.strip() for v in values]
+
+
+def correcting(memory: NewMemory, old_id: str) -> NewMemory:
+    """`memory` as the write path sends a correction of `old_id`: the id under the
+    orchestrator's own key, which no client's metadata can hold (`NewMemory` refuses it)."""
+    if not isinstance(old_id, str) or not old_id.strip() or len(old_id) > MAX_LABEL_CHARS:
+        raise ValueError(f"a corrected memory's id must be 1 to {MAX_LABEL_CHARS} characters")
+    return memory.model_copy(update={"metadata": {**memory.metadata, SUPERSEDES_KEY: old_id}})
 
 
 class Edge(Frozen):

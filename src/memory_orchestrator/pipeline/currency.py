@@ -19,12 +19,13 @@ import numpy
 from rapidfuzz import fuzz, process
 
 from memory_orchestrator.models import (
-    SUPERSEDES_KEY,
     Candidate,
     Dropped,
     DropReason,
     Memory,
     ScoredItem,
+    legacy_supersedes,
+    supersedes,
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare
@@ -45,23 +46,45 @@ def _day(moment: datetime | None) -> str:
 
 
 def superseded(memory: Memory) -> bool:
-    """Corrected by a later memory: marked by the store (`superseded_by`), or flagged by one
-    that only says so (Mnemon: `metadata["superseded"]`, from its `supersedes` links)."""
-    return memory.superseded_by is not None or memory.metadata.get("superseded") is True
+    """Corrected by a later memory, by the store's own record: marked (`superseded_by`), or
+    flagged by a store that only says so (`Memory.superseded`: Mnemon's recall). Never from
+    metadata, which a client writes."""
+    return memory.superseded_by is not None or memory.superseded
 
 
-def valid_at(memory: Memory, as_of: datetime | None) -> tuple[bool, str]:
-    """Whether `memory` was the current truth at `as_of` (now when None), and if not why."""
+Marks = frozenset[tuple[str, str]]  # (corrected memory, the memory the store says corrected it)
+
+
+def marks_of(memories: Sequence[Memory]) -> Marks:
+    return frozenset((m.id, m.superseded_by) for m in memories if m.superseded_by)
+
+
+def corrects(memory: Memory, marks: Marks = frozenset()) -> str | None:
+    """The memory `memory` corrected: the orchestrator's own key, or in a record stored
+    before that key, the bare `supersedes` when the store marked the memory it names as
+    corrected by this one (`marks`); a client's bare key has no such mark."""
+    named = supersedes(memory)
+    if named is not None:
+        return named
+    legacy = legacy_supersedes(memory)
+    return legacy if legacy is not None and (legacy, memory.id) in marks else None
+
+
+def valid_at(
+    memory: Memory, as_of: datetime | None, marks: Marks = frozenset()
+) -> tuple[bool, str]:
+    """Whether `memory` was the current truth at `as_of` (now when None), and if not why.
+    `marks`: the store's marks among the memories read with it (see `corrects`)."""
     by = memory.superseded_by
     when = memory.superseded_at
     if by is None and superseded(memory):
         return False, "superseded (flagged by the store)"
     if by is not None and (as_of is None or when is None or to_utc(when) <= to_utc(as_of)):
         return False, f"superseded by {by} on {_day(when)}"
-    replaced = memory.metadata.get(SUPERSEDES_KEY)
     created = memory.created_at
     late = as_of is not None and created is not None and to_utc(created) > to_utc(as_of)
-    if late and isinstance(replaced, str):
+    replaced = corrects(memory, marks) if late else None
+    if replaced is not None:
         return False, f"corrects {replaced} on {_day(created)}, after as_of {_day(as_of)}"
     return True, ""
 
@@ -71,8 +94,9 @@ def current_only(candidates: Sequence[Candidate], as_of: datetime | None, histor
     if history:
         return Current(list(candidates))
     out = Current([])
+    marks = marks_of([c.memory for c in candidates]) if as_of is not None else frozenset()
     for candidate in candidates:
-        ok, why = valid_at(candidate.memory, as_of)
+        ok, why = valid_at(candidate.memory, as_of, marks)
         if ok:
             out.candidates.append(candidate)
         else:

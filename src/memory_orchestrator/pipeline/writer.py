@@ -25,7 +25,6 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend, superseding
 from memory_orchestrator.models import (
-    SUPERSEDES_KEY,
     Edge,
     Memory,
     NewMemory,
@@ -33,6 +32,7 @@ from memory_orchestrator.models import (
     SearchHit,
     WriteAction,
     WriteOutcome,
+    correcting,
 )
 from memory_orchestrator.pipeline.conflicts import Change, SameMeaning, compare
 from memory_orchestrator.pipeline.currency import superseded
@@ -154,10 +154,8 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
         )
     if policy.dry_run:
         return _dry_run(verdict, policy)
-    if verdict.kind == "update" and policy.on_conflict == "supersede":
-        memory = memory.model_copy(
-            update={"metadata": {**memory.metadata, SUPERSEDES_KEY: verdict.id}}
-        )
+    if verdict.kind == "update" and policy.on_conflict == "supersede" and verdict.id:
+        memory = correcting(memory, verdict.id)
     with anyio.fail_after(policy.timeout_s):
         outcome = await backend.write(memory)
     written = Written(
@@ -205,7 +203,7 @@ async def _settle(
 
 def _store_superseded(verdict: Verdict, outcome: WriteOutcome, written: Written) -> bool:
     """Whether the store itself wrote the memory as the new version of the one it corrects
-    (a write carrying `metadata["supersedes"]`, e.g. mnemon-mcp's `memory_update`)."""
+    (a write carrying the orchestrator's `supersedes` key, e.g. mnemon-mcp's `memory_update`)."""
     if verdict.kind != "update" or verdict.change is None:
         return False
     if outcome.action is not WriteAction.UPDATED or outcome.existing_id != verdict.id:

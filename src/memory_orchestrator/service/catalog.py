@@ -36,7 +36,7 @@ import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.errors import describe
-from memory_orchestrator.models import SUPERSEDES_KEY, Memory, MemoryType, to_utc
+from memory_orchestrator.models import Memory, MemoryType, supersedes, to_utc
 from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.state.forgotten import Tombstones
@@ -328,8 +328,10 @@ class Catalog:
             self._count(entry, +1)
             for name in memory.entities:
                 state.names.setdefault(name.casefold(), name)
-            replaced = memory.metadata.get(SUPERSEDES_KEY)
-            if isinstance(replaced, str):  # a hint until the store's record is read back
+            # the orchestrator's own key (a client cannot write it): a hint until the store's
+            # record of that memory is read back; an older record's bare key is no hint
+            replaced = supersedes(memory)
+            if replaced is not None:
                 self._mark(replaced)
         if again:  # a memory listed again (changed) replaces its old entry
             state.rebuild = True

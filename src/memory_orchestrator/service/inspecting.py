@@ -27,14 +27,17 @@ import anyio
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
 from memory_orchestrator.errors import OrchestratorError, describe
 from memory_orchestrator.models import (
-    SUPERSEDES_KEY,
     ForgetRequest,
     Memory,
     Neighbor,
     SearchFilters,
+    legacy_supersedes,
+    supersedes,
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare
+from memory_orchestrator.pipeline.currency import corrects as corrects_of
+from memory_orchestrator.pipeline.currency import marks_of
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Quiet, Spawn
 from memory_orchestrator.service.forgetting import ForgetPath
@@ -214,13 +217,15 @@ class Inspection:
         if not found:
             return None
         memory = found[0]
-        replaced = memory.metadata.get(SUPERSEDES_KEY)
-        related = [i for i in (replaced, memory.superseded_by) if isinstance(i, str) and i]
+        # the orchestrator's key, or a bare one of an older record, confirmed below
+        replaced = supersedes(memory) or legacy_supersedes(memory)
+        related = [i for i in (replaced, memory.superseded_by) if i]
         others: dict[str, Memory] = {}
         if related:
             got = await self._calls.strict(lambda: read(related), "reading its corrections")
             others = {m.id: m for m in got}
-        corrects = others.get(replaced) if isinstance(replaced, str) else None
+        replaced = corrects_of(memory, marks_of(list(others.values())))
+        corrects = others.get(replaced) if replaced is not None else None
         corrected_by = others.get(memory.superseded_by or "")
         edges, notes = await self._edges(memory_id)
         await self.refresh_traces()

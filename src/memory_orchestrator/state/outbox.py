@@ -15,6 +15,7 @@ lost) is marked delivered instead of being written again. Delivered rows are kep
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -22,12 +23,15 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from memory_orchestrator.errors import OutboxError
 from memory_orchestrator.models import (
     OutboxState,
     QueuedWrite,
     WriteAction,
     WriteRequest,
+    moved_aside,
 )
 from memory_orchestrator.text import content_hash
 
@@ -188,11 +192,25 @@ class Outbox:
                 self._db = None
 
 
+def _request(body: str) -> WriteRequest:
+    """A queued request as it was kept. One queued before client metadata was refused the
+    orchestrator's own keys is delivered with those keys moved aside (`client:<key>`)."""
+    try:
+        return WriteRequest.model_validate_json(body)
+    except ValidationError:
+        kept = json.loads(body)
+        memory = kept.get("memory") if isinstance(kept, dict) else None
+        if not isinstance(memory, dict) or not isinstance(memory.get("metadata"), dict):
+            raise
+        memory["metadata"] = moved_aside(memory["metadata"])
+        return WriteRequest.model_validate(kept)
+
+
 def _record(row: Row) -> QueuedWrite:
     seq, body, digest, state, queued, reason, attempts, error, done, mem_id, action = row
     return QueuedWrite(
         seq=seq,
-        request=WriteRequest.model_validate_json(body),
+        request=_request(body),
         content_hash=digest,
         state=OutboxState(state),
         queued_at=datetime.fromisoformat(queued),

@@ -95,8 +95,6 @@ def to_memory(insight: Json, *, superseded: bool = False) -> Memory:
     access = insight.get("access_count")
     if isinstance(access, int):
         metadata["access_count"] = access
-    if superseded:
-        metadata["superseded"] = True
     source = insight.get("source")
     return Memory(
         id=str(insight["id"]),
@@ -109,6 +107,7 @@ def to_memory(insight: Json, *, superseded: bool = False) -> Memory:
         importance=importance_in(insight.get("importance")),
         store="mnemon",
         metadata=metadata,
+        superseded=superseded,
     )
 
 

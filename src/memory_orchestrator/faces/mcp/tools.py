@@ -151,7 +151,11 @@ WriteSource = Annotated[
 ]
 WriteMetadata = Annotated[
     dict[str, MetaValue] | None,
-    Field(max_length=MAX_LIST_ITEMS, description="Extra key/value fields to keep."),
+    Field(
+        max_length=MAX_LIST_ITEMS,
+        description="Extra key/value fields to keep. Keys under 'orchestrator:', and"
+        " 'supersedes' and 'superseded', are the orchestrator's own: refused.",
+    ),
 ]
 OnDuplicate = Annotated[
     Literal["skip", "update"] | None,
