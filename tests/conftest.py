@@ -20,9 +20,9 @@ import pytest
 
 from memory_orchestrator.settings import Settings, load_settings
 from tests.mnemon_double import real_binary, real_expected, real_problem
-from tests.pg_fixtures import pg_dsn, pg_server
+from tests.pg_fixtures import own_pg_server, pg_dsn, pg_server
 
-__all__ = ["pg_dsn", "pg_server"]  # a real PostgreSQL (tests/pg_fixtures.py)
+__all__ = ["own_pg_server", "pg_dsn", "pg_server"]  # a real PostgreSQL (tests/pg_fixtures.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -82,7 +82,8 @@ class PgOutbox(Outbox):
         """The queued write, locked for this replica until the block ends; None when another
         replica holds it or has delivered it."""
         try:
-            with self._pg.connection() as conn, conn.transaction():
+            # held across the delivery of the write: each answer is bounded, not the whole
+            with self._pg.connection(held=True) as conn, conn.transaction():
                 row = conn.execute(
                     f"SELECT {_COLS} FROM outbox WHERE seq = %s AND state = 'pending'"
                     " FOR UPDATE SKIP LOCKED",
@@ -94,7 +95,7 @@ class PgOutbox(Outbox):
                 with self._held_lock:
                     self._held[item.seq] = conn
                 try:
-                    yield _record(row)  # type: ignore[arg-type]
+                    yield _record(row)
                 finally:
                     with self._held_lock:
                         self._held.pop(item.seq, None)
@@ -134,7 +135,7 @@ class PgTraceStore(TraceStore):
         self._pg.call(run)
 
     def _bodies(self, sql: str, args: tuple[object, ...] = ()) -> list[str]:
-        self.flush()
+        self.flush(self._pg.call_timeout_s)  # then read, even when the newest are not in yet
         rows = self._pg.call(lambda conn: conn.execute(sql.encode(), args).fetchall())
         return [str(r[0]) for r in rows]
 
@@ -247,6 +248,9 @@ class SharedTokens:
         self._pg = db
         self._refresh_s = refresh_s
         self._cached: tuple[float, list[TokenSpec]] | None = None
+        # a failed read, raised again without asking until the time given (at least a second
+        # later): while the database does not answer, authentication waits on it once a while
+        self._failed: tuple[float, BackendError] | None = None
 
     def add(self, token: TokenSpec) -> None:
         """Adds `token`, or replaces the one of the same name."""
@@ -273,11 +277,17 @@ class SharedTokens:
         now = time.monotonic()
         if self._cached is not None and now - self._cached[0] < self._refresh_s:
             return self._cached[1]
-        rows = self._pg.call(
-            lambda conn: conn.execute("SELECT spec FROM http_tokens ORDER BY name").fetchall()
-        )
+        if self._failed is not None and now < self._failed[0]:
+            raise self._failed[1]
+        try:
+            rows = self._pg.call(
+                lambda conn: conn.execute("SELECT spec FROM http_tokens ORDER BY name").fetchall()
+            )
+        except BackendError as exc:
+            self._failed = (time.monotonic() + max(self._refresh_s, 1.0), exc)
+            raise
         specs = [TokenSpec.model_validate(r[0]) for r in rows]  # jsonb: read as a dict
-        self._cached = (now, specs)
+        self._cached, self._failed = (now, specs), None
         return specs
 
     def close(self) -> None:

@@ -422,16 +422,31 @@ class Orchestrator:
         )
 
     async def health(self) -> HealthReport:
-        checks = await store_checks(self._store, self._calls)
+        """The store's checks (two bounded calls), the outbox's (a replay within
+        `outbox.replay_s`) and the traces' (stored behind the requests: waited for within
+        `retrieval.timeout_s`, a failure to store one shows) run side by side, so health
+        answers within 2 x `timeout_s` + `replay_s` whichever of them waits."""
+        parts: dict[str, list[HealthCheck]] = {"store": [], "outbox": [], "traces": []}
+
+        async def store() -> None:
+            parts["store"] = await store_checks(self._store, self._calls)
+
+        async def outbox() -> None:
+            if self.settings.outbox.enabled:
+                parts["outbox"] = [await self._writes.health_check()]
+
+        async def traces() -> None:
+            wait = self._calls.timeout_s
+            flushed = await anyio.to_thread.run_sync(self._recorder.flush, wait)
+            check = self._recorder.health_check(flushed, wait)
+            parts["traces"] = [check] if check is not None else []
+
+        async with anyio.create_task_group() as group:
+            for part in (store, outbox, traces):
+                group.start_soon(part)
         semantic = self._indexes.health_check()
-        if semantic is not None:
-            checks.append(semantic)
-        if self.settings.outbox.enabled:
-            checks.append(await self._writes.health_check())
-        await anyio.to_thread.run_sync(self._recorder.flush)  # traces are stored behind
-        traces = self._recorder.health_check()  # requests, and a failure to store one shows
-        if traces is not None:
-            checks.append(traces)
+        checks = [*parts["store"], *([semantic] if semantic else []), *parts["outbox"]]
+        checks += parts["traces"]
         if self.created_store is not None:
             detail = f"store created empty at {self.created_store} by this process"
             checks.append(HealthCheck(name="store_created", status=Status.OK, detail=detail))

@@ -91,8 +91,9 @@ class TraceRecorder:
     def get(self, trace_id: str) -> Trace | None:
         return self._traces.get(trace_id)
 
-    def flush(self) -> None:
-        self._traces.flush()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for the traces saved so far to be stored; False when `timeout` passed first."""
+        return self._traces.flush(timeout)
 
     def recent(self, limit: int) -> list[Trace]:
         """The newest `limit` stored traces, newest first."""
@@ -102,11 +103,17 @@ class TraceRecorder:
         """Up to `limit` stored traces before the trace `before`, newest first."""
         return self._traces.older(before, limit)
 
-    def health_check(self) -> HealthCheck | None:
-        """Degraded when traces could not be stored; None when all were (call `flush` first)."""
-        if not self._traces.errors:
+    def health_check(self, flushed: bool = True, waited_s: float = 0.0) -> HealthCheck | None:
+        """Degraded when traces could not be stored, or (`flushed` False) those saved before
+        `flush` were not stored within `waited_s`; None when all were. Call `flush` first."""
+        t = self._traces
+        if not flushed:
+            detail = f"{t.waiting} trace(s) not stored after {waited_s:g}s: the trace store does"
+            detail += " not answer" + (f" (last error: {t.last_error})" if t.errors else "")
+            return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
+        if not t.errors:
             return None
-        detail = f"{self._traces.errors} trace(s) not stored; last: {self._traces.last_error}"
+        detail = f"{t.errors} trace(s) not stored; last: {t.last_error}"
         return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
 
     def close(self) -> None:

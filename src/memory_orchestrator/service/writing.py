@@ -42,7 +42,7 @@ from memory_orchestrator.pipeline.writer import WritePolicy, Written, write_memo
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import find_written
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.state.outbox import Outbox
+from memory_orchestrator.state.outbox import AsyncOutbox, Outbox
 
 
 def _ms(started: float) -> float:
@@ -68,7 +68,8 @@ class WritePath:
         # extraction; `on_written` tells the derived indexes to pull; `meaning` reads a
         # swapped word as a synonym or not (`pipeline.paraphrase`, the semantic model where
         # it runs).
-        self._store, self._outbox, self._recorder = store, outbox, recorder
+        self._store, self._recorder = store, recorder
+        self._outbox = AsyncOutbox(outbox)  # its calls off the event loop
         self._settings, self._entities = settings, entities
         self._on_written = on_written
         self._meaning = meaning
@@ -134,7 +135,7 @@ class WritePath:
                 ) from exc
             if waiting:
                 behind = f"{waiting} earlier write(s) still queued; kept in order behind them"
-                return self._queued(trace, request, behind, started)
+                return await self._queued(trace, request, behind, started)
         try:
             written = await write_memory(self._store, request.memory, self.policy(request))
         except (BackendError, TimeoutError) as exc:
@@ -143,7 +144,7 @@ class WritePath:
             why = await self._unavailable(exc)
             if why is None:  # the store is up and refused this write: an error, not queued
                 raise
-            return self._queued(trace, request, why, started)
+            return await self._queued(trace, request, why, started)
         self._on_written()
         trace.backend_calls = written.calls
         trace.notes = [*trace.notes, written.reason, *written.notes]
@@ -196,14 +197,14 @@ class WritePath:
         """Replay queued writes, oldest first, until one fails or the queue is empty."""
         delivered: list[QueuedWrite] = []
         waiting = await self.replay(delivered)
-        last = self._outbox.last_error() if waiting else None
+        last = await self._outbox.last_error() if waiting else None
         note = f"{len(delivered)} replayed, {waiting} waiting" + (
             f"; the oldest fails with: {last}" if last else ""
         )
         return OutboxReport(
             depth=waiting,
             delivered=tuple(delivered),
-            pending=tuple(self._outbox.pending()),
+            pending=tuple(await self._outbox.pending()),
             note=note,
         )
 
@@ -214,14 +215,14 @@ class WritePath:
         hash; one found there (an earlier try reached the store) is marked delivered instead.
         One replay at a time per process; a write meanwhile queues behind it."""
         if self._replaying:
-            return self._outbox.depth()
-        if self._outbox.depth() == 0:
-            return 0
-        self._replaying = True
+            return await self._outbox.depth()
+        self._replaying = True  # before the first await: one replay at a time
         try:
+            if await self._outbox.depth() == 0:
+                return 0
             with anyio.move_on_after(self._settings.outbox.replay_s):
-                for item in self._outbox.pending():
-                    with self._outbox.claim(item) as mine:  # None: another replica has it
+                for item in await self._outbox.pending():
+                    async with self._outbox.claim(item) as mine:  # None: another replica has it
                         done = None if mine is None else await self._deliver(mine)
                     if done is None:
                         break
@@ -229,7 +230,7 @@ class WritePath:
                         delivered.append(done)
         finally:
             self._replaying = False
-        return self._outbox.depth()
+        return await self._outbox.depth()
 
     async def _deliver(self, item: QueuedWrite) -> QueuedWrite | None:
         """Send one queued write; None (and the error kept) when it fails."""
@@ -246,14 +247,14 @@ class WritePath:
                 written = await write_memory(self._store, item.request.memory, policy)
         except Exception as exc:
             try:
-                self._outbox.failed(item.seq, describe(exc))
+                await self._outbox.failed(item.seq, describe(exc))
             except OutboxError as broken:
                 raise OutboxError(
                     f"the store cannot take queued write #{item.seq} ({describe(exc)}), and"
                     f" the outbox cannot keep track of it ({broken})"
                 ) from broken
             return None
-        done = self._outbox.delivered(item.seq, written.id, written.action)
+        done = await self._outbox.delivered(item.seq, written.id, written.action)
         trace.notes = [
             f"replayed from the outbox (#{item.seq}, queued {item.queued_at:%c})",
             written.reason,
@@ -269,7 +270,7 @@ class WritePath:
         try:
             replayed: list[QueuedWrite] = []
             waiting = await self.replay(replayed)
-            last = self._outbox.last_error() if waiting else None
+            last = await self._outbox.last_error() if waiting else None
         except Exception as exc:
             return HealthCheck(name="outbox", status=Status.ERROR, detail=describe(exc))
         done = f"; {len(replayed)} replayed now" if replayed else ""
@@ -277,7 +278,7 @@ class WritePath:
             return HealthCheck(
                 name="outbox", status=Status.OK, detail="empty" + done, latency_ms=_ms(started)
             )
-        oldest = self._outbox.pending(1)[0]
+        oldest = (await self._outbox.pending(1))[0]
         detail = (
             f"{waiting} write(s) queued since {oldest.queued_at:%Y-%m-%d %H:%M:%S} UTC{done};"
             f" waiting for the store: {last or oldest.reason}"
@@ -312,11 +313,13 @@ class WritePath:
         same = bad[0].detail in str(exc)
         return f"{describe(exc)} (health: {bad[0].name}: {'fails too' if same else bad[0].detail})"
 
-    def _queued(self, trace: Trace, request: WriteRequest, why: str, started: float) -> WriteReport:
+    async def _queued(
+        self, trace: Trace, request: WriteRequest, why: str, started: float
+    ) -> WriteReport:
         """Keep `request` in the outbox; raises OutboxError naming both failures when the
         outbox cannot keep it either (then nothing was written, nothing is kept)."""
         try:
-            item = self._outbox.put(request, why)
+            item = await self._outbox.put(request, why)
         except OutboxError as exc:
             self._recorder.finish(trace)
             raise OutboxError(

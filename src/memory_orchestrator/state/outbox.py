@@ -18,11 +18,12 @@ import contextlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio.to_thread
 from pydantic import ValidationError
 
 from memory_orchestrator.errors import OutboxError
@@ -190,6 +191,49 @@ class Outbox:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+class AsyncOutbox:
+    """An `Outbox` as the service uses it from the event loop: every call in a worker thread,
+    so that an outbox waiting on its file or its database (a shared outbox: within its
+    bound, `postgres.database`) holds that caller only, never every other request."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+
+    async def put(self, request: WriteRequest, reason: str) -> QueuedWrite:
+        return await anyio.to_thread.run_sync(self.outbox.put, request, reason)
+
+    async def depth(self) -> int:
+        return await anyio.to_thread.run_sync(self.outbox.depth)
+
+    async def pending(self, limit: int = 1000) -> list[QueuedWrite]:
+        return await anyio.to_thread.run_sync(self.outbox.pending, limit)
+
+    async def last_error(self) -> str | None:
+        return await anyio.to_thread.run_sync(self.outbox.last_error)
+
+    async def failed(self, seq: int, error: str) -> None:
+        await anyio.to_thread.run_sync(self.outbox.failed, seq, error)
+
+    async def delivered(self, seq: int, memory_id: str | None, action: WriteAction) -> QueuedWrite:
+        return await anyio.to_thread.run_sync(self.outbox.delivered, seq, memory_id, action)
+
+    @asynccontextmanager
+    async def claim(self, item: QueuedWrite) -> AsyncIterator[QueuedWrite | None]:
+        """`Outbox.claim`, entered and left in worker threads."""
+        held = self.outbox.claim(item)
+        mine = await anyio.to_thread.run_sync(held.__enter__)
+        try:
+            yield mine
+        except BaseException as exc:
+            if not await anyio.to_thread.run_sync(held.__exit__, type(exc), exc, exc.__traceback__):
+                raise
+        else:
+            await anyio.to_thread.run_sync(held.__exit__, None, None, None)
+
+    def close(self) -> None:
+        self.outbox.close()
 
 
 def _request(body: str) -> WriteRequest:

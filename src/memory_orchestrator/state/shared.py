@@ -69,7 +69,11 @@ def _database(settings: Settings) -> Database:
 
     pg = settings.postgres
     dsn = settings.shared.dsn or pg.dsn
-    key = (dsn, settings.shared.pool_max, pg.connect_timeout_s, pg.statement_timeout_ms)
+    # Every call to the shared state is bounded like a store call (`[retrieval] timeout_s`),
+    # from the wait for a connection to its last answer: the tools' documented bounds count
+    # on it, and a paused server must not hold a write or a health check.
+    bound = settings.retrieval.timeout_s
+    key = (dsn, settings.shared.pool_max, pg.connect_timeout_s, pg.statement_timeout_ms, bound)
     with _pools_lock:
         db = _pools.get(key)
         if db is not None and db.share():
@@ -80,6 +84,8 @@ def _database(settings: Settings) -> Database:
             max_size=settings.shared.pool_max,
             connect_timeout_s=pg.connect_timeout_s,
             statement_timeout_ms=pg.statement_timeout_ms,
+            answer_timeout_s=bound,
+            call_timeout_s=bound,
             what="shared state ([shared] dsn, else [postgres] dsn)",
         )
         _pools[key] = db

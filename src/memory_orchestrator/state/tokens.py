@@ -184,6 +184,12 @@ class TokenBook:
     def __len__(self) -> int:
         return len(self._tokens)
 
+    @property
+    def shared(self) -> bool:
+        """Whether a shared list is read too (over the network: call `authenticate` off the
+        event loop)."""
+        return self._shared is not None
+
     def authenticate(self, secret: str | None) -> TokenSpec | None:
         """The token whose hash matches `secret`, or None. Every hash is compared."""
         if not secret:

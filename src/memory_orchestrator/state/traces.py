@@ -3,7 +3,8 @@
 Traces are written behind the request: `save` hands the trace to a writer thread, which
 serializes and stores it (many at a time, in one transaction) while the next request waits on
 its store. Every read (`get`, `recent`, `since`) and `close` first waits until everything
-saved before it is stored, so a trace id an answer carries can be explained at once.
+saved before it is stored, so a trace id an answer carries can be explained at once; `flush`
+takes a bound, for a caller that must answer in time (health).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class TraceStore:
         self._queue: list[Trace] = []  # saved, not yet stored
         self._queued = threading.Condition()  # guards _queue, _busy and _writer
         self._busy = False  # the writer holds traces taken from the queue
+        self._saved = 0  # traces handed to `save`, ever
+        self._done = 0  # of those, stored or failed (in the order saved)
         self._writer: threading.Thread | None = None
         self.errors = 0  # traces that could not be stored (logged)
         self.last_error: str | None = None
@@ -59,6 +62,7 @@ class TraceStore:
         """Queue `trace` for storage; returns at once. The caller must not change it after."""
         with self._queued:
             self._queue.append(trace)
+            self._saved += 1
             self._closed = False
             if self._writer is None or not self._writer.is_alive():
                 writer = threading.Thread(target=self._write_loop, name="trace-writer", daemon=True)
@@ -69,16 +73,29 @@ class TraceStore:
                 self._writer = writer
             self._queued.notify_all()
 
-    def flush(self) -> None:
-        """Wait until every trace saved so far is stored (or has failed and been logged)."""
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every trace saved so far is stored (or has failed and been logged);
+        False when `timeout` seconds passed first (they are still being stored)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._queued:
-            while self._queue or self._busy:
+            target = self._saved
+            while self._done < target:
                 if self._writer is None or not self._writer.is_alive():
                     self._busy = False
                     batch, self._queue = self._queue, []
                     self._store(batch)  # no writer (exiting): store them here
+                    self._done += len(batch)
                     continue
-                self._queued.wait(0.1)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queued.wait(0.1 if left is None else min(0.1, left))
+        return True
+
+    @property
+    def waiting(self) -> int:
+        """Traces saved and not yet stored (nor failed)."""
+        return self._saved - self._done
 
     def _write_loop(self) -> None:
         while True:
@@ -92,6 +109,9 @@ class TraceStore:
                 batch, self._queue = self._queue, []
                 self._busy = True
             self._store(batch)
+            with self._queued:
+                self._done += len(batch)
+                self._queued.notify_all()
 
     def _store(self, batch: list[Trace]) -> None:
         rows: list[tuple[str, str, str, str]] = []

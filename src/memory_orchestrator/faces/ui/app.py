@@ -99,7 +99,7 @@ async def login(request: Request) -> Response:
     secret = fields.get("token", "").strip()
     wanted = _next_path(fields.get("next"))
     book: TokenBook = request.app.state.book
-    token = book.authenticate(secret)
+    token = await anyio.to_thread.run_sync(book.authenticate, secret)  # may read the network
     if token is None:
         return page(request, "login.html", code=401, next=wanted, error="unknown token")
     refused = TokenBook.check_store(token, ui.orchestrator.store_name)

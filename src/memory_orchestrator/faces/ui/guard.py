@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import anyio.to_thread
+
 from memory_orchestrator.service.inspecting import Quiet
 from memory_orchestrator.state.tokens import TokenBook, TokenSpec, bearer
 
@@ -211,7 +213,11 @@ class Guard:
         if self.book is not None and not path.startswith(OPEN_PATHS):
             session = _cookie(headers, COOKIE)
             presented = bearer(headers.get("authorization"))
-            token = self.book.authenticate(presented or self.sessions.secret(session))
+            secret = presented or self.sessions.secret(session)
+            if self.book.shared:  # read over the network (bounded): off the event loop
+                token = await anyio.to_thread.run_sync(self.book.authenticate, secret)
+            else:
+                token = self.book.authenticate(secret)
             if token is None and presented:  # a script with a wrong token: no login page
                 await _plain(send, 401, "unknown bearer token")
                 return
