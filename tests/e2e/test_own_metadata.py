@@ -147,7 +147,9 @@ def test_records_stored_before_are_read_by_the_stores_marks_not_by_a_clients_key
     argv = [str(ORCHESTRATOR), "ui", "--data-dir", str(settings.data_dir), "--port", "0"]
     with inspector(argv, cwd=tmp_path) as url:
         shown = listed_ids(url)
-        assert victim in shown and client in shown and corrected in shown
+        assert victim in shown
+        assert client in shown
+        assert corrected in shown
         assert friday not in shown  # corrected, by the store's own mark
         with urllib.request.urlopen(url + "?corrected=1&limit=100", timeout=60) as answer:
             assert friday in answer.read().decode()

@@ -52,7 +52,12 @@ def test_a_write_queued_before_with_a_reserved_key_is_delivered_with_it_moved_as
         )
         db.execute(
             "INSERT INTO outbox (request, content_hash, queued_at, reason) VALUES (?,?,?,?)",
-            (body.model_dump_json(), content_hash("Gate B closes at nine."), EARLY.isoformat(), "x"),
+            (
+                body.model_dump_json(),
+                content_hash("Gate B closes at nine."),
+                EARLY.isoformat(),
+                "x",
+            ),
         )
     o = Orchestrator.from_settings(settings)
 
