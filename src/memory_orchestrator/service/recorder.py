@@ -104,17 +104,26 @@ class TraceRecorder:
         return self._traces.older(before, limit)
 
     def health_check(self, flushed: bool = True, waited_s: float = 0.0) -> HealthCheck | None:
-        """Degraded when traces could not be stored, or (`flushed` False) those saved before
-        `flush` were not stored within `waited_s`; None when all were. Call `flush` first."""
+        """Degraded while traces cannot be stored: the latest batch failed, or (`flushed`
+        False) those saved before `flush` were not stored within `waited_s`. Once a batch is
+        stored again it is healthy again, and says what was lost before. None when all
+        were stored. Call `flush` first."""
         t = self._traces
         if not flushed:
-            detail = f"{t.waiting} trace(s) not stored after {waited_s:g}s: the trace store does"
-            detail += " not answer" + (f" (last error: {t.last_error})" if t.errors else "")
+            detail = (
+                f"{t.waiting} trace(s) not stored after {waited_s:g}s: the trace store does"
+                " not answer" + (f" (last error: {t.last_error})" if t.failing else "")
+            )
+            return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
+        if t.failing:
+            detail = f"{t.errors} trace(s) not stored; last: {t.last_error}"
             return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
         if not t.errors:
             return None
-        detail = f"{t.errors} trace(s) not stored; last: {t.last_error}"
-        return HealthCheck(name="traces", status=Status.DEGRADED, detail=detail)
+        since = datetime.fromtimestamp(t.stored_at or 0, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        detail = f"stored again since {since} UTC; {t.errors} trace(s) not stored before"
+        detail += f" (last: {t.last_error})"
+        return HealthCheck(name="traces", status=Status.OK, detail=detail)
 
     def close(self) -> None:
         self._traces.close()

@@ -5,6 +5,11 @@ serializes and stores it (many at a time, in one transaction) while the next req
 its store. Every read (`get`, `recent`, `since`) and `close` first waits until everything
 saved before it is stored, so a trace id an answer carries can be explained at once; `flush`
 takes a bound, for a caller that must answer in time (health).
+
+A batch that cannot be stored is logged and counted (`errors`, `last_error`), and `failing`
+says whether the latest batch failed: once one is stored again, the store is healthy again.
+A failed write's own error is kept (SQLite ends a transaction itself on a full disk, so the
+ROLLBACK after it would only say "no transaction is active").
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ class TraceStore:
         self._writer: threading.Thread | None = None
         self.errors = 0  # traces that could not be stored (logged)
         self.last_error: str | None = None
+        self.failing = False  # the latest batch could not be stored
+        self.stored_at: float | None = None  # time.time() of the latest batch stored
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -129,9 +136,13 @@ class TraceStore:
             self._insert(rows)
         except Exception as exc:  # a lost trace is logged, never raised into a request
             self._failed(len(rows), exc)
+        else:
+            if rows:
+                self.failing, self.stored_at = False, time.time()
 
     def _failed(self, count: int, exc: Exception) -> None:
         self.errors += count
+        self.failing = True
         self.last_error = f"{type(exc).__name__}: {exc}"
         log.warning("%d trace(s) not stored: %s", count, self.last_error)
 
@@ -160,7 +171,11 @@ class TraceStore:
                     )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                # SQLite ends the transaction itself on some errors (a full disk); the error
+                # to report is the write's, not the ROLLBACK's
+                if db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
                 raise
 
     def get(self, trace_id: str) -> Trace | None:
