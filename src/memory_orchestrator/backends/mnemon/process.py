@@ -2,6 +2,9 @@
 
 - The binary: `[mnemon] binary` (a bare name is looked up on PATH), else `.tools/bin/mnemon`
   under the working directory (where `make mnemon` installs it), else `mnemon` on PATH.
+  Missing, not executable, or not one this system can run (garbage, a busy file): each is
+  the installation's fault, never the request's, so the error is transient (a write waits in
+  the outbox until it is fixed) and health's `binary` check names it.
 - The environment: Mnemon's embedding probe (2 s per call) is pointed at an address that
   fails at once unless an endpoint is configured; `MNEMON_MAX_INSIGHTS` when set.
 - A timeout per process: a late process is stopped, and so is one whose caller gave up. Each
@@ -85,7 +88,18 @@ def find_binary(configured: Path | None) -> Path:
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate.absolute()
-    raise BackendError(f"mnemon binary not found (looked in: {', '.join(looked)}); {INSTALL_HINT}")
+    for candidate in candidates:
+        if candidate.is_file():
+            raise BackendError(_not_executable(candidate), transient=True)
+    raise BackendError(
+        f"mnemon binary not found (looked in: {', '.join(looked)}); {INSTALL_HINT}",
+        transient=True,
+    )
+
+
+def _not_executable(path: Path) -> str:
+    mode = f"{path.stat().st_mode & 0o777:o}" if path.exists() else "?"
+    return f"mnemon binary {path} is not executable (mode {mode}; chmod +x it)"
 
 
 def error_message(stderr: bytes) -> str:
@@ -184,10 +198,12 @@ class MnemonRunner:
         self._processes = PerLoop(lambda: anyio.Semaphore(settings.max_processes))
 
     def binary(self) -> Path:
-        """The binary to run (found once). Raises BackendError when there is none."""
-        if self._binary is None or not self._binary.is_file():
-            self._binary = find_binary(self.settings.binary)
-        return self._binary
+        """The binary to run (found once, checked each time: it may be removed or made
+        unexecutable meanwhile). Raises BackendError (transient) when there is none."""
+        found = self._binary
+        if found is None or not found.is_file() or not os.access(found, os.X_OK):
+            self._binary = found = find_binary(self.settings.binary)
+        return found
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -208,8 +224,8 @@ class MnemonRunner:
                 process = await anyio.open_process(
                     argv, stdin=subprocess.DEVNULL, env=self._env(), start_new_session=True
                 )
-            except OSError as exc:
-                raise BackendError(f"cannot start {argv[0]}: {exc}") from exc
+            except OSError as exc:  # gone, unexecutable, garbage: the installation's fault
+                raise BackendError(f"cannot start {argv[0]}: {exc}", transient=True) from exc
             out, err = bytearray(), bytearray()
             try:
                 with anyio.fail_after(timeout):
