@@ -58,8 +58,9 @@ REPO = Path(__file__).resolve().parents[1]
 ORCHESTRATOR = Path(sys.executable).parent / "orchestrator"
 _TIMING = re.compile(r"app;dur=([0-9.]+)")
 _INDEXING = "Indexing the store"
+_CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 # asked once each right after the first page, while the inspector still lists the store
-_FIRST_VISITS = ("/traces", "/health", "/eval", "/graph?entity=Person1", "/?q=Person1+budget")
+_FIRST_VISITS = ("/traces", "/health", "/eval", "/graph?entity=Person1", "/search q=Person1 budget")
 _WORDS = "project vendor firmware deploy release team budget meeting customer launch design".split()
 
 
@@ -121,6 +122,18 @@ def _server_ms(answer: httpx2.Response) -> float:
     return float(found.group(1))
 
 
+def _get(client: httpx2.Client, variant: str) -> httpx2.Response:
+    """One page: a path, or a form that is posted (`/search q=...`, `.../replay`): a search
+    and a replay are kept as requests, so the inspector runs them from its own forms only."""
+    path, _, query = variant.partition(" q=")
+    if not (path == "/search" or path.endswith("/replay")):
+        return client.get(variant)
+    csrf = _CSRF.search(client.get("/").text)
+    assert csrf, "no CSRF field on the memories page"
+    fields = {"csrf": csrf.group(1), **({"q": query} if query else {})}
+    return client.post(path, data=fields, headers={"origin": str(client.base_url).rstrip("/")})
+
+
 def _pages(client: httpx2.Client, count: int) -> dict[str, list[str]]:
     """Every page, each with a few variants (other ids, other queries) to go round."""
     listing = client.get(f"/?offset={count // 2}").text
@@ -136,13 +149,13 @@ def _pages(client: httpx2.Client, count: int) -> dict[str, list[str]]:
         "/?type=episodic&entity=PersonN": [f"/?type=episodic&entity=Person{n}" for n in range(10)],
         "/?since..until (a month)": ["/?since=2023-01-01&until=2023-01-31"],
         "/?corrected=1": ["/?corrected=1"],
-        "/?q=... (memory_search)": [f"/?q={q.replace(' ', '+')}" for q in queries],
+        "/search (memory_search, posted)": [f"/search q={q}" for q in queries],
         "/memories/<id>": [f"/memories/{i}" for i in ids],
         "/memories/<id>/forget (confirm)": [f"/memories/{i}/forget" for i in ids],
         "/traces": ["/traces"],
         "/traces?offset=200": ["/traces?offset=200"],
         "/traces/<id>": [f"/traces/{t}" for t in trace_ids],
-        "/traces/<id>/replay": [f"/traces/{t}/replay" for t in trace_ids],
+        "/traces/<id>/replay (posted)": [f"/traces/{t}/replay" for t in trace_ids],
         "/graph?entity=PersonN": [f"/graph?entity=Person{n}" for n in range(10)],
         "/graph?entity=PersonN&hops=2": [f"/graph?entity=Person{n}&hops=2" for n in range(10)],
         "/graph?memory=<id>": [f"/graph?memory={i}" for i in ids],
@@ -164,7 +177,7 @@ def _cold(client: httpx2.Client) -> dict[str, Any]:
     }
     visits = {}
     for path in _FIRST_VISITS:
-        answer = client.get(path)
+        answer = _get(client, path)
         answer.raise_for_status()
         visits[path] = _server_ms(answer)
     cold["first_visits_server_ms"] = visits
@@ -195,14 +208,14 @@ def measure(url: str, rounds: int, count: int) -> dict[str, Any]:
         pages = _pages(client, count)
         for variants in pages.values():  # one untimed pass: each page's first use
             for path in variants:
-                client.get(path).raise_for_status()
+                _get(client, path).raise_for_status()
         server: dict[str, list[float]] = {name: [] for name in pages}
         wall: dict[str, list[float]] = {name: [] for name in pages}
         for turn in range(rounds):
             for name, variants in pages.items():
                 path = variants[turn % len(variants)]
                 sent = time.perf_counter()
-                answer = client.get(path)
+                answer = _get(client, path)
                 wall[name].append((time.perf_counter() - sent) * 1000)
                 answer.raise_for_status()
                 server[name].append(_server_ms(answer))

@@ -61,7 +61,7 @@ def test_every_page_is_reached_by_clicking_from_the_memories_page(watched: Watch
     assert _box_width(page, "table.candidates rect.part-relevance") > 5
     watched.shot("05-trace")
 
-    page.get_by_role("link", name="Replay against today's store").click()
+    page.get_by_role("button", name="Replay against today's store").click()
     expect(page.get_by_role("heading", name=re.compile("^Replay of"))).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text("Identical")
     watched.shot("06-replay")
@@ -80,6 +80,13 @@ def test_every_page_is_reached_by_clicking_from_the_memories_page(watched: Watch
     expect(plot).to_be_visible()
     assert plot.evaluate("img => img.complete && img.naturalWidth > 0")
     watched.shot("08-eval")
+
+
+def _search(page: Page, query: str) -> None:
+    """A search as a person runs it: the box, then Enter (a POST of the page's form)."""
+    page.goto("/")
+    page.get_by_role("searchbox", name="Search").fill(query)
+    page.get_by_role("searchbox", name="Search").press("Enter")
 
 
 def test_a_search_draws_each_result_s_score_as_a_bar(watched: Watched) -> None:
@@ -128,7 +135,7 @@ def test_the_inspector_is_usable_from_the_keyboard(watched: Watched) -> None:
 
 def test_hostile_memory_text_is_shown_as_text_in_the_browser(watched: Watched) -> None:
     page = watched.page
-    page.goto("/?q=hostile+firmware+notes")
+    _search(page, "hostile firmware notes")
     expect(page.get_by_text("<script>alert('xss')</script> hostile notes")).to_be_visible()
     expect(page.get_by_text("<img src=x onerror=alert(1)> hostile firmware image")).to_be_visible()
     watched.shot("11-hostile-search")
@@ -147,7 +154,7 @@ def test_hostile_memory_text_is_shown_as_text_in_the_browser(watched: Watched) -
 
 def test_forgetting_a_memory_takes_a_confirmation_and_removes_it(watched: Watched) -> None:
     page = watched.page
-    page.goto("/?q=parking+garage+code")
+    _search(page, "parking garage code")
     page.get_by_role("link", name=FORGETTABLE).click()
     memory_url = page.url
     page.get_by_role("link", name="Forget this memory…").click()

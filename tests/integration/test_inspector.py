@@ -24,6 +24,7 @@ from memory_orchestrator.models import MemoryType, NewMemory, SearchRequest, Wri
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.tokens import TokenSpec, hash_token, new_secret
+from memory_orchestrator.state.traces import TraceStore
 
 pytestmark = pytest.mark.integration
 
@@ -53,6 +54,13 @@ class Site:
         if origin is not None:
             sent["Origin"] = origin or self.base
         return await self.client.post(path, data=data, headers=sent)
+
+    async def search(self, query: str, filters: str = "") -> httpx2.Response:
+        """A search as the page's form sends it (POST, with the page's CSRF token)."""
+        form = await self.get("/" + (f"?{filters}" if filters else ""))
+        return await self.post(
+            f"/search?{filters}" if filters else "/search", {"csrf": _csrf(form.text), "q": query}
+        )
 
     async def ids(self) -> list[str]:
         page = await self.get("/?limit=100")
@@ -160,7 +168,7 @@ async def test_a_search_shows_each_result_with_its_score_breakdown_as_a_bar(
     settings: Settings,
 ) -> None:
     async def body(site: Site) -> None:
-        found = await site.get("/?q=how+do+I+deploy+atlas-core")
+        found = await site.search("how do I deploy atlas-core")
         assert found.status_code == 200
         assert "How to deploy atlas-core" in found.text
         bars = re.findall(
@@ -174,7 +182,7 @@ async def test_a_search_shows_each_result_with_its_score_breakdown_as_a_bar(
         assert float(widths[0]) > 0
         trace_id = re.search(r'href="/traces/(tr_[0-9a-f]+)"', found.text)
         assert trace_id, "a search links its trace"
-        typed = await site.get("/?q=deploy&type=resource")
+        typed = await site.search("deploy", "type=resource")
         assert "Runbook: atlas-core deployment" in typed.text
         assert "How to deploy atlas-core" not in typed.text
 
@@ -263,10 +271,45 @@ async def test_traces_pages_draw_the_plan_candidates_drops_and_stages_and_replay
             assert part in page.text, part
         assert 'class="part part-relevance"' in page.text
         assert "(local index)" in page.text  # a candidate's source list
-        replay = await site.get(f"/traces/{result.trace_id}/replay")
+        replay = await site.post(f"/traces/{result.trace_id}/replay", {"csrf": _csrf(page.text)})
         assert replay.status_code == 200
         assert "Identical: the same memories in the same order." in replay.text
         assert (await site.get("/traces/tr_0000000000000000")).status_code == 404
+
+    await _run(settings, body)
+
+
+async def test_only_a_posted_form_of_this_inspector_records_a_search_or_a_replay(
+    settings: Settings,
+) -> None:
+    """A search and a replay are kept as requests (traces), and the store keeps the newest
+    5,000: a link, an image or a form on any other page must not push real history out."""
+
+    async def kept(site: Site) -> int:
+        await site.orchestrator.health()  # waits for the traces saved so far to be stored
+        return len(TraceStore(settings.trace_path()).recent(100_000))
+
+    async def body(site: Site) -> None:
+        result = await site.orchestrator.search(SearchRequest(query="Vendor X firmware"))
+        before = await kept(site)
+        linked = await site.get("/?q=Vendor+X+firmware")  # a link fills the box, runs nothing
+        assert linked.status_code == 200
+        assert "Press Search to run it" in linked.text
+        assert 'value="Vendor X firmware"' in linked.text
+        csrf = _csrf(linked.text)
+        replay = f"/traces/{result.trace_id}/replay"
+        refused = [
+            await site.get(replay),
+            await site.post("/search", {"csrf": csrf, "q": "x"}, origin="http://evil.example"),
+            await site.post("/search", {"q": "x"}),
+            await site.post(replay, {"csrf": csrf}, origin="http://evil.example"),
+            await site.post(replay, {"confirm": "yes"}),  # no CSRF token
+        ]
+        assert [r.status_code for r in refused] == [405, 403, 403, 403, 403]
+        assert await kept(site) == before  # nothing recorded
+        assert (await site.post("/search", {"csrf": csrf, "q": "firmware"})).status_code == 200
+        assert (await site.post(replay, {"csrf": csrf})).status_code == 200
+        assert await kept(site) == before + 2
 
     await _run(settings, body)
 
@@ -432,7 +475,7 @@ async def test_the_eval_page_shows_the_tables_and_serves_only_the_folders_plots(
 async def test_hostile_memory_text_is_shown_as_text_on_every_page(settings: Settings) -> None:
     async def body(site: Site) -> None:
         ids = await site.ids()
-        search = await site.get("/?q=hostile+firmware+notes")
+        search = await site.search("hostile firmware notes")
         assert "hostile" in search.text
         trace_id = re.search(r'href="/traces/(tr_[0-9a-f]+)"', search.text)
         assert trace_id

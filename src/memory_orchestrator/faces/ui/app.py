@@ -218,12 +218,13 @@ def ready_detail(listed: int | None, read: int, status: str) -> str:
 def _routes() -> list[BaseRoute]:
     return [
         Route("/", pages.memories, methods=["GET"]),
+        Route("/search", pages.search, methods=["POST"]),
         Route("/memories/{memory_id:path}/forget", pages.forget_confirm, methods=["GET"]),
         Route("/memories/{memory_id:path}/forget", pages.forget, methods=["POST"]),
         Route("/memories/{memory_id:path}", pages.memory, methods=["GET"]),
         Route("/graph", pages.graph, methods=["GET"]),
         Route("/traces", trace_pages.traces, methods=["GET"]),
-        Route("/traces/{trace_id}/replay", trace_pages.replay, methods=["GET"]),
+        Route("/traces/{trace_id}/replay", trace_pages.replay, methods=["POST"]),
         Route("/traces/{trace_id}", trace_pages.trace, methods=["GET"]),
         Route("/health", trace_pages.health, methods=["GET"]),
         Route("/eval", trace_pages.eval_page, methods=["GET"]),

@@ -29,7 +29,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.service.inspecting import MemoryFilter
 
-__all__ = ["forget", "forget_confirm", "graph", "memories", "memory"]
+__all__ = ["forget", "forget_confirm", "graph", "memories", "memory", "search"]
 
 PAGE_SIZES = (20, 50, 100)
 _MAX_ENTITY = 200
@@ -89,43 +89,73 @@ async def _search(request: Request, query: str, wanted: MemoryFilter) -> SearchR
     return await state_of(request).orchestrator.search(search)
 
 
-async def memories(request: Request) -> Response:
-    """`/`: the memories, newest first, with filters and paging; or the search results."""
-    allowed(request, "memory_search")
-    ui = state_of(request)
-    wanted = _filter(request)
-    query = request.query_params.get("q", "").strip()
-    inspection = ui.orchestrator.inspection()
-    context: dict[str, Any] = {
+def _applied(request: Request, wanted: MemoryFilter) -> dict[str, Any]:
+    """The filters as they are in the page's address: the list's, and the search's."""
+    params = request.query_params
+    return {
+        "type": sorted(t.value for t in wanted.types),
+        "entity": wanted.entity,
+        "since": params.get("since"),
+        "until": params.get("until"),
+        "corrected": "1" if wanted.corrected else None,
+    }
+
+
+def _context(request: Request, wanted: MemoryFilter, query: str) -> dict[str, Any]:
+    inspection = state_of(request).orchestrator.inspection()
+    return {
         "query": query,
         "wanted": wanted,
         "types": list(MemoryType),
         "entities": inspection.catalog.entity_names(),
         "sizes": PAGE_SIZES,
+        "search_action": query_href("/search", **_applied(request, wanted)),
     }
+
+
+async def memories(request: Request) -> Response:
+    """`/`: the memories, newest first, with filters and paging. A search is a POST (it
+    is kept as a request: `search`); a `q` here only fills the box."""
+    allowed(request, "memory_search")
+    wanted = _filter(request)
+    query = request.query_params.get("q", "").strip()
+    context = _context(request, wanted, query)
     if query:
-        found = await _search(request, query, wanted)
-        if isinstance(found, str):
-            return page(request, "memories.html", code=400, error=found, **context)
-        return page(request, "memories.html", result=found, **context)
+        context["notice"] = (
+            "Press Search to run it: a search is kept as a request, so only this page's"
+            " form runs one, never a link."
+        )
     limit = number(request, "limit", 50, 1, 100)
     offset = number(request, "offset", 0, 0, 10**9)
-    listed = await inspection.memories(wanted, offset, limit)
+    listed = await state_of(request).orchestrator.inspection().memories(wanted, offset, limit)
     pager = Pager(offset, limit, listed.total, len(listed.memories))
 
     def href_of(at: int) -> str:
         return query_href(
             "/",
-            type=sorted(t.value for t in wanted.types),
-            entity=wanted.entity,
-            since=request.query_params.get("since"),
-            until=request.query_params.get("until"),
-            corrected="1" if wanted.corrected else None,
+            **_applied(request, wanted),
             limit=limit if limit != 50 else None,
             offset=at or None,
         )
 
     return page(request, "memories.html", listed=listed, pager=pager, href_of=href_of, **context)
+
+
+async def search(request: Request) -> Response:
+    """`/search` (POST, from the page's form: its origin and CSRF token are checked): the
+    search as `memory_search` runs it, within the filters in the address. It is kept as a
+    request (a trace), so no other page, and no link, can make one."""
+    fields = await form_of(request)
+    allowed(request, "memory_search")
+    wanted = _filter(request)
+    query = fields.get("q", "").strip()
+    context = _context(request, wanted, query)
+    if not query:
+        return page(request, "memories.html", code=400, error="type what to search for", **context)
+    found = await _search(request, query, wanted)
+    if isinstance(found, str):
+        return page(request, "memories.html", code=400, error=found, **context)
+    return page(request, "memories.html", result=found, **context)
 
 
 async def memory(request: Request) -> Response:

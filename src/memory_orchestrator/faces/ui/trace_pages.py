@@ -8,7 +8,14 @@ from starlette.responses import FileResponse, Response
 
 from memory_orchestrator import service
 from memory_orchestrator.errors import OrchestratorError
-from memory_orchestrator.faces.ui.common import Refused, allowed, number, page, state_of
+from memory_orchestrator.faces.ui.common import (
+    Refused,
+    allowed,
+    form_of,
+    number,
+    page,
+    state_of,
+)
 from memory_orchestrator.faces.ui.evaldir import plot_path, read_eval
 from memory_orchestrator.faces.ui.views import Pager, query_href, stage_bars
 from memory_orchestrator.models import Memory, OutboxReport
@@ -73,7 +80,10 @@ async def trace(request: Request) -> Response:
 
 
 async def replay(request: Request) -> Response:
-    """`/traces/<id>/replay`: the request run again today, and what changed."""
+    """`/traces/<id>/replay` (POST, from the trace page's form: origin and CSRF token
+    checked): the request run again today, and what changed. The run is kept as a request
+    (a trace), so no other page, and no link, can make one."""
+    await form_of(request)
     allowed(request, "memory_explain")
     trace_id = request.path_params["trace_id"]
     orchestrator = state_of(request).orchestrator
