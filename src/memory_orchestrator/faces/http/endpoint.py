@@ -28,6 +28,7 @@ versions) carries its own envelope and no session: it goes to the SDK as it is.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
@@ -54,6 +55,7 @@ _MAX_ANSWER_HELD = 1024 * 1024  # an initialize answer read before it is let out
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -107,6 +109,14 @@ class SessionGate:
             return await anyio.to_thread.run_sync(fn, *args)
         return fn(*args)
 
+    async def _done(self, session_id: str) -> None:
+        """Mark the session used at the end of a request. The answer is out already: a
+        session store that cannot be reached now (within its bound) is logged, not raised."""
+        try:
+            await self._call(self.store.done, session_id)
+        except BackendError as exc:
+            log.warning("MCP session %s not marked used: %s", session_id[:8], exc)
+
     async def _post(
         self, scope: Scope, receive: Receive, send: Send, owner: str, session_id: str | None
     ) -> None:
@@ -127,7 +137,7 @@ class SessionGate:
                 await self.app(scope, replay, send)
             finally:
                 with anyio.CancelScope(shield=True):
-                    await self._call(self.store.done, session_id)
+                    await self._done(session_id)
             return
         if isinstance(message, dict) and message.get("method") == "initialize":
             await self._initialize(scope, replay, send, owner)
