@@ -37,7 +37,11 @@ def _chmod_off(binary: Path) -> Callable[[], None]:
 def _removed(binary: Path) -> Callable[[], None]:
     kept = binary.with_name("mnemon.kept")
     binary.rename(kept)
-    return lambda: kept.rename(binary)
+
+    def put_back() -> None:
+        kept.rename(binary)
+
+    return put_back
 
 
 @pytest.mark.parametrize(
