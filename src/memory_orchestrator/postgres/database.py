@@ -174,6 +174,10 @@ class Database:
                 timeout=self._timeout,
                 kwargs=self._connect_args(),
                 configure=self._configure,
+                # a connection that keeps failing is given up soon (its retries back off to
+                # a minute and more); the next call that needs one starts again at once, so
+                # a server back from a pause is used within a connect, not a backoff
+                reconnect_timeout=2 * self._timeout,
                 name="memory-orchestrator",
             )
             try:

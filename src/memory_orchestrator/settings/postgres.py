@@ -24,7 +24,11 @@ class PostgresSettings(Section):
         default=10.0, gt=0, le=300, description="to connect, and to wait for a free connection"
     )
     statement_timeout_ms: int = Field(
-        default=30_000, ge=100, le=3_600_000, description="the server ends a longer statement"
+        default=30_000,
+        ge=100,
+        le=3_600_000,
+        description="the server ends a longer statement; this side stops waiting for its"
+        " answer a second later (a paused server never answers)",
     )
     stats_ttl_s: float = Field(
         default=5.0,
