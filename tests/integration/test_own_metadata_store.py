@@ -1,13 +1,15 @@
 """What a store and an outbox hold from before client metadata was refused the orchestrator's
 own keys, read through the service over real files (the embedded store, the SQLite outbox):
-a queued write is delivered with those keys moved aside, and a read `as_of` takes a
-correction from the store's mark only (the faces and the inspector:
+a queued write is delivered with those keys moved aside, a read `as_of` and an export take
+a correction from the store's mark only (the faces and the inspector:
 tests/e2e/test_own_metadata.py)."""
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,9 +23,10 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.settings import Settings
+from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.text import content_hash
+from memory_orchestrator.transfer.records import read_export
 
 pytestmark = pytest.mark.integration
 
@@ -127,3 +130,54 @@ def test_a_correction_carries_the_orchestrators_own_key(settings: Settings) -> N
             await o.close()
 
     anyio.run(main)
+
+
+def test_an_older_store_exports_its_corrections_as_fields_and_restores(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The export takes a bare `supersedes` as a correction where the store's mark confirms
+    it, and a client's as metadata moved aside; the file restores into an empty store."""
+    store = EmbeddedBackend(settings.embedded_path())
+
+    async def load() -> tuple[str, str, str]:
+        try:
+            was = (await store.write(old("The Lisbon gate code is 4412.", {}, EARLY))).id
+            gate = "The Lisbon gate code is 9031."
+            fixed = (await store.write(old(gate, {"supersedes": was}, LATE))).id
+            await store.supersede(was, fixed)
+            claims = "The Lisbon gate opens at seven."
+            client = (await store.write(old(claims, {"supersedes": fixed}, LATE))).id
+            return was, fixed, client
+        finally:
+            await store.close()
+
+    was, fixed, client = anyio.run(load)
+
+    async def export() -> str:
+        o = Orchestrator.from_settings(settings)
+        try:
+            out = io.StringIO()
+            await o.transfer().export(out.write)
+            return out.getvalue()
+        finally:
+            await o.close()
+
+    found = read_export(io.StringIO(anyio.run(export)).readlines(), "the export")
+    records = {r.id: r for r in found.memories}
+    assert (records[fixed].supersedes, records[fixed].metadata) == (was, {})
+    assert (records[client].supersedes, records[client].metadata) == (
+        None,
+        {"client:supersedes": fixed},
+    )
+    again = load_settings(data_dir=tmp_path / "again")
+
+    async def restore() -> None:
+        o = Orchestrator.from_settings(again)
+        try:
+            await o.transfer().restore(found)
+            (restored,) = await o.memories([client])
+            assert restored.metadata == {"client:supersedes": fixed}
+        finally:
+            await o.close()
+
+    anyio.run(restore)

@@ -39,7 +39,7 @@ from memory_orchestrator.backends.base import (
     superseding,
 )
 from memory_orchestrator.errors import BackendError, TransferError
-from memory_orchestrator.models import NewMemory, WriteAction, WriteOutcome
+from memory_orchestrator.models import Memory, NewMemory, WriteAction, WriteOutcome
 from memory_orchestrator.service.importing import Importer, ImportSummary
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
@@ -171,15 +171,18 @@ class Transfer:
             raise TransferError(
                 f"the {self._store.name} store cannot list its memories; nothing exported"
             )
-        found: dict[str, MemoryRecord] = {}  # a memory listed again (changed) keeps its place
+        found: dict[str, Memory] = {}  # a memory listed again (changed) keeps its place
         cursor: str | None = None
         while True:
             page, cursor = await self._listing().list_memories(cursor, PAGE)
             for memory in page:
-                found[memory.id] = record_of(memory)
+                found[memory.id] = memory
             progress("memories", len(found), None)
             if len(page) < PAGE:
-                return list(found.values())
+                break
+        # the store's marks confirm a bare `supersedes` of a record stored before the prefix
+        marks = frozenset((m.id, m.superseded_by) for m in found.values() if m.superseded_by)
+        return [record_of(m, marks) for m in found.values()]
 
     async def _edges(self, ids: set[str], progress: Progress) -> tuple[list[EdgeRecord], list[str]]:
         lister = exporting(self._backend)

@@ -13,7 +13,11 @@ Supersession is the product's own record, never client metadata: a memory that c
 another names it in `supersedes`, and one a later memory corrected carries `superseded_by`
 and `superseded_at`; both are checked on reading (they must name a memory of the file).
 `memory_of` and `record_of` are the one place where those fields meet the way the stores
-keep them today (`metadata["supersedes"]` on the corrector; `Memory.superseded_by`).
+keep them today (`metadata["orchestrator:supersedes"]` on the corrector, or the bare
+`supersedes` of a record stored before that key, where the store's mark on the memory it
+names confirms it; `Memory.superseded_by`). A record's free metadata never holds the
+orchestrator's own keys: any found there (an older file, a bare key no mark confirms) is
+moved aside to `client:<key>` on reading, as a client could have written it.
 A forget tombstone, where a store keeps one, travels as a field of its own beside these.
 """
 
@@ -38,6 +42,9 @@ from memory_orchestrator.models import (
     Moment,
     NewMemory,
     describe_errors,
+    legacy_supersedes,
+    moved_aside,
+    supersedes,
 )
 from memory_orchestrator.models.memory import Frozen, finite_metadata
 
@@ -47,6 +54,8 @@ MAX_LINE_CHARS = 1_000_000  # a longer line is refused: no record of ours is nea
 _ID = Field(min_length=1, max_length=MAX_LABEL_CHARS)
 # metadata JSON can hold: NaN and Infinity are refused
 Meta = Annotated[dict[str, MetaValue], AfterValidator(finite_metadata)]
+# a memory's free metadata: the orchestrator's own keys moved aside (they travel as fields)
+FreeMeta = Annotated[Meta, AfterValidator(moved_aside)]
 
 
 class Header(Frozen):
@@ -74,7 +83,7 @@ class MemoryRecord(Frozen):
     source: str | None = None
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    metadata: Meta = Field(default_factory=dict)
+    metadata: FreeMeta = Field(default_factory=dict)
     supersedes: str | None = None  # the memory this one corrected
     superseded_by: str | None = None  # the memory that corrected this one
     superseded_at: Moment = None
@@ -108,15 +117,24 @@ def _fields(value: Frozen, names: tuple[str, ...]) -> dict[str, object]:
     return {name: getattr(value, name) for name in names}
 
 
-def record_of(memory: Memory) -> MemoryRecord:
-    """A store's memory as a record: the corrector's mark lifted out of its metadata."""
-    metadata = dict(memory.metadata)
-    supersedes = metadata.pop(SUPERSEDES_KEY, None)
+def record_of(memory: Memory, marks: frozenset[tuple[str, str]] = frozenset()) -> MemoryRecord:
+    """A store's memory as a record: the corrector's mark lifted out of its metadata.
+    `marks`: (corrected, corrector) as the store marks them, which confirm a bare
+    `supersedes` of an older record (see the module docstring)."""
+    corrected = supersedes(memory)
+    legacy = legacy_supersedes(memory)
+    if corrected is None and legacy is not None and (legacy, memory.id) in marks:
+        corrected = legacy
+    metadata = {
+        k: v
+        for k, v in memory.metadata.items()
+        if k != SUPERSEDES_KEY and not (k == "supersedes" and legacy and corrected == legacy)
+    }
     return MemoryRecord(
         **_fields(memory, _SHARED),
         id=memory.id,
         metadata=metadata,
-        supersedes=supersedes if isinstance(supersedes, str) and supersedes else None,
+        supersedes=corrected,
         superseded_by=memory.superseded_by,
     )
 
