@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 import pytest
 
+from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.postgres import PostgresBackend
 from memory_orchestrator.errors import BackendError, OutboxError
 from memory_orchestrator.models import NewMemory, Trace, WriteRequest
@@ -21,7 +23,10 @@ from memory_orchestrator.postgres.database import Database, NoAnswer
 from memory_orchestrator.postgres.server import LocalPostgres
 from memory_orchestrator.postgres.sessions import PgSessions
 from memory_orchestrator.postgres.state import PgOutbox, PgTraceStore, SharedTokens
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state.tokens import TokenSpec, hash_token
+from tests.faults import FaultyBackend
 from tests.pg_fixtures import new_schema, paused, still_stopped
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -93,3 +98,26 @@ def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
         anyio.run(store.close)
         for part in (box, traces, tokens, sessions):
             part.close()
+
+
+def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_outbox(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """The replay's time budget cancels it mid-delivery (the store's lookup hangs: a fault
+    hook); the row it claimed (a lock held by a transaction) is released all the same, so
+    another replica can take it at once."""
+    box = PgOutbox(Database(pg_dsn))
+    queued = box.put(WriteRequest(memory=NewMemory(content="queued while it hung")), "down")
+    settings = load_settings(data_dir=tmp_path)
+    settings.outbox.replay_s = 0.5
+    settings.retrieval.timeout_s = 60  # only the replay's budget can end the delivery
+    store = FaultyBackend(EmbeddedBackend(settings.embedded_path()), {"search": "hang"})
+    o = Orchestrator(store, settings, outbox=box)
+    other = PgOutbox(Database(pg_dsn))
+    try:
+        assert anyio.run(o.flush_outbox).depth == 1
+        with other.claim(queued) as theirs:
+            assert theirs is not None  # the cancelled replay's claim was let go
+    finally:
+        other.close()
+        anyio.run(o.close)

@@ -227,10 +227,16 @@ class AsyncOutbox:
         try:
             yield mine
         except BaseException as exc:
-            if not await anyio.to_thread.run_sync(held.__exit__, type(exc), exc, exc.__traceback__):
+            # left even when the replay's time ran out: a claim is a row lock
+            with anyio.CancelScope(shield=True):
+                kept = await anyio.to_thread.run_sync(
+                    held.__exit__, type(exc), exc, exc.__traceback__
+                )
+            if not kept:
                 raise
         else:
-            await anyio.to_thread.run_sync(held.__exit__, None, None, None)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(held.__exit__, None, None, None)
 
     def close(self) -> None:
         self.outbox.close()
