@@ -422,16 +422,15 @@ class Orchestrator:
         )
 
     async def health(self) -> HealthReport:
-        """The store's checks (two bounded calls), the outbox's (a replay within
-        `outbox.replay_s`) and the traces' (stored behind the requests: waited for within
-        `retrieval.timeout_s`, a failure to store one shows) run side by side, so health
-        answers within 2 x `timeout_s` + `replay_s` whichever of them waits."""
+        """The store's checks (two bounded calls), then the outbox's (a replay within
+        `outbox.replay_s`: after them, so a replay's write does not stand in for the
+        store's own state), and beside both the wait for the traces (stored behind the
+        requests: within `retrieval.timeout_s`; a failure to store one shows). So health
+        answers within 2 x `timeout_s` + `replay_s`."""
         parts: dict[str, list[HealthCheck]] = {"store": [], "outbox": [], "traces": []}
 
-        async def store() -> None:
+        async def store_then_outbox() -> None:
             parts["store"] = await store_checks(self._store, self._calls)
-
-        async def outbox() -> None:
             if self.settings.outbox.enabled:
                 parts["outbox"] = [await self._writes.health_check()]
 
@@ -442,8 +441,8 @@ class Orchestrator:
             parts["traces"] = [check] if check is not None else []
 
         async with anyio.create_task_group() as group:
-            for part in (store, outbox, traces):
-                group.start_soon(part)
+            group.start_soon(store_then_outbox)
+            group.start_soon(traces)
         semantic = self._indexes.health_check()
         checks = [*parts["store"], *([semantic] if semantic else []), *parts["outbox"]]
         checks += parts["traces"]
