@@ -1,14 +1,17 @@
 """The orchestrator's own metadata keys (`orchestrator:*`, and the bare `supersedes` and
-`superseded` it read as its own before) are refused from clients on every face, and what a
-store held before is read by the store's own marks: a client's key hides nothing from the
-person at the inspector. Real processes over a real embedded store file: the MCP server on
-stdio and over HTTP, and `orchestrator ui`.
+`superseded` it read as its own before) are refused from clients on every face (MCP over
+stdio and HTTP, `orchestrator import`), and what a store held before is read by the store's
+own marks: a client's key hides nothing from the person at the inspector. Real processes over
+a real embedded store file: the MCP server on stdio and over HTTP, the CLI, and
+`orchestrator ui`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
@@ -160,3 +163,25 @@ def test_records_stored_before_are_read_by_the_stores_marks_not_by_a_clients_key
         assert "changed on" not in client_page
         assert "the memory it corrected" not in client_page
         assert "changed on" not in page(url + f"memories/{victim}")
+
+
+def test_orchestrator_import_refuses_a_record_with_a_reserved_key_and_goes_on(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "m.jsonl"
+    records = [{"content": KEPT}, {"content": UNRELATED, "metadata": {"supersedes": "mem_x"}}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    data = tmp_path / "data"
+    done = subprocess.run(
+        [str(ORCHESTRATOR), "--data-dir", str(data), "import", str(source), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["counts"] == {"added": 1, "refused": 1}
+    refused = next(i for i in report["items"] if i["action"] == "refused")
+    assert "reserved for the orchestrator's own record" in refused["reason"]
+    assert stored_contents(data) == [KEPT]
