@@ -74,12 +74,13 @@ from memory_orchestrator.pipeline.packager import Budget, limits, package, to_co
 from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.forgetting import ForgetPath, ForgettingStore, redact
+from memory_orchestrator.service.health import service_checks
 from memory_orchestrator.service.heap import settle_heap
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy, replay_on_schedule
-from memory_orchestrator.service.store_calls import StoreCalls, store_checks
+from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.transfer import Transfer
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
@@ -422,30 +423,10 @@ class Orchestrator:
         )
 
     async def health(self) -> HealthReport:
-        """The store's checks (two bounded calls), then the outbox's (a replay within
-        `outbox.replay_s`: after them, so a replay's write does not stand in for the
-        store's own state), and beside both the wait for the traces (stored behind the
-        requests: within `retrieval.timeout_s`; a failure to store one shows). So health
-        answers within 2 x `timeout_s` + `replay_s`."""
-        parts: dict[str, list[HealthCheck]] = {"store": [], "outbox": [], "traces": []}
-
-        async def store_then_outbox() -> None:
-            parts["store"] = await store_checks(self._store, self._calls)
-            if self.settings.outbox.enabled:
-                parts["outbox"] = [await self._writes.health_check()]
-
-        async def traces() -> None:
-            wait = self._calls.timeout_s
-            flushed = await anyio.to_thread.run_sync(self._recorder.flush, wait)
-            check = self._recorder.health_check(flushed, wait)
-            parts["traces"] = [check] if check is not None else []
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(store_then_outbox)
-            group.start_soon(traces)
-        semantic = self._indexes.health_check()
-        checks = [*parts["store"], *([semantic] if semantic else []), *parts["outbox"]]
-        checks += parts["traces"]
+        writes = self._writes if self.settings.outbox.enabled else None
+        checks = await service_checks(
+            self._store, self._calls, self._indexes.health_check, writes, self._recorder
+        )
         if self.created_store is not None:
             detail = f"store created empty at {self.created_store} by this process"
             checks.append(HealthCheck(name="store_created", status=Status.OK, detail=detail))

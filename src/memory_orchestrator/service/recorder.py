@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
+import anyio.to_thread
+
 from memory_orchestrator.models import (
     CandidateTrace,
     HealthCheck,
@@ -102,6 +104,12 @@ class TraceRecorder:
     def older(self, before: str | None, limit: int) -> list[Trace]:
         """Up to `limit` stored traces before the trace `before`, newest first."""
         return self._traces.older(before, limit)
+
+    async def stored_check(self, wait_s: float) -> HealthCheck | None:
+        """`health_check` once the traces saved so far are stored, waited for at most
+        `wait_s` (in a worker thread)."""
+        flushed = await anyio.to_thread.run_sync(self._traces.flush, wait_s)
+        return self.health_check(flushed, wait_s)
 
     def health_check(self, flushed: bool = True, waited_s: float = 0.0) -> HealthCheck | None:
         """Degraded while traces cannot be stored: the latest batch failed, or (`flushed`
