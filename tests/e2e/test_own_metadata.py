@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
@@ -93,35 +92,26 @@ def stored_contents(data_dir: Path) -> list[str]:
         return [str(r[0]) for r in db.execute("SELECT content FROM memories")]
 
 
-def test_client_metadata_naming_a_memory_is_refused_on_every_face_and_hides_nothing(
+async def test_client_metadata_naming_a_memory_is_refused_on_every_face_and_hides_nothing(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
     data.mkdir()
-
-    async def over_stdio() -> str:
-        async with stdio_session(data) as session:
-            wrote = await session.call_tool("memory_write", {"content": KEPT})
-            assert not wrote.is_error, text_of(wrote)
-            kept_id = str((wrote.structured_content or {})["id"])
-            await refused_everywhere(session, kept_id)
-            return kept_id
-
-    kept_id = anyio.run(over_stdio)
+    async with stdio_session(data) as session:
+        wrote = await session.call_tool("memory_write", {"content": KEPT})
+        assert not wrote.is_error, text_of(wrote)
+        kept_id = str((wrote.structured_content or {})["id"])
+        await refused_everywhere(session, kept_id)
     with http_server(data, [TOKEN.spec]) as server:
-
-        async def over_http() -> None:
-            async with mcp_session(server.mcp_url, TOKEN.secret) as session:
-                await refused_everywhere(session, kept_id)
-
-        anyio.run(over_http)
+        async with mcp_session(server.mcp_url, TOKEN.secret) as session:
+            await refused_everywhere(session, kept_id)
     assert stored_contents(data) == [KEPT]  # nothing refused was written
     argv = [str(ORCHESTRATOR), "ui", "--data-dir", str(data), "--port", "0"]
     with inspector(argv, cwd=tmp_path) as url:
         assert listed_ids(url) == [kept_id]
 
 
-def test_records_stored_before_are_read_by_the_stores_marks_not_by_a_clients_key(
+async def test_records_stored_before_are_read_by_the_stores_marks_not_by_a_clients_key(
     tmp_path: Path,
 ) -> None:
     """A store written before the prefix: a correction the orchestrator wrote (the bare
@@ -134,19 +124,15 @@ def test_records_stored_before_are_read_by_the_stores_marks_not_by_a_clients_key
         # as a write before the change was stored: client metadata was not checked then
         return NewMemory(content=content).model_copy(update={"metadata": metadata})
 
-    async def load() -> tuple[str, str, str, str]:
-        try:
-            friday = (await store.write(NewMemory(content=KEPT))).id
-            monday = "The Atlas launch review is on Monday at ten."
-            corrected = (await store.write(old(monday, {"supersedes": friday}))).id
-            await store.supersede(friday, corrected)  # the orchestrator's mark, as it made it
-            victim = (await store.write(NewMemory(content="The badge printer is on floor 3."))).id
-            client = (await store.write(old(UNRELATED, {"supersedes": victim}))).id
-            return friday, corrected, victim, client
-        finally:
-            await store.close()
-
-    friday, corrected, victim, client = anyio.run(load)
+    try:
+        friday = (await store.write(NewMemory(content=KEPT))).id
+        monday = "The Atlas launch review is on Monday at ten."
+        corrected = (await store.write(old(monday, {"supersedes": friday}))).id
+        await store.supersede(friday, corrected)  # the orchestrator's mark, as it made it
+        victim = (await store.write(NewMemory(content="The badge printer is on floor 3."))).id
+        client = (await store.write(old(UNRELATED, {"supersedes": victim}))).id
+    finally:
+        await store.close()
     argv = [str(ORCHESTRATOR), "ui", "--data-dir", str(settings.data_dir), "--port", "0"]
     with inspector(argv, cwd=tmp_path) as url:
         shown = listed_ids(url)

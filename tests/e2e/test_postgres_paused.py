@@ -97,84 +97,72 @@ def checks(answer: CallToolResult) -> dict[str, str]:
     return {c["name"]: f"{c['status']}: {c['detail']}" for c in report.get("checks", [])}
 
 
-def test_stdio_with_a_local_outbox_queues_writes_and_health_answers_while_paused(
+async def test_stdio_with_a_local_outbox_queues_writes_and_health_answers_while_paused(
     pg: LocalPostgres, tmp_path: Path
 ) -> None:
     _, dsn = new_schema(pg)
-
-    async def main() -> None:
-        async with stdio_session(tmp_path / "data", settings_env(dsn, shared=False)) as s:
-            assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
-            with paused(pg) as pids:
-                health = await during(s, "memory_health", {})
-                wrote = await during(s, "memory_write", {"content": DURING})
-                assert still_stopped(pids)  # both answered during the pause
-            report = health.structured_content or {}
-            assert report["status"] == "error", checks(health)
-            said = checks(health)["retrieval"]
-            assert "timed out" in said or unanswered(said), said
-            assert (wrote.structured_content or {})["action"] == "queued", text_of(wrote)
-            with anyio.fail_after(GUARD_S):  # resumed: health replays the queue
-                while stored(dsn) != sorted([BEFORE, DURING]):
-                    await s.call_tool("memory_health", {})
-                    await anyio.sleep(0.2)
-
-    anyio.run(main)
+    async with stdio_session(tmp_path / "data", settings_env(dsn, shared=False)) as s:
+        assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
+        with paused(pg) as pids:
+            health = await during(s, "memory_health", {})
+            wrote = await during(s, "memory_write", {"content": DURING})
+            assert still_stopped(pids)  # both answered during the pause
+        report = health.structured_content or {}
+        assert report["status"] == "error", checks(health)
+        said = checks(health)["retrieval"]
+        assert "timed out" in said or unanswered(said), said
+        assert (wrote.structured_content or {})["action"] == "queued", text_of(wrote)
+        with anyio.fail_after(GUARD_S):  # resumed: health replays the queue
+            while stored(dsn) != sorted([BEFORE, DURING]):
+                await s.call_tool("memory_health", {})
+                await anyio.sleep(0.2)
     assert stored(dsn) == sorted([BEFORE, DURING])  # the queued write delivered, once
 
 
-def test_stdio_with_the_outbox_in_the_paused_database_refuses_writes_clearly(
+async def test_stdio_with_the_outbox_in_the_paused_database_refuses_writes_clearly(
     pg: LocalPostgres, tmp_path: Path
 ) -> None:
     _, dsn = new_schema(pg)
-
-    async def main() -> None:
-        async with stdio_session(tmp_path / "data", settings_env(dsn, shared=True)) as s:
-            assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
-            with paused(pg) as pids:
-                health = await during(s, "memory_health", {})
-                wrote = await during(s, "memory_write", {"content": DURING})
-                assert still_stopped(pids)
-            assert (health.structured_content or {})["status"] == "error", checks(health)
-            assert unanswered(checks(health)["outbox"]), checks(health)
-            assert wrote.is_error, text_of(wrote)
-            assert "not written and not queued" in text_of(wrote), text_of(wrote)
-            assert unanswered(text_of(wrote)), text_of(wrote)
-            with anyio.fail_after(GUARD_S):
-                after = await s.call_tool("memory_write", {"content": AFTER})
-            assert (after.structured_content or {})["action"] == "added", text_of(after)
-
-    anyio.run(main)
+    async with stdio_session(tmp_path / "data", settings_env(dsn, shared=True)) as s:
+        assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
+        with paused(pg) as pids:
+            health = await during(s, "memory_health", {})
+            wrote = await during(s, "memory_write", {"content": DURING})
+            assert still_stopped(pids)
+        assert (health.structured_content or {})["status"] == "error", checks(health)
+        assert unanswered(checks(health)["outbox"]), checks(health)
+        assert wrote.is_error, text_of(wrote)
+        assert "not written and not queued" in text_of(wrote), text_of(wrote)
+        assert unanswered(text_of(wrote)), text_of(wrote)
+        with anyio.fail_after(GUARD_S):
+            after = await s.call_tool("memory_write", {"content": AFTER})
+        assert (after.structured_content or {})["action"] == "added", text_of(after)
     assert stored(dsn) == sorted([BEFORE, AFTER])  # the refused write was never stored
 
 
-def test_http_with_sessions_in_the_paused_database_answers_503_on_an_open_session(
+async def test_http_with_sessions_in_the_paused_database_answers_503_on_an_open_session(
     pg: LocalPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, dsn = new_schema(pg)
     for key, value in settings_env(dsn, shared=True).items():
         monkeypatch.setenv(key, value)
     with http_server(tmp_path / "data", [TOKEN.spec]) as server:
-
-        async def main() -> None:
-            async with mcp_session(server.mcp_url, TOKEN.secret) as s:
-                assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
-                refused: list[str] = []
-                with paused(pg) as pids:
-                    for tool, args in (
-                        ("memory_health", {}),
-                        ("memory_write", {"content": DURING}),
-                    ):
-                        with pytest.raises(MCPError) as error:
-                            await during(s, tool, args)
-                        refused.append(str(error.value))
-                    assert still_stopped(pids)
-                for message in refused:
-                    assert "MCP sessions are unavailable for now" in message, message
-                    assert unanswered(message), message
-                with anyio.fail_after(GUARD_S):  # the same session, once resumed
-                    after = await s.call_tool("memory_write", {"content": AFTER})
-                assert (after.structured_content or {})["action"] == "added", text_of(after)
-
-        anyio.run(main)
+        async with mcp_session(server.mcp_url, TOKEN.secret) as s:
+            assert not (await s.call_tool("memory_write", {"content": BEFORE})).is_error
+            refused: list[str] = []
+            with paused(pg) as pids:
+                for tool, args in (
+                    ("memory_health", {}),
+                    ("memory_write", {"content": DURING}),
+                ):
+                    with pytest.raises(MCPError) as error:
+                        await during(s, tool, args)
+                    refused.append(str(error.value))
+                assert still_stopped(pids)
+            for message in refused:
+                assert "MCP sessions are unavailable for now" in message, message
+                assert unanswered(message), message
+            with anyio.fail_after(GUARD_S):  # the same session, once resumed
+                after = await s.call_tool("memory_write", {"content": AFTER})
+            assert (after.structured_content or {})["action"] == "added", text_of(after)
     assert stored(dsn) == sorted([BEFORE, AFTER])

@@ -10,7 +10,6 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.mnemon import MnemonBackend
@@ -49,7 +48,7 @@ def _removed(binary: Path) -> Callable[[], None]:
     [(_chmod_off, "not executable"), (_removed, "not found")],
     ids=["unexecutable", "missing"],
 )
-def test_an_unusable_binary_queues_the_write_and_health_says_why(
+async def test_an_unusable_binary_queues_the_write_and_health_says_why(
     settings: Settings,
     tmp_path: Path,
     make_unusable: Callable[[Path], Callable[[], None]],
@@ -67,25 +66,25 @@ def test_an_unusable_binary_queues_the_write_and_health_says_why(
     store = MnemonBackend(MnemonSettings(binary=binary, data_dir=tmp_path / "mnemon"))
     o = Orchestrator(store, s, outbox=Outbox(s.outbox_path()))
 
-    def write(content: str) -> WriteReport:
-        return anyio.run(lambda: o.write(WriteRequest(memory=NewMemory(content=content))))
+    async def write(content: str) -> WriteReport:
+        return await o.write(WriteRequest(memory=NewMemory(content=content)))
 
     try:
-        assert write("The Orion gate code is 4412.").action is WriteAction.ADDED
-        assert anyio.run(o.health).status is not Status.ERROR  # used: answers are cached
+        assert (await write("The Orion gate code is 4412.")).action is WriteAction.ADDED
+        assert (await o.health()).status is not Status.ERROR  # used: answers are cached
         fix = make_unusable(binary)
-        queued = write("Nadia rotated the staging database password.")
+        queued = await write("Nadia rotated the staging database password.")
         assert queued.action is WriteAction.QUEUED, queued.reason
         assert said in queued.reason, queued.reason
-        health = anyio.run(o.health)
+        health = await o.health()
         assert health.status is Status.ERROR
         binary_check = next(c for c in health.checks if c.name == "binary")
         assert binary_check.status is Status.ERROR
         assert said in binary_check.detail, binary_check.detail
         fix()
-        assert anyio.run(o.flush_outbox).depth == 0
-        hits = anyio.run(lambda: o.store_search("Nadia rotated the staging database password", 10))
+        assert (await o.flush_outbox()).depth == 0
+        hits = await o.store_search("Nadia rotated the staging database password", 10)
         contents = [h.memory.content for h in hits]
         assert contents.count("Nadia rotated the staging database password.") == 1
     finally:
-        anyio.run(o.close)
+        await o.close()

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -40,7 +39,24 @@ def old(content: str, metadata: dict[str, Any], when: datetime) -> NewMemory:
     return NewMemory(content=content, created_at=when).model_copy(update={"metadata": metadata})
 
 
-def test_a_write_queued_before_with_a_reserved_key_is_delivered_with_it_moved_aside(
+async def older_store(settings: Settings) -> tuple[str, str, str]:
+    """An embedded store as the orchestrator left it before the prefix: a correction it
+    wrote (the bare `supersedes` key, and its mark on the memory corrected), and a client's
+    bare `supersedes` with no mark. The ids: corrected, its correction, the client's."""
+    store = EmbeddedBackend(settings.embedded_path())
+    try:
+        was = (await store.write(old("The Lisbon office gate code is 4412.", {}, EARLY))).id
+        now = "The Lisbon office gate code is 9031."
+        fixed = (await store.write(old(now, {"supersedes": was}, LATE))).id
+        await store.supersede(was, fixed)
+        claims = "The Lisbon office gate opens at seven."
+        client = (await store.write(old(claims, {"supersedes": fixed}, LATE))).id
+        return was, fixed, client
+    finally:
+        await store.close()
+
+
+async def test_a_write_queued_before_with_a_reserved_key_is_delivered_with_it_moved_aside(
     settings: Settings,
 ) -> None:
     box = settings.outbox_path()
@@ -63,121 +79,71 @@ def test_a_write_queued_before_with_a_reserved_key_is_delivered_with_it_moved_as
             ),
         )
     o = Orchestrator.from_settings(settings)
-
-    async def main() -> None:
-        try:
-            report = await o.flush_outbox()
-            assert (report.depth, len(report.delivered)) == (0, 1)
-            (stored,) = await o.memories([str(report.delivered[0].memory_id)])
-            assert stored.metadata == {"client:supersedes": "mem_x"}
-        finally:
-            await o.close()
-
-    anyio.run(main)
+    try:
+        report = await o.flush_outbox()
+        assert (report.depth, len(report.delivered)) == (0, 1)
+        (stored,) = await o.memories([str(report.delivered[0].memory_id)])
+        assert stored.metadata == {"client:supersedes": "mem_x"}
+    finally:
+        await o.close()
 
 
-def test_as_of_reads_take_an_older_correction_from_the_stores_mark_only(
+async def test_as_of_reads_take_an_older_correction_from_the_stores_mark_only(
     settings: Settings,
 ) -> None:
-    store = EmbeddedBackend(settings.embedded_path())
-
-    async def load() -> tuple[str, str, str]:
-        try:
-            gate = "The Lisbon office gate code is 4412."
-            was = (await store.write(old(gate, {}, EARLY))).id
-            now = "The Lisbon office gate code is 9031."
-            fixed = (await store.write(old(now, {"supersedes": was}, LATE))).id
-            await store.supersede(was, fixed)  # the orchestrator wrote both, before the prefix
-            claims = "The Lisbon office gate opens at seven."
-            client = (await store.write(old(claims, {"supersedes": fixed}, LATE))).id
-            return was, fixed, client
-        finally:
-            await store.close()
-
-    was, fixed, client = anyio.run(load)
+    was, fixed, client = await older_store(settings)
     o = Orchestrator.from_settings(settings)
-
-    async def main() -> None:
-        try:
-            asked = SearchRequest(query="Lisbon office gate code", top_k=10, as_of=BETWEEN)
-            ids = [i.memory_id for i in (await o.search(asked)).items]
-            assert was in ids  # the truth on that day
-            assert fixed not in ids  # its correction came later: confirmed by the mark
-            assert client in ids  # a client's key corrects nothing
-            now = await o.search(SearchRequest(query="Lisbon office gate code", top_k=10))
-            assert {i.memory_id for i in now.items} >= {fixed, client}
-            assert was not in {i.memory_id for i in now.items}
-        finally:
-            await o.close()
-
-    anyio.run(main)
+    try:
+        asked = SearchRequest(query="Lisbon office gate code", top_k=10, as_of=BETWEEN)
+        ids = [i.memory_id for i in (await o.search(asked)).items]
+        assert was in ids  # the truth on that day
+        assert fixed not in ids  # its correction came later: confirmed by the mark
+        assert client in ids  # a client's key corrects nothing
+        now = await o.search(SearchRequest(query="Lisbon office gate code", top_k=10))
+        assert {i.memory_id for i in now.items} >= {fixed, client}
+        assert was not in {i.memory_id for i in now.items}
+    finally:
+        await o.close()
 
 
-def test_a_correction_carries_the_orchestrators_own_key(settings: Settings) -> None:
+async def test_a_correction_carries_the_orchestrators_own_key(settings: Settings) -> None:
     o = Orchestrator.from_settings(settings)
-
-    async def main() -> None:
-        try:
-            first = await o.write(WriteRequest(memory=NewMemory(content="Kim leads the audit.")))
-            second = await o.write(
-                WriteRequest(memory=NewMemory(content="Kim no longer leads the audit."))
-            )
-            assert second.supersedes == first.id
-            (stored,) = await o.memories([str(second.id)])
-            assert stored.metadata.get(SUPERSEDES_KEY) == first.id
-            assert "supersedes" not in stored.metadata
-        finally:
-            await o.close()
-
-    anyio.run(main)
+    try:
+        first = await o.write(WriteRequest(memory=NewMemory(content="Kim leads the audit.")))
+        second = await o.write(
+            WriteRequest(memory=NewMemory(content="Kim no longer leads the audit."))
+        )
+        assert second.supersedes == first.id
+        (stored,) = await o.memories([str(second.id)])
+        assert stored.metadata.get(SUPERSEDES_KEY) == first.id
+        assert "supersedes" not in stored.metadata
+    finally:
+        await o.close()
 
 
-def test_an_older_store_exports_its_corrections_as_fields_and_restores(
+async def test_an_older_store_exports_its_corrections_as_fields_and_restores(
     settings: Settings, tmp_path: Path
 ) -> None:
     """The export takes a bare `supersedes` as a correction where the store's mark confirms
     it, and a client's as metadata moved aside; the file restores into an empty store."""
-    store = EmbeddedBackend(settings.embedded_path())
-
-    async def load() -> tuple[str, str, str]:
-        try:
-            was = (await store.write(old("The Lisbon gate code is 4412.", {}, EARLY))).id
-            gate = "The Lisbon gate code is 9031."
-            fixed = (await store.write(old(gate, {"supersedes": was}, LATE))).id
-            await store.supersede(was, fixed)
-            claims = "The Lisbon gate opens at seven."
-            client = (await store.write(old(claims, {"supersedes": fixed}, LATE))).id
-            return was, fixed, client
-        finally:
-            await store.close()
-
-    was, fixed, client = anyio.run(load)
-
-    async def export() -> str:
-        o = Orchestrator.from_settings(settings)
-        try:
-            out = io.StringIO()
-            await o.transfer().export(out.write)
-            return out.getvalue()
-        finally:
-            await o.close()
-
-    found = read_export(io.StringIO(anyio.run(export)).readlines(), "the export")
+    was, fixed, client = await older_store(settings)
+    o = Orchestrator.from_settings(settings)
+    try:
+        out = io.StringIO()
+        await o.transfer().export(out.write)
+    finally:
+        await o.close()
+    found = read_export(io.StringIO(out.getvalue()).readlines(), "the export")
     records = {r.id: r for r in found.memories}
     assert (records[fixed].supersedes, records[fixed].metadata) == (was, {})
     assert (records[client].supersedes, records[client].metadata) == (
         None,
         {"client:supersedes": fixed},
     )
-    again = load_settings(data_dir=tmp_path / "again")
-
-    async def restore() -> None:
-        o = Orchestrator.from_settings(again)
-        try:
-            await o.transfer().restore(found)
-            (restored,) = await o.memories([client])
-            assert restored.metadata == {"client:supersedes": fixed}
-        finally:
-            await o.close()
-
-    anyio.run(restore)
+    again = Orchestrator.from_settings(load_settings(data_dir=tmp_path / "again"))
+    try:
+        await again.transfer().restore(found)
+        (restored,) = await again.memories([client])
+        assert restored.metadata == {"client:supersedes": fixed}
+    finally:
+        await again.close()

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -37,7 +36,11 @@ SILENT = ("did not answer within", "could not connect within")
 def said_silent(call: Callable[[], object], kind: type[Exception] = BackendError) -> str:
     with pytest.raises(kind) as raised:
         call()
-    message = str(raised.value)
+    return silent(raised.value)
+
+
+def silent(error: BaseException) -> str:
+    message = str(error)
     assert any(w in message for w in SILENT), message
     return message
 
@@ -52,7 +55,7 @@ def trace() -> Trace:
     )
 
 
-def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
+async def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
     own_pg_server: LocalPostgres,
 ) -> None:
     _, dsn = new_schema(own_pg_server)
@@ -67,7 +70,7 @@ def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
     session = sessions.open("team")
     assert session is not None
     sessions.confirm(session)
-    anyio.run(lambda: store.write(NewMemory(content="The Orion gate code is 4412.")))
+    await store.write(NewMemory(content="The Orion gate code is 4412."))
     listener = Database(dsn, connect_timeout_s=1, answer_timeout_s=1).dedicated()
     try:
         with paused(own_pg_server) as pids:
@@ -82,7 +85,9 @@ def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
             assert traces.errors == 1
             assert traces.last_error is not None
             assert any(w in traces.last_error for w in SILENT), traces.last_error
-            said_silent(lambda: anyio.run(lambda: store.search("Orion gate code", 5)))
+            with pytest.raises(BackendError) as raised:
+                await store.search("Orion gate code", 5)
+            silent(raised.value)
             said_silent(lambda: listener.execute("SELECT 1"), NoAnswer)
             assert still_stopped(pids)  # every call above ended during the pause
         assert state.call(lambda c: c.execute("SELECT 1").fetchone()) == (1,)
@@ -91,16 +96,16 @@ def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_paused(
         traces.save(trace())
         assert traces.flush(timeout=30)
         assert traces.errors == 1  # the trace saved after the resume was stored
-        hits = anyio.run(lambda: store.search("Orion gate code", 5))
+        hits = await store.search("Orion gate code", 5)
         assert [h.memory.content for h in hits] == ["The Orion gate code is 4412."]
     finally:
         listener.close()
-        anyio.run(store.close)
+        await store.close()
         for part in (box, traces, tokens, sessions):
             part.close()
 
 
-def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_outbox(
+async def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_outbox(
     pg_dsn: str, tmp_path: Path
 ) -> None:
     """The replay's time budget cancels it mid-delivery (the store's lookup hangs: a fault
@@ -115,9 +120,9 @@ def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_outbox(
     o = Orchestrator(store, settings, outbox=box)
     other = PgOutbox(Database(pg_dsn))
     try:
-        assert anyio.run(o.flush_outbox).depth == 1
+        assert (await o.flush_outbox()).depth == 1
         with other.claim(queued) as theirs:
             assert theirs is not None  # the cancelled replay's claim was let go
     finally:
         other.close()
-        anyio.run(o.close)
+        await o.close()

@@ -10,7 +10,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
@@ -51,12 +50,12 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-def traces_check(o: Orchestrator) -> HealthCheck | None:
-    report = anyio.run(o.health)
+async def traces_check(o: Orchestrator) -> HealthCheck | None:
+    report = await o.health()
     return next((c for c in report.checks if c.name == "traces"), None)
 
 
-def test_a_full_disk_is_named_by_health_and_health_recovers_when_space_returns(
+async def test_a_full_disk_is_named_by_health_and_health_recovers_when_space_returns(
     settings: Settings, small_disk: Path
 ) -> None:
     o = Orchestrator(
@@ -65,25 +64,25 @@ def test_a_full_disk_is_named_by_health_and_health_recovers_when_space_returns(
         traces=TraceStore(small_disk / "traces.db"),
     )
 
-    def ask() -> None:
-        anyio.run(lambda: o.search(SearchRequest(query="when does the dock close?")))
+    async def ask() -> None:
+        await o.search(SearchRequest(query="when does the dock close?"))
 
     try:
-        anyio.run(lambda: o.write(WriteRequest(memory=NewMemory(content="The dock closes at 6."))))
-        ask()
-        assert traces_check(o) is None
+        await o.write(WriteRequest(memory=NewMemory(content="The dock closes at 6.")))
+        await ask()
+        assert await traces_check(o) is None
         filler = fill(small_disk)
-        ask()
-        failing = traces_check(o)
+        await ask()
+        failing = await traces_check(o)
         assert failing is not None
         assert failing.status is Status.DEGRADED
         assert "database or disk is full" in failing.detail, failing.detail
         assert "no transaction is active" not in failing.detail
         filler.unlink()  # space again: the next trace is stored, and health says so
-        ask()
-        recovered = traces_check(o)
+        await ask()
+        recovered = await traces_check(o)
         assert recovered is not None
         assert recovered.status is Status.OK, recovered.detail
         assert "stored again since" in recovered.detail
     finally:
-        anyio.run(o.close)
+        await o.close()
