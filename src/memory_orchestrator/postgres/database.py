@@ -17,7 +17,7 @@ the wait for a pooled connection by the same or what is left of the call's bound
 wait for the server's answer (a statement, a commit) by `answer_timeout_s` and what is left of
 `call_timeout_s` (`_Answering.wait`). A wait that runs out ends the connection, which leaves
 the pool, and the call fails with `BackendError(transient=True)`: "... did not answer within
-5s".
+<the bound>s".
 """
 
 from __future__ import annotations
