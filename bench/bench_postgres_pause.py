@@ -247,7 +247,7 @@ def report(setup: str, found: dict[str, Any]) -> tuple[list[str], bool]:
     for tool in ("memory_health", "memory_write"):
         calls = [c for c in found["calls"] if c["tool"] == tool]
         if not calls:
-            lines.append(f"- `{tool}`: not called (a call before it got no answer)")
+            lines.append(f"- `{tool}`: not called (the pause ended, or a call got no answer)")
             continue
         took = [c["took_s"] for c in calls]
         outcomes = Counter(c["outcome"] for c in calls)
