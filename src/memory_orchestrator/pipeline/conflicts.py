@@ -6,10 +6,12 @@ named entities), its negation (and the verbs of stopping), and its content words
 the part it plays, what the memory is about (topic) or what it says of it (value). Function
 words, word order and voice ("is maintained by Kim") do not count.
 
-- nothing differs: a restatement (`Change.kind == "same"`), the only case a write is skipped;
-  a content word that differs counts as the same only when `same_meaning`
-  (`pipeline.paraphrase`: WordNet's common senses, the semantic model where it runs) reads
-  both wordings as one meaning ("starts"/"begins");
+- nothing differs: a restatement (`Change.kind == "same"`), the only case a write is skipped
+  and the only one the read path merges (`same_fact`); a content word that differs counts as
+  the same only when `same_meaning` (`pipeline.paraphrase`: WordNet's common senses, the
+  semantic model where it runs) reads both wordings as one meaning ("starts"/"begins"), and
+  never when either is an identifier (a code, a number, a host, a user or a path: "bob77",
+  "db-stage-05", "alice_w", a word the dictionary does not know; `sentences.identifier`);
 - one value it says changed (a number, a date, a name, a negation, an antonym, or a word of
   its value phrase: "from the *main* branch"), or details added to it: a correction
   (`"update"`), described as "100 -> 500 requests per minute";
@@ -19,7 +21,9 @@ words, word order and voice ("is maintained by Kim") do not count.
   object: "Clara takes *aspirin*"): another fact, or one it cannot be sure is the same
   (`"other"`); the write adds it, links it, and supersedes nothing.
 
-The check is lexical and cheap; it runs only on the closest memories the store returned.
+The check is lexical and cheap: linear in the length of both texts, read whole (opposites are
+looked up, not compared word by word: `wording.opposite_pairs`). The write path runs it on the
+closest memories the store returned, the read path on the pairs of items alike in words.
 """
 
 from __future__ import annotations
@@ -34,15 +38,16 @@ from memory_orchestrator.pipeline.sentences import (
     Sentence,
     Token,
     analyse,
+    identifier,
     predicate,
     qualifies,
     role,
 )
 from memory_orchestrator.pipeline.synonyms import verb_lemmas
-from memory_orchestrator.pipeline.wording import opposed
+from memory_orchestrator.pipeline.wording import opposite_pairs
 from memory_orchestrator.text import stem
 
-__all__ = ["Change", "SameMeaning", "Token", "compare", "tokens"]
+__all__ = ["Change", "SameMeaning", "Token", "compare", "same_fact", "tokens"]
 
 Kind = Literal["same", "update", "other"]
 
@@ -96,16 +101,22 @@ def compare(old: str, new: str, same_meaning: SameMeaning | None = None) -> Chan
     return Change(kind, tuple(what), detail, shared, tuple(d.alike), why)
 
 
+def same_fact(old: str, new: str) -> bool:
+    """Whether the write path skips `new` as a restatement of `old` whatever reading of
+    meaning it runs with: the same values and content words, in any order or voice. (With
+    the model a synonym counts too; without it, this never says "same" where it would not.)"""
+    return compare(old, new).kind == "same"
+
+
 def _diff(a: Sentence, b: Sentence, old: str, same_meaning: SameMeaning | None) -> _Diff:
     gone, came = _missing(a, b), _missing(b, a)
-    flipped = [
-        (x, y)
-        for x in gone
-        for y in came
-        if x.kind == y.kind == "word" and opposed(x.text.casefold(), y.text.casefold())
-    ]
-    gone = [t for t in gone if all(t is not x for x, _ in flipped)]
-    came = [t for t in came if all(t is not y for _, y in flipped)]
+    xs = [t for t in gone if t.kind == "word"]
+    ys = [t for t in came if t.kind == "word"]
+    pairs = opposite_pairs([t.text.casefold() for t in xs], [t.text.casefold() for t in ys])
+    flipped = [(xs[i], ys[j]) for i, j in pairs]
+    paired = {id(t) for pair in flipped for t in pair}
+    gone = [t for t in gone if id(t) not in paired]
+    came = [t for t in came if id(t) not in paired]
     d = _Diff(a, b, gone, came, flipped, [])
     if same_meaning is not None:
         _read_by_meaning(d, old, same_meaning)
@@ -185,15 +196,15 @@ def _content(t: Token) -> bool:
 
 def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
     """One phrase of content words swapped for another: the same when the model reads the
-    new wording as the old meaning. Names, numbers and the words that pick a thing ("the
-    *staging* cluster") are values, never asked; a verb before its object is no such word
-    ("*uses* npm")."""
+    new wording as the old meaning. Names, numbers, identifiers ("bob77", "db-stage-05",
+    "rsa": `sentences.identifier`) and the words that pick a thing ("the *staging* cluster")
+    are values, never asked; a verb before its object is no such word ("*uses* npm")."""
     was, now = _spans(d.gone), _spans(d.came)
     if len(was) != 1 or len(now) != 1:
         return
     (x,), (y,) = was, now
-    if any(t.kind != "word" for t in (*x, *y)):
-        return
+    if any(t.kind != "word" or identifier(t.text) for t in (*x, *y)):
+        return  # a code, a user, a host or a path is itself: never another's synonym
     verb = predicate(d.a, x) and predicate(d.b, y)
     if not verb and (qualifies(d.a, x) or qualifies(d.b, y)):
         return
@@ -201,8 +212,9 @@ def _read_by_meaning(d: _Diff, old: str, same_meaning: SameMeaning) -> None:
     new_words = _written(d.b, y)
     if same_meaning(old, _written(d.a, x), new_words, verb):
         d.alike.append(f"{old_words} ~ {new_words}")
-        d.gone = [t for t in d.gone if t not in x]
-        d.came = [t for t in d.came if t not in y]
+        read = {id(t) for t in (*x, *y)}
+        d.gone = [t for t in d.gone if id(t) not in read]
+        d.came = [t for t in d.came if id(t) not in read]
 
 
 def _written(s: Sentence, span: Sequence[Token]) -> str:
@@ -314,8 +326,9 @@ def _swapped_names(a: Sentence, b: Sentence) -> bool:
     if frame != _frame(b):
         return False
     was, now = _slots(a), _slots(b)
-    moved = {name for name in was if name in now and was[name] != now[name]}
-    return any(was[x] == now[y] and was[y] == now[x] for x in moved for y in moved if x < y)
+    moved = [name for name in was if name in now and was[name] != now[name]]
+    places = {(was[name], now[name]) for name in moved}  # (another name's is another pair)
+    return any((now[name], was[name]) in places for name in moved)
 
 
 def _frame(s: Sentence) -> list[str]:
@@ -326,10 +339,14 @@ def _frame(s: Sentence) -> list[str]:
 def _slots(s: Sentence) -> dict[str, int]:
     """Each name (a run of capitalised words) and how many frame words come before it."""
     slots: dict[str, int] = {}
+    frame = 0  # frame words before each place, counted as we go
+    counted = 0
     for span in _spans([t for t in s.tokens if _cap(t)]):
         name = " ".join(t.text.casefold().removesuffix("'s") for t in span)
-        before = s.tokens[: span[0].at]
-        slots[name] = sum(t.kind in ("word", "number", "time") and not _cap(t) for t in before)
+        for t in s.tokens[counted : span[0].at]:
+            frame += t.kind in ("word", "number", "time") and not _cap(t)
+        counted = span[0].at
+        slots[name] = frame
     return slots
 
 

@@ -3,7 +3,9 @@ carries, and the part each plays, what the memory is about (its *topic*) or what
 it (its *value*).
 
 Only the closed classes of English are used (`pipeline.wording`): auxiliaries, pronouns,
-determiners, prepositions, and a verb's inflection. A token's part:
+determiners, prepositions, and a verb's inflection. A code is one token, compared as it is
+written ("db-stage-05", "alice_w", "/etc/ssl/web.key", "dev@example.com", "C++"; `identifier`
+says which tokens name one thing). A token's part:
 
 - a number or a time is a value, unless it comes before the verb ("the *2pm* standup");
 - a possessive name is topic ("*Dana's* flight"); a name that opens the memory as the
@@ -31,10 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Literal
 
-from memory_orchestrator.pipeline.synonyms import base_form, is_verb
+from memory_orchestrator.pipeline.synonyms import base_form, is_verb, known
 from memory_orchestrator.pipeline.wording import (
     AUXILIARIES,
     DETERMINERS,
@@ -48,14 +50,30 @@ from memory_orchestrator.pipeline.wording import (
 )
 from memory_orchestrator.text import STOP_WORDS, normalize, stem
 
-__all__ = ["Role", "Sentence", "Token", "analyse", "predicate", "qualifies", "role"]
+__all__ = [
+    "Role",
+    "Sentence",
+    "Token",
+    "analyse",
+    "identifier",
+    "marked",
+    "predicate",
+    "qualifies",
+    "role",
+]
 
 TokenKind = Literal["number", "time", "name", "negation", "word", "small"]
 Role = Literal["topic", "value", "open"]
 
-_TOKEN = re.compile(  # numbers (with units), then words and identifiers ("gh-pages", "S3")
-    r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?|[^\W\d_][^\W_]*(?:[-'][^\W_]+)*"
+# Numbers (with units), then words and identifiers, whole: "gh-pages", "S3", "db-stage-05",
+# "alice_w", "web.key", "dev@example.com", "s3://logs/raw", "C++" (a code is one token, so
+# that two codes differ as wholes and none is read as words).
+_TOKEN = re.compile(
+    r"\d+(?:[.,:]\d+)*(?:am|pm|k|m|%|x|h|ms|s|gb|mb|tb)?"
+    r"|[^\W\d_][^\W_]*(?:(?:[-'_.@]|:/*|/+)[^\W_]+)*[+#]*"
 )
+# The marks of a code inside a token: with a digit, they make it an identifier.
+_MARKS = frozenset("-_/.@:+#")
 _ADVERBS = frozenset("longer also still now currently actually already always".split())
 _BE = frozenset("is are was were am be been being".split())
 # Prepositions that say which thing the memory is about, and those that open its value.
@@ -94,6 +112,12 @@ class Sentence:
     def last_chunk(self) -> int | None:
         return len(self.heads) - 1 if self.heads else None
 
+    @cached_property
+    def object(self) -> int | None:
+        """The phrase of a bare object that says what the memory says (`_object`), worked
+        out once: `role` asks it of every token."""
+        return _object(self)
+
 
 @lru_cache(maxsize=8192)
 def analyse(text: str) -> Sentence:
@@ -112,7 +136,7 @@ def analyse(text: str) -> Sentence:
     for i, (w, start) in enumerate(raw):
         t = toks[i]
         if start and t.kind == "name" and verb != i + 1 and w.casefold() not in mid_caps:
-            toks[i] = Token(w, stem(w.casefold()), "word", i)
+            toks[i] = Token(w, _key(w.casefold()), "word", i)
     chunks, heads = _chunks(toks, verb)
     return Sentence(tuple(toks), verb, chunks, heads, _agent(toks, verb))
 
@@ -133,13 +157,38 @@ def _token(raw: str, start: bool, at: int, mid_caps: set[str]) -> Token:
         return Token(raw, low.removesuffix("'s"), "name", at)
     if low in SMALL_WORDS:
         return Token(raw, low, "small", at)
-    return Token(raw, stem(base_form(low)), "word", at)  # "seen" is "see", "led" is "lead"
+    return Token(raw, _key(low), "word", at)
+
+
+def marked(word: str) -> bool:
+    """A token that carries a digit or a mark of a code: "bob77", "db-stage-05", "alice_w",
+    "web.key", "dev@example.com", "C++"."""
+    return any(c.isdigit() or c in _MARKS for c in word)
+
+
+@lru_cache(maxsize=16384)
+def identifier(word: str) -> bool:
+    """A token that names one thing: marked (`marked`), or a word the dictionary does not
+    know ("mkumar", "rsa"; `synonyms.known`). No reading takes it for another token's
+    meaning: two identifiers that differ are two things."""
+    low = word.casefold()
+    return marked(low) or (low not in STOP_WORDS and not known(low))
+
+
+def _key(low: str) -> str:
+    """How a word is compared: its stem ("seen" is "see", "led" is "lead"); a code as it is
+    written, where a stem would join two ("api-hosts" and "api-host"): one with a digit or a
+    mark other than the hyphen, or hyphenated with a part the dictionary does not know."""
+    if marked(low) and not all(p.isalpha() and known(p) for p in low.split("-")):
+        return low
+    return stem(base_form(low))
 
 
 def _verb(toks: Sequence[Token]) -> int | None:
     """The place of the first verb: an auxiliary or modal, the word after an opening
     pronoun, or a word in -s/-ed after a noun and before its object ("the team approved
     the", "the tour leaves from")."""
+    starts = _phrase_starts(toks)
     for i in range(1, len(toks)):
         low = toks[i].text.casefold()
         before = toks[i - 1]
@@ -147,18 +196,44 @@ def _verb(toks: Sequence[Token]) -> int | None:
             return i
         if i == 1 and before.text.casefold() in PRONOUNS:
             return i
-        after_noun = before.kind in ("word", "name", "negation") or before.text in _ADVERBS
-        if _verbal(toks[i]) and after_noun and _object_follows(toks, i):
+        after_noun = (
+            before.kind in ("word", "name", "negation")
+            or before.text in _ADVERBS
+            or _label(toks, i - 1)
+        )
+        if _verbal(toks[i]) and after_noun and _object_follows(toks, i, starts):
             return i
-        if _verbal(toks[i]) and _subject_before(toks, i) and _bare_object(toks, i):
+        if _verbal(toks[i]) and _subject_before(toks, i, starts) and _bare_object(toks, i):
             return i
     return None
 
 
-def _subject_before(toks: Sequence[Token], i: int) -> bool:
+def _phrase_starts(toks: Sequence[Token]) -> list[int]:
+    """For each place, the place of the last token before it that is not a content word
+    (-1 for none): where the run of content words that ends just before it begins, minus
+    one. Worked out once, so that a long memory is read in linear time."""
+    out = [-1]
+    for i in range(1, len(toks)):
+        t = toks[i - 1]
+        content = t.kind in ("word", "name") and not _function(t)
+        out.append(out[-1] if content else i - 1)
+    return out
+
+
+def _label(toks: Sequence[Token], i: int) -> bool:
+    """A number that names the thing before it ("bed *12* needs", "spot *41* belongs")."""
+    return (
+        toks[i].kind == "number"
+        and i > 0
+        and toks[i - 1].kind in ("word", "name")
+        and not _function(toks[i - 1])
+    )
+
+
+def _subject_before(toks: Sequence[Token], i: int, starts: Sequence[int]) -> bool:
     """A subject ends at `i`: a name that opens the memory ("Clara takes"), or a noun phrase
     a determiner opens ("the frontend repository uses")."""
-    return (i == 1 and toks[0].kind == "name") or _noun_phrase_before(toks, i)
+    return (i == 1 and toks[0].kind == "name") or _noun_phrase_before(toks, i, starts)
 
 
 def _bare_object(toks: Sequence[Token], i: int) -> bool:
@@ -178,10 +253,11 @@ def _verbal(t: Token) -> bool:
         and len(low) > 3
         and low.endswith(("s", "ed"))
         and not low.endswith(("ss", "us", "is"))
+        and not marked(low)  # "k8s-workers" is no verb
     )
 
 
-def _object_follows(toks: Sequence[Token], i: int) -> bool:
+def _object_follows(toks: Sequence[Token], i: int, starts: Sequence[int]) -> bool:
     if i + 1 == len(toks):  # "the deploy failed."; not "... likes aisle seats."
         return toks[i].text.casefold().endswith("ed")
     after = toks[i + 1].text.casefold()
@@ -189,13 +265,12 @@ def _object_follows(toks: Sequence[Token], i: int) -> bool:
         return True
     # "the harbour tour leaves from"; not "Support tickets from", "prefers morning meetings
     # in" (a plural whose noun phrase no determiner opens)
-    return after in _PREPOSITIONS and _noun_phrase_before(toks, i)
+    return after in _PREPOSITIONS and _noun_phrase_before(toks, i, starts)
 
 
-def _noun_phrase_before(toks: Sequence[Token], i: int) -> bool:
-    j = i - 1
-    while j >= 0 and toks[j].kind in ("word", "name") and not _function(toks[j]):
-        j -= 1
+def _noun_phrase_before(toks: Sequence[Token], i: int, starts: Sequence[int]) -> bool:
+    """Content words end just before `i`, and a determiner opens them."""
+    j = starts[i]
     return j >= 0 and j < i - 1 and toks[j].text.casefold() in DETERMINERS
 
 
@@ -244,7 +319,7 @@ def role(s: Sentence, t: Token) -> Role:
     if t.kind == "name" and t.text.endswith("'s"):
         return "topic"
     chunk = s.chunks[i]
-    obj = _object(s)
+    obj = s.object
     if obj is not None:  # "Clara takes *ibuprofen* for her migraines"
         return "value" if chunk == obj else "topic"
     if i == s.agent:

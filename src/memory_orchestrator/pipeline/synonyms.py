@@ -19,9 +19,12 @@ from importlib import resources
 
 __all__ = [
     "antonyms",
+    "antonyms_of",
     "base_form",
+    "forms",
     "frequent_verbs",
     "is_verb",
+    "known",
     "lemmas",
     "sense_rank",
     "synonyms",
@@ -190,11 +193,40 @@ def sense_rank(a: str, b: str) -> int | None:
     return min(ranks, default=None)
 
 
+@lru_cache(maxsize=16384)
+def known(word: str) -> bool:
+    """Whether the table knows `word` (lower case, any inflection): a word of a synset of two
+    or more words, or a verb. A word it does not know ("mkumar", "rsa", "kubectl") may be a
+    name or a code; `pipeline.sentences.identifier` reads it so."""
+    return bool(lemmas(word)) or is_verb(word)
+
+
 def antonyms(a: str, b: str) -> bool:
     """Whether WordNet lists two words (any inflection) as antonyms ("accepted"/"refused")."""
     pairs = _antonyms()
     x, y = a.casefold(), b.casefold()
     return any((p, q) in pairs for p in _candidates(x) for q in _candidates(y))
+
+
+@lru_cache(maxsize=1)
+def _antonym_map() -> dict[str, frozenset[str]]:
+    found: dict[str, set[str]] = {}
+    for a, b in _antonyms():
+        found.setdefault(a, set()).add(b)
+    return {a: frozenset(b) for a, b in found.items()}
+
+
+def forms(word: str) -> tuple[str, ...]:
+    """What `word` (lower case) may be a form of, as `antonyms` reads it: itself, an
+    irregular form's lemma, a suffix taken off (kept whether the table knows it or not)."""
+    return _candidates(word)
+
+
+def antonyms_of(word: str) -> frozenset[str]:
+    """The words WordNet lists as antonyms of any form of `word` (lower case): `antonyms(a,
+    b)` is whether some form of `b` is among `antonyms_of(a)`."""
+    table = _antonym_map()
+    return frozenset().union(*(table.get(p, frozenset()) for p in _candidates(word)))
 
 
 def synonyms(a: str, b: str, depth: int = 1) -> bool:

@@ -9,9 +9,10 @@ that make one (lock/unlock, upload/download, login/logout).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
-from memory_orchestrator.pipeline.synonyms import antonyms
+from memory_orchestrator.pipeline.synonyms import antonyms, antonyms_of, forms
 from memory_orchestrator.text import STOP_WORDS, stem
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "STOPPING",
     "TIME_WORDS",
     "opposed",
+    "opposite_pairs",
 ]
 
 NUMBER_WORDS = frozenset(
@@ -180,3 +182,66 @@ def _affixed(x: str, y: str) -> bool:
         if x.endswith(p) and y.endswith(q) and len(rest) > 2 and rest == y[: -len(q)].rstrip("-"):
             return True
     return False
+
+
+def opposite_pairs(xs: Sequence[str], ys: Sequence[str]) -> list[tuple[int, int]]:
+    """Every `(i, j)` with `opposed(xs[i], ys[j])` (lower-case words), in the order of a loop
+    over `xs` then `ys`, in time linear in the number of words: each word of `xs` looks its
+    possible opposites up among `ys` (by stem, WordNet form, and the affixes that make one)
+    instead of being compared with each of them. Two long memories differ in hundreds of
+    words; comparing each with each is what made a long write cost seconds."""
+    index = _Opposites(ys)
+    out: list[tuple[int, int]] = []
+    for i, x in enumerate(xs):
+        found = index.of(x)
+        out.extend((i, j) for j in sorted(found) if opposed(x, ys[j]))
+    return out
+
+
+_AFFIX_PAIRS = (*_PREFIX_PAIRS, *((q, p) for p, q in _PREFIX_PAIRS))
+_AFFIX_ENDS = (*_SUFFIX_PAIRS, *((q, p) for p, q in _SUFFIX_PAIRS))
+
+
+class _Opposites:
+    """The words of one memory, indexed by every key an opposite could be found by."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self._keys: dict[tuple[str, str], set[int]] = {}
+        for j, y in enumerate(words):
+            self._add(("stem", stem(y)), j)
+            self._add(("text", y), j)
+            for form in forms(y):
+                self._add(("form", form), j)
+            for _, q in _AFFIX_PAIRS:
+                if y.startswith(q):
+                    self._add(("pre" + q, y[len(q) :].lstrip("-")), j)
+            for _, q in _AFFIX_ENDS:
+                if y.endswith(q):
+                    self._add(("suf" + q, y[: -len(q)].rstrip("-")), j)
+
+    def _add(self, key: tuple[str, str], j: int) -> None:
+        self._keys.setdefault(key, set()).add(j)
+
+    def _get(self, kind: str, value: str) -> set[int]:
+        return self._keys.get((kind, value), set())
+
+    def of(self, x: str) -> set[int]:
+        """The places of the words that may be `x`'s opposites (a superset: each is checked
+        with `opposed`)."""
+        found: set[int] = set()
+        for other in _OPPOSITE.get(stem(x), frozenset()):
+            found |= self._get("stem", other)
+        for other in antonyms_of(x):
+            found |= self._get("form", other)
+        for p in _NEGATING_PREFIXES:  # x negated, or x the negation of another
+            found |= self._get("text", p + x) | self._get("text", p + "-" + x)
+            for rest in (x[len(p) :], x[len(p) + 1 :] if x[len(p) : len(p) + 1] == "-" else ""):
+                if x.startswith(p) and len(rest) > 2:
+                    found |= self._get("text", rest)
+        for p, q in _AFFIX_PAIRS:
+            if x.startswith(p):
+                found |= self._get("pre" + q, x[len(p) :].lstrip("-"))
+        for p, q in _AFFIX_ENDS:
+            if x.endswith(p):
+                found |= self._get("suf" + q, x[: -len(p)].rstrip("-"))
+        return found
