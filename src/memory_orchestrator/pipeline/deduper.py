@@ -1,20 +1,27 @@
-"""Stage 5: near-duplicates are merged; the better one stays, marked cross-validated.
+"""Stage 5: restatements are merged; the better one stays, marked cross-validated.
 
-Similarity is rapidfuzz's token-sort ratio over normalized text (0..1). At or above
-`threshold` (default 0.85, as in Memory Fabric) two items merge: sources and entities are
-combined. Between `soft_threshold` and `threshold` an item stays but pays a duplicate
-penalty in proportion, so the top of the list is not a row of near-copies.
+Similarity is rapidfuzz's token-sort ratio over normalized text (0..1); it only finds the
+pairs worth reading. Two items merge only when the write path would have skipped the second
+as a restatement of the first (`conflicts.same_fact`: the same values and content words, in
+any order or voice) and their similarity is at or above `threshold` (default 0.85, as in
+Memory Fabric): sources and entities are combined, the merged ids named. A restatement
+between `soft_threshold` and `threshold` stays but pays a duplicate penalty in proportion, so
+the top of the list is not a row of near-copies. Two items that differ in anything the write
+path reads as a fact (a number, a name, a code, a place, a date, a word) are neither merged
+nor penalised: both are facts, and both reach the answer (a correction never gets this far:
+`pipeline.currency` leaves the corrected memory out first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from rapidfuzz import fuzz, process
 
-from memory_orchestrator.models import Dropped, DropReason, ScoredItem
+from memory_orchestrator.models import Dropped, DropReason, ScoredItem, to_utc
+from memory_orchestrator.pipeline.conflicts import same_fact
 from memory_orchestrator.pipeline.reranker import best_first, with_penalties
 from memory_orchestrator.pipeline.scored import Ranked
 from memory_orchestrator.settings import Weights
@@ -51,14 +58,13 @@ def dedupe(
     soft_threshold: float,
     weights: Weights,
     limit: int | None = None,
-    keep_apart: Callable[[Ranked, Ranked, float], bool] | None = None,
 ) -> Dedup:
-    """Merge near-duplicates of `items` (best first); returns the survivors re-sorted.
+    """Merge restatements among `items` (best first); returns the survivors re-sorted.
 
     With `limit`, work stops once that many survivors (plus a margin for re-sorting after
-    penalties) are found: what lies below can never be returned. Two items `keep_apart`
-    says disagree (the same fact with other values; it is given their similarity) are neither
-    merged nor penalised.
+    penalties) are found: what lies below can never be returned. Each item is read against
+    the kept items at least `soft_threshold` alike, the closest first, until one states the
+    same fact (see the module docstring); none does: it is kept as it is.
     """
     kept: list[Ranked] = []
     keys: list[str] = []
@@ -68,18 +74,20 @@ def dedupe(
         if enough is not None and len(kept) >= enough:
             break
         key = _key(item.candidate.memory.content)
-        match = process.extractOne(
-            key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=soft_threshold * 100
+        close = process.extract(
+            key,
+            keys,
+            scorer=fuzz.ratio,
+            processor=None,
+            score_cutoff=soft_threshold * 100,
+            limit=None,
         )
+        match = next((m for m in close if _restates(kept[m[2]], item)), None)
         if match is None:
             kept.append(item)
             keys.append(key)
             continue
         best_sim, best_index = match[1] / 100.0, match[2]
-        if keep_apart is not None and keep_apart(kept[best_index], item, best_sim):
-            kept.append(item)
-            keys.append(key)
-            continue
         if best_sim >= threshold:
             kept[best_index] = _merge(kept[best_index], item)
             dropped.append(
@@ -87,7 +95,7 @@ def dedupe(
                     id=item.id,
                     reason=DropReason.DUPLICATE,
                     stage="deduper",
-                    detail=f"near-duplicate of {kept[best_index].id} ({best_sim:.2f}); merged",
+                    detail=f"restates {kept[best_index].id} ({best_sim:.2f}); merged",
                     score=item.score,
                 )
             )
@@ -103,6 +111,16 @@ def dedupe(
         keys.append(key)
     best_first(kept, lambda i: i.score, lambda i: i.candidate.memory)
     return Dedup(items=kept, dropped=dropped)
+
+
+def _restates(first: Ranked, then: Ranked) -> bool:
+    """Whether the write path would have skipped the later of two memories as a restatement
+    of the earlier (by `created_at`; as ranked where either has none)."""
+    a, b = first.candidate.memory, then.candidate.memory
+    dated = a.created_at is not None and b.created_at is not None
+    if dated and to_utc(b.created_at) < to_utc(a.created_at):  # type: ignore[arg-type]
+        a, b = b, a
+    return same_fact(a.content, b.content)
 
 
 def _merge(winner: Ranked, loser: Ranked) -> ScoredItem:

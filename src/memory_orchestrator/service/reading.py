@@ -43,7 +43,7 @@ from memory_orchestrator.models import (
     Strategy,
     Trace,
 )
-from memory_orchestrator.pipeline.currency import current_only, disagreement, newest_first
+from memory_orchestrator.pipeline.currency import current_only, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
@@ -384,9 +384,6 @@ class ReadPath:
             soft_threshold=dd.soft_threshold,
             weights=ctx.settings.weights,
             limit=limit,
-            keep_apart=lambda a, b, sim: (
-                sim >= apart and disagreement(a.candidate.memory, b.candidate.memory)
-            ),
         )
         trace.dropped.extend(deduped.dropped)
         found: list[Ranked] = deduped.items
