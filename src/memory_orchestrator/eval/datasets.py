@@ -81,6 +81,9 @@ SHIPPED = {
     "knowledge-updates-heldout": "knowledge_updates_heldout.jsonl",  # never tuned on
     "knowledge-updates-heldout-b": "knowledge_updates_heldout_b.jsonl",  # written after A
     "knowledge-updates-heldout-c": "knowledge_updates_heldout_c.jsonl",  # six new domains
+    # facts that differ in one identifier, beside restatements and corrections
+    # (scripts/make_identifier_pairs.py)
+    "identifier-pairs": "identifier_pairs.jsonl",
 }
 LOCOMO_CATEGORIES: dict[str, str] = {
     "1": "multi-hop",

@@ -14,8 +14,11 @@ From the writes of "write" cases (`jsonl`: `ingest: "write"`) and their question
   corrections (detected, skipped, added), restatements (written), look-alikes (superseded),
   other new facts (superseding, skipped).
 - per system, over the questions: `current_recall@1` (the first item holds the current
-  fact) and `stale_leakage` (a corrected memory ranks above the current one, or is returned
-  while the current one is not).
+  fact, of the questions about one) and `stale_leakage` (a corrected memory ranks above the
+  current one, or is returned while the current one is not); over the questions that name
+  several relevant memories (two facts that differ in an identifier: `identifier-pairs`),
+  `kept_apart`: each of them returned as an item of its own, none folded into another's
+  merged ids.
 """
 
 from __future__ import annotations
@@ -123,17 +126,30 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def _reads(results: Sequence[QuestionResult], system: str) -> dict[str, Any]:
-    recall1 = [
-        metrics.recall_at(r.answers[system].ranking, r.question.evidence, 1) for r in results
+    recall1 = [  # (of one current fact: two facts cannot both come first)
+        metrics.recall_at(r.answers[system].ranking, r.question.evidence, 1)
+        for r in results
+        if len(r.question.evidence) == 1
     ]
     with_stale = [r for r in results if r.question.stale]
     leaked = [r for r in with_stale if _leaks(r, system)]
+    several = [r for r in results if len(r.question.evidence) > 1]
+    apart = [r for r in several if _apart(r.answers[system].ranking, r.question.evidence)]
     return {
         "current_recall@1": round(metrics.mean(recall1), _PLACES),
         "stale_questions": len(with_stale),
         "stale_leaked": len(leaked),
         "stale_leakage": _share(len(leaked), len(with_stale)),
+        "several_questions": len(several),
+        "kept_apart": _share(len(apart), len(several)),
     }
+
+
+def _apart(ranking: Sequence[frozenset[str]], evidence: Sequence[str]) -> bool:
+    """Every relevant memory returned, and no item holding two of them (one merged into
+    another is not shown to the agent)."""
+    held = [keys & set(evidence) for keys in ranking]
+    return all(len(h) <= 1 for h in held) and set().union(*held) >= set(evidence)
 
 
 def _leaks(r: QuestionResult, system: str) -> bool:
