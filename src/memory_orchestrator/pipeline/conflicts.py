@@ -28,9 +28,10 @@ closest memories the store returned, the read path on the pairs of items alike i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Literal
 
 from memory_orchestrator.pipeline.paraphrase import SameMeaning
@@ -44,7 +45,7 @@ from memory_orchestrator.pipeline.sentences import (
     role,
 )
 from memory_orchestrator.pipeline.synonyms import verb_lemmas
-from memory_orchestrator.pipeline.wording import opposite_pairs
+from memory_orchestrator.pipeline.wording import Opposites, opposite_pairs
 from memory_orchestrator.text import stem
 
 __all__ = ["Change", "SameMeaning", "Token", "compare", "same_fact", "tokens"]
@@ -104,8 +105,95 @@ def compare(old: str, new: str, same_meaning: SameMeaning | None = None) -> Chan
 def same_fact(old: str, new: str) -> bool:
     """Whether the write path skips `new` as a restatement of `old` whatever reading of
     meaning it runs with: the same values and content words, in any order or voice. (With
-    the model a synonym counts too; without it, this never says "same" where it would not.)"""
+    the model a synonym counts too; without it, this never says "same" where it would not.)
+
+    Cheap where it matters, on the read path: without a reading of meaning, a restatement
+    leaves at most two content tokens of either memory unmatched (a verb turned round, a
+    preposition dropped), so two memories that leave more are told apart from what each
+    holds (worked out once per memory) before any comparison."""
+    a, b = _holds(old), _holds(new)
+    if _unmatched(a, b, _RESTATED) or _unmatched(b, a, _RESTATED):
+        return False
     return compare(old, new).kind == "same"
+
+
+_RESTATED = 2  # content tokens a restatement may leave unmatched (`_converse`)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What `_missing` reads of a memory, worked out once per memory: the keys of its content
+    tokens (with the loose keys of those that have another: names), every key any of its
+    tokens offers, and its content words by key (lower case)."""
+
+    keys: frozenset[str]
+    loose: dict[str, frozenset[str]]
+    offered: frozenset[str]
+    words: dict[str, tuple[str, ...]]
+
+    def unmatched(self, other: _Held) -> Iterator[str]:
+        """The keys of its content tokens `other` does not carry, one by one."""
+        offered = other.offered
+        for k in self.keys - offered:
+            if not any(loose in offered for loose in self.loose.get(k, ())):
+                yield k
+
+    def words_unmatched(self, other: _Held) -> set[str]:
+        """The keys of its content words `other` does not carry (a word's key is its only
+        one)."""
+        return self.words.keys() - other.offered
+
+
+@lru_cache(maxsize=8192)
+def _holds(text: str) -> _Held:
+    toks = analyse(text).tokens
+    content = [t for t in toks if t.kind not in ("small", "negation")]
+    loose: dict[str, set[str]] = {}
+    words: dict[str, list[str]] = {}
+    for t in content:
+        if _loose(t) != t.key:
+            loose.setdefault(t.key, set()).add(_loose(t))
+        if t.kind == "word":
+            words.setdefault(t.key, []).append(t.text.casefold())
+    return _Held(
+        keys=frozenset(t.key for t in content),
+        loose={k: frozenset(v) for k, v in loose.items()},
+        offered=frozenset(t.key for t in toks) | frozenset(_loose(t) for t in toks),
+        words={k: tuple(v) for k, v in words.items()},
+    )
+
+
+@lru_cache(maxsize=1024)
+def _opposites(text: str) -> Opposites:
+    """The content words of a memory, indexed for looking their opposites up."""
+    return Opposites(sorted({w for ws in _holds(text).words.values() for w in ws}))
+
+
+def _unmatched(a: _Held, b: _Held, most: int) -> bool:
+    """More than `most` content tokens of `a` that `b` does not carry (`_missing` counts
+    each token; these are distinct keys, no more)."""
+    return len(list(islice(a.unmatched(b), most + 1))) > most
+
+
+def values_only(old: str, new: str) -> bool:
+    """Whether the two memories may differ in values alone (numbers, times, names, a
+    negation, opposites: what `currency.disagreement` asks of `compare`): False, without any
+    comparison, when a content word one holds is neither in the other nor the opposite of a
+    word the other holds. Cheap once each memory was read (`_holds`)."""
+    a, b = _holds(old), _holds(new)
+    gone_keys, came_keys = a.words_unmatched(b), b.words_unmatched(a)
+    if not gone_keys or not came_keys:
+        return not gone_keys and not came_keys
+    # one word each way, looked up among all the other's words: most pairs end here
+    first, then = a.words[next(iter(gone_keys))][0], b.words[next(iter(came_keys))][0]
+    if not _opposites(new).of(first) or not _opposites(old).of(then):
+        return False
+    gone = sorted({w for k in gone_keys for w in a.words[k]})
+    came = sorted({w for k in came_keys for w in b.words[k]})
+    pairs = opposite_pairs(gone, came)
+    return {i for i, _ in pairs} == set(range(len(gone))) and {j for _, j in pairs} == set(
+        range(len(came))
+    )
 
 
 def _diff(a: Sentence, b: Sentence, old: str, same_meaning: SameMeaning | None) -> _Diff:

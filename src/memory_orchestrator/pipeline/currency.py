@@ -28,7 +28,7 @@ from memory_orchestrator.models import (
     supersedes,
     to_utc,
 )
-from memory_orchestrator.pipeline.conflicts import compare
+from memory_orchestrator.pipeline.conflicts import compare, values_only
 from memory_orchestrator.pipeline.deduper import similarity_key
 from memory_orchestrator.pipeline.scored import Ranked
 
@@ -116,6 +116,8 @@ def disagreement(a: Memory, b: Memory) -> bool:
     another name or word: two memories that differ in a name or a word alone may be two
     subjects (the Hermes export, the Orion export); unlinked, both stay as ranked. (On write,
     such a swap in what a memory says may still be a correction: `pipeline.writer`.)"""
+    if not values_only(a.content, b.content):  # (cheap: most close pairs end here)
+        return False
     change = compare(a.content, b.content)
     return change.kind == "update" and "word" not in change.what and change.what != ("name",)
 

@@ -63,8 +63,8 @@ def dedupe(
 
     With `limit`, work stops once that many survivors (plus a margin for re-sorting after
     penalties) are found: what lies below can never be returned. Each item is read against
-    the kept items at least `soft_threshold` alike, the closest first, until one states the
-    same fact (see the module docstring); none does: it is kept as it is.
+    the kept item most alike, when at least `soft_threshold` alike: unless it states the same
+    fact (see the module docstring), it is kept as it is.
     """
     kept: list[Ranked] = []
     keys: list[str] = []
@@ -74,16 +74,10 @@ def dedupe(
         if enough is not None and len(kept) >= enough:
             break
         key = _key(item.candidate.memory.content)
-        close = process.extract(
-            key,
-            keys,
-            scorer=fuzz.ratio,
-            processor=None,
-            score_cutoff=soft_threshold * 100,
-            limit=None,
+        match = process.extractOne(
+            key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=soft_threshold * 100
         )
-        match = next((m for m in close if _restates(kept[m[2]], item)), None)
-        if match is None:
+        if match is None or not _restates(kept[match[2]], item):
             kept.append(item)
             keys.append(key)
             continue

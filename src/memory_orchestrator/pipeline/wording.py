@@ -25,6 +25,7 @@ __all__ = [
     "SMALL_WORDS",
     "STOPPING",
     "TIME_WORDS",
+    "Opposites",
     "opposed",
     "opposite_pairs",
 ]
@@ -190,22 +191,20 @@ def opposite_pairs(xs: Sequence[str], ys: Sequence[str]) -> list[tuple[int, int]
     possible opposites up among `ys` (by stem, WordNet form, and the affixes that make one)
     instead of being compared with each of them. Two long memories differ in hundreds of
     words; comparing each with each is what made a long write cost seconds."""
-    index = _Opposites(ys)
-    out: list[tuple[int, int]] = []
-    for i, x in enumerate(xs):
-        found = index.of(x)
-        out.extend((i, j) for j in sorted(found) if opposed(x, ys[j]))
-    return out
+    index = Opposites(ys)
+    return [(i, j) for i, x in enumerate(xs) for j in index.of(x)]
 
 
 _AFFIX_PAIRS = (*_PREFIX_PAIRS, *((q, p) for p, q in _PREFIX_PAIRS))
 _AFFIX_ENDS = (*_SUFFIX_PAIRS, *((q, p) for p, q in _SUFFIX_PAIRS))
 
 
-class _Opposites:
-    """The words of one memory, indexed by every key an opposite could be found by."""
+class Opposites:
+    """Lower-case words (a memory's), indexed by every key an opposite could be found by:
+    `of(x)` finds the opposites of `x` among them without comparing `x` with each."""
 
     def __init__(self, words: Sequence[str]) -> None:
+        self.words = tuple(words)
         self._keys: dict[tuple[str, str], set[int]] = {}
         for j, y in enumerate(words):
             self._add(("stem", stem(y)), j)
@@ -225,9 +224,13 @@ class _Opposites:
     def _get(self, kind: str, value: str) -> set[int]:
         return self._keys.get((kind, value), set())
 
-    def of(self, x: str) -> set[int]:
-        """The places of the words that may be `x`'s opposites (a superset: each is checked
-        with `opposed`)."""
+    def of(self, x: str) -> list[int]:
+        """The places of the words that are `x`'s opposites (`opposed`), in order."""
+        return [j for j in sorted(self._candidates(x)) if opposed(x, self.words[j])]
+
+    def _candidates(self, x: str) -> set[int]:
+        """The places of the words that may be `x`'s opposites: every key an opposite of `x`
+        could be filed under, looked up."""
         found: set[int] = set()
         for other in _OPPOSITE.get(stem(x), frozenset()):
             found |= self._get("stem", other)
