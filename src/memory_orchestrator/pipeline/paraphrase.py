@@ -34,6 +34,7 @@ set of `scripts/make_knowledge_updates.py` and checked on its held-out sets
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -125,21 +126,27 @@ class Meaning:
         self._asked = False
         self._vectors: WordVectors | None = None
         self._asked_words = False
+        # The write path asks from worker threads: the first question loads each model
+        # once, and no other question reads "not loaded" meanwhile.
+        self._loading = threading.Lock()
 
     @property
     def model(self) -> Embedder | None:
-        if not self._asked:
-            self._asked = True
-            self._model = self._get()
-        return self._model
+        with self._loading:
+            if not self._asked:
+                self._model = self._get()
+                self._asked = True
+            return self._model
 
     @property
     def vectors(self) -> WordVectors | None:
-        if not self._asked_words:
-            self._asked_words = True
-            model = self._get_words() if self.model is not None else None
-            self._vectors = WordVectors(model) if model is not None else None
-        return self._vectors
+        model = self.model
+        with self._loading:
+            if not self._asked_words:
+                words = self._get_words() if model is not None else None
+                self._vectors = WordVectors(words) if words is not None else None
+                self._asked_words = True
+            return self._vectors
 
     def __call__(self, sentence: str, was: str, now: str, verb: bool = False) -> bool:
         rank = sense_rank(was, now)

@@ -140,7 +140,10 @@ async def write_memory(backend: MemoryBackend, memory: NewMemory, policy: WriteP
     """Validate against what the store holds, then write. Backend errors propagate."""
     with anyio.fail_after(policy.timeout_s):
         near = await backend.search(policy.query(memory.content), policy.candidates)
-    verdict = judge(memory, near, policy)
+    # Reading what each close memory asserts is CPU work that grows with the texts (up to
+    # `limits.max_write_chars` each): a worker thread does it, so that the event loop goes
+    # on serving the other clients meanwhile.
+    verdict = await anyio.to_thread.run_sync(judge, memory, near, policy)
     best_id, best_sim = verdict.id, verdict.similarity
     duplicate = verdict.kind == "duplicate"
     if duplicate and policy.on_duplicate == "skip":
