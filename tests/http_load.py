@@ -9,6 +9,7 @@ embedded store's SQLite file is read to count the writes (none lost, none duplic
 from __future__ import annotations
 
 import json
+import os
 import random
 import socket
 import sqlite3
@@ -96,9 +97,11 @@ def http_server(
     *,
     extra_args: Sequence[str] = (),
     http: Mapping[str, int | float] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[ServerProcess]:
     """`orchestrator serve --transport http` on a free loopback port, until the block ends;
-    `http` sets more `[http]` settings (`max_sessions_per_token`, ...)."""
+    `http` sets more `[http]` settings (`max_sessions_per_token`, ...), `env` more variables
+    of the server's environment (`ORCHESTRATOR_SEMANTIC__ENABLED`, ...)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     config = data_dir / "orchestrator.toml"
     lines = [f"data_dir = {json.dumps(str(data_dir))}", ""]
@@ -122,7 +125,7 @@ def http_server(
     with open(log, "wb") as errors:
         process = subprocess.Popen(
             command, cwd=data_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=errors,
+            stderr=errors, env={**os.environ, **(env or {})},
         )  # fmt: skip
     server = ServerProcess(f"http://127.0.0.1:{port}", data_dir, log, process)
     try:
