@@ -19,8 +19,13 @@ import pytest
 from anyio.abc import SocketStream
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import NewMemory
+from memory_orchestrator.models import HealthReport, NewMemory, SearchRequest, WriteRequest
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.traces import TraceStore
+from tests.factories import NOW
 from tests.http_load import ServerProcess, http_server, make_token, mcp_session
+from tests.integration.test_write_meaning_minilm import minilm
 from tests.long_notes import long_note
 
 pytestmark = pytest.mark.integration
@@ -133,3 +138,35 @@ def test_a_search_sent_while_a_long_write_is_compared_answers_first(server: Serv
     assert not answers["search"].is_error
     assert answers["write"]["result"]["structuredContent"]["action"] == "added"
     assert order == ["search", "write"]
+
+
+def test_a_write_is_embedded_before_it_is_answered(settings: Settings, minilm_dir: Path) -> None:
+    """The writer waits for its memory's embedding (a long one's takes longest), not the
+    next reader: right after the write is answered, the semantic index holds it, before any
+    query pulled it."""
+    tuned = minilm(settings, minilm_dir)
+
+    async def main() -> tuple[str, str]:
+        o = Orchestrator(
+            EmbeddedBackend(tuned.embedded_path()),
+            tuned,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+        )
+        try:
+            await o.write(WriteRequest(memory=NewMemory(content="Dana owns the vendor contract.")))
+            await o.search(SearchRequest(query="vendor contract"))  # the index loaded, up to date
+            before = _semantic_detail(await o.health())
+            await o.write(WriteRequest(memory=NewMemory(content=long_note(3, 0))))
+            return before, _semantic_detail(await o.health())
+        finally:
+            await o.close()
+
+    before, after = anyio.run(main)
+    assert "1 memories indexed" in before, before
+    assert "2 memories indexed" in after, after
+    assert "being embedded" not in after
+
+
+def _semantic_detail(report: HealthReport) -> str:
+    return next(c.detail for c in report.checks if c.name == "semantic")

@@ -98,6 +98,15 @@ class DerivedIndexes:
         """Whether `warm_up` is still loading them (a query meanwhile goes without them)."""
         return self._warming is not None
 
+    async def take(self) -> None:
+        """After a write, in the writer's request: pull what the store added and wait, up to
+        `index_wait_s`, for the semantic index (when loaded) to embed it, so that the
+        writer, not the next reader, waits for a long memory's embedding."""
+        if self._warming is not None:
+            return
+        semantic = self._semantic if self._settings.semantic.enabled is not False else None
+        await self._pull(Indexes(self._local_index(), semantic), wait=True)
+
     async def refresh(self, trace: Trace) -> Indexes:
         """The indexes that are on, brought up to date with the store (incrementally)."""
         if self._warming is not None:

@@ -156,6 +156,7 @@ class Orchestrator:
             settings,
             entities,
             on_written=self._indexes.stale,
+            taken=self._indexes.take,
             meaning=Meaning(self._indexes.embedder, words=self._word_vectors),
         )
         self._forgets = ForgetPath(store, self._recorder, calls)

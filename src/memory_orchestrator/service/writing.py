@@ -12,7 +12,7 @@ for its content hash). Both the first try and the replay use one policy builder 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
@@ -61,17 +61,20 @@ class WritePath:
         entities: KnownEntities,
         *,
         on_written: Callable[[], None] = lambda: None,
+        taken: Callable[[], Awaitable[None]] | None = None,
         meaning: SameMeaning | None = None,
     ) -> None:
         # `settings` is read at each call (its sections: dedup, write, limits, outbox and
         # retrieval's time limit); `entities` gives the names the store knows, for the
-        # extraction; `on_written` tells the derived indexes to pull; `meaning` reads a
-        # swapped word as a synonym or not (`pipeline.paraphrase`, the semantic model where
-        # it runs).
+        # extraction; `on_written` tells the derived indexes to pull, `taken` has them pull
+        # the write and embed it now (the writer waits for a long memory's embedding, not
+        # the next reader); `meaning` reads a swapped word as a synonym or not
+        # (`pipeline.paraphrase`, the semantic model where it runs).
         self._store, self._recorder = store, recorder
         self._outbox = AsyncOutbox(outbox)  # its calls off the event loop
         self._settings, self._entities = settings, entities
         self._on_written = on_written
+        self._taken = taken
         self._meaning = meaning
         self._replaying = False
 
@@ -146,6 +149,8 @@ class WritePath:
                 raise
             return await self._queued(trace, request, why, started)
         self._on_written()
+        if self._taken is not None and written.action is not WriteAction.SKIPPED:
+            await self._taken()
         trace.backend_calls = written.calls
         trace.notes = [*trace.notes, written.reason, *written.notes]
         trace.result_ids = [written.id] if written.id else []
