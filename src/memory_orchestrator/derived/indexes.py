@@ -100,12 +100,14 @@ class DerivedIndexes:
 
     async def take(self) -> None:
         """After a write, in the writer's request: pull what the store added and wait, up to
-        `index_wait_s`, for the semantic index (when loaded) to embed it, so that the
-        writer, not the next reader, waits for a long memory's embedding."""
-        if self._warming is not None:
+        `index_wait_s`, for the semantic index to embed it, so that the writer, not the next
+        reader, waits for a long memory's embedding. Only into indexes a query (or the
+        warm-up) already loaded: a process that only writes (an import) builds none."""
+        if self._warming is not None or (self._local is None and self._semantic is None):
             return
+        local = self._local_index() if self._local is not None else None
         semantic = self._semantic if self._settings.semantic.enabled is not False else None
-        await self._pull(Indexes(self._local_index(), semantic), wait=True)
+        await self._pull(Indexes(local, semantic), wait=True)
 
     async def refresh(self, trace: Trace) -> Indexes:
         """The indexes that are on, brought up to date with the store (incrementally)."""
