@@ -16,8 +16,6 @@ from typing import TypeVar
 import anyio
 import pytest
 
-from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.eval import load_dataset
 from memory_orchestrator.eval.datasets import EvalCase
 from memory_orchestrator.models import ContextRequest, NewMemory, ResponseBudget, WriteRequest
@@ -25,8 +23,8 @@ from memory_orchestrator.pipeline.deduper import similarity
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
-from tests.integration.test_knowledge_updates_stores import make_store as other_store
 from tests.mnemon_double import real_binary
+from tests.stores import make_store
 
 pytestmark = pytest.mark.integration
 
@@ -40,16 +38,6 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn)
 
 
-def make_store(kind: str, folder: Path, request: pytest.FixtureRequest) -> MemoryBackend:
-    if kind == "embedded":
-        return EmbeddedBackend(folder / "memories.db")
-    if kind == "postgres":
-        from memory_orchestrator.backends.postgres import PostgresBackend
-
-        return PostgresBackend(request.getfixturevalue("pg_dsn"))
-    return other_store(kind, folder)
-
-
 @pytest.fixture(params=STORES)
 def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -58,7 +46,8 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 def orchestrator(
     kind: str, settings: Settings, folder: Path, request: pytest.FixtureRequest, now: datetime
 ) -> Orchestrator:
-    store = make_store(kind, folder, request)
+    dsn = request.getfixturevalue("pg_dsn") if kind == "postgres" else None
+    store = make_store(kind, folder, dsn)
     return Orchestrator(
         store, settings, traces=TraceStore(settings.trace_path()), clock=lambda: now
     )
