@@ -144,7 +144,7 @@ class _Held:
         return self.words.keys() - other.offered
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)
 def _holds(text: str) -> _Held:
     toks = analyse(text).tokens
     content = [t for t in toks if t.kind not in ("small", "negation")]
@@ -163,7 +163,7 @@ def _holds(text: str) -> _Held:
     )
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=64)  # the items of a read or two (a long memory's index is large)
 def _opposites(text: str) -> Opposites:
     """The content words of a memory, indexed for looking their opposites up."""
     return Opposites(sorted({w for ws in _holds(text).words.values() for w in ws}))
