@@ -170,3 +170,34 @@ def test_a_write_is_embedded_before_it_is_answered(settings: Settings, minilm_di
 
 def _semantic_detail(report: HealthReport) -> str:
     return next(c.detail for c in report.checks if c.name == "semantic")
+
+
+def test_a_write_before_any_query_leaves_the_indexes_to_the_first_query(
+    settings: Settings, minilm_dir: Path
+) -> None:
+    """A write that loads the model (to read a swapped word) takes nothing into the indexes
+    before a query made them all: the first query's pull brings every memory into each."""
+    tuned = minilm(settings, minilm_dir)
+
+    async def main() -> list[str]:
+        o = Orchestrator(
+            EmbeddedBackend(tuned.embedded_path()),
+            tuned,
+            traces=TraceStore(None),
+            clock=lambda: NOW,
+        )
+        try:
+            for content in (
+                "The design review starts at 10:00.",
+                "The design review begins at 10:00.",  # the model is asked, and loads
+                "Dana owns the vendor contract.",
+            ):
+                await o.write(WriteRequest(memory=NewMemory(content=content)))
+            found = await o.search(SearchRequest(query="design review vendor contract"))
+            trace = o.trace(found.trace_id)
+            return trace.notes if trace is not None else []
+        finally:
+            await o.close()
+
+    notes = anyio.run(main)
+    assert "local index: 2 memories added" in notes, notes

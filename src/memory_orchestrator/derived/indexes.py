@@ -101,13 +101,19 @@ class DerivedIndexes:
     async def take(self) -> None:
         """After a write, in the writer's request: pull what the store added and wait, up to
         `index_wait_s`, for the semantic index to embed it, so that the writer, not the next
-        reader, waits for a long memory's embedding. Only into indexes a query (or the
-        warm-up) already loaded: a process that only writes (an import) builds none."""
-        if self._warming is not None or (self._local is None and self._semantic is None):
+        reader, waits for a long memory's embedding. Only once a query (or the warm-up) has
+        loaded every index it would pull into: the pull moves one cursor for all of them, so
+        an index made later would miss what this one took (and a process that only writes,
+        an import, builds none)."""
+        if self._warming is not None:
             return
-        local = self._local_index() if self._local is not None else None
-        semantic = self._semantic if self._settings.semantic.enabled is not False else None
-        await self._pull(Indexes(local, semantic), wait=True)
+        if self._settings.local_index.enabled and self._local is None:
+            return
+        semantic_on = self._settings.semantic.enabled is not False
+        if semantic_on and self._semantic is None and self._semantic_error is None:
+            return
+        semantic = self._semantic if semantic_on else None
+        await self._pull(Indexes(self._local_index(), semantic), wait=True)
 
     async def refresh(self, trace: Trace) -> Indexes:
         """The indexes that are on, brought up to date with the store (incrementally)."""
