@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from functools import partial
+from typing import Any, BinaryIO, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.runner import serve_dual_era_loop
 from mcp.types import CallToolResult, InputRequiredResult, Tool
 from pydantic import ValidationError
 
@@ -36,12 +38,12 @@ from memory_orchestrator.faces.mcp.tools import (
     without_nulls,
 )
 from memory_orchestrator.faces.mcp.wire import StdioWire
-from memory_orchestrator.models import describe_errors
+from memory_orchestrator.models import HealthCheck, describe_errors
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
 
-__all__ = ["AppState", "MemoryServer", "create_server", "main", "run"]
+__all__ = ["AppState", "MemoryServer", "Session", "create_server", "main", "run", "serving"]
 
 Transport = Literal["stdio", "streamable-http"]
 
@@ -127,6 +129,10 @@ class MemoryServer(MCPServer[AppState]):
             )
 
 
+def _same(check: HealthCheck) -> HealthCheck:
+    return check
+
+
 def _caller_of(context: Context[AppState, Any] | None) -> str | None:
     """The name of the HTTP token making this call (None on stdio or without auth)."""
     try:
@@ -157,13 +163,18 @@ def _store_failure(exc: BaseException) -> bool:
     return False
 
 
-def create_server(settings: Settings, observer: Observer | None = None) -> MemoryServer:
+def create_server(
+    settings: Settings, observer: Observer | None = None, notes: Sequence[HealthCheck] = ()
+) -> MemoryServer:
     """Build the MCP server; the orchestrator opens with the server and closes after it.
-    With an `observer`, every request is logged and every tool call counted."""
+    With an `observer`, every request is logged and every tool call counted; `notes` are
+    added to every health report (how this process serves: `faces.launch`)."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
         orchestrator = Orchestrator.from_settings(settings, observer=observer)
+        for note in notes:
+            orchestrator.report_in_health(partial(_same, note))
         server.state = AppState(orchestrator)
         try:
             async with orchestrator.warming(), anyio.create_task_group() as background:
@@ -196,6 +207,32 @@ def create_server(settings: Settings, observer: Observer | None = None) -> Memor
     return server
 
 
+Session = Callable[[BinaryIO, int], Awaitable[None]]
+"""Serves one MCP session over a connection: what it reads from, the descriptor it writes to."""
+
+
+@asynccontextmanager
+async def serving(server: MemoryServer) -> AsyncIterator[tuple[Orchestrator, Session]]:
+    """The server's lifespan entered once (one orchestrator, warmed up in the background),
+    and a function that serves one MCP session over a connection with it, on the stdio
+    wire, as many at a time as asked: the shared process (`faces.shared.server`)."""
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options()
+    async with lowlevel.lifespan(lowlevel) as state:
+
+        async def session(wire_in: BinaryIO, wire_out: int) -> None:
+            await StdioWire(server.drain_s).serve_on(
+                wire_in,
+                wire_out,
+                lambda read, write: serve_dual_era_loop(
+                    lowlevel, read, write, lifespan_state=state, init_options=options
+                ),
+            )
+
+        assert server.state is not None
+        yield server.state.orchestrator, session
+
+
 # ---------------------------------------------------------------- running
 
 
@@ -206,9 +243,11 @@ def run(
     port: int | None = None,
     *,
     insecure_no_auth: bool = False,
+    notes: Sequence[HealthCheck] = (),
 ) -> None:
     """Serve until stopped. Streamable HTTP binds `[http] host` (loopback by default) and
-    refuses to start without tokens unless `insecure_no_auth` (see `faces.http.server`)."""
+    refuses to start without tokens unless `insecure_no_auth` (see `faces.http.server`).
+    `notes` are added to every health report."""
     if settings.backend not in store_names():
         raise UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(store_names())}"
@@ -220,13 +259,13 @@ def run(
     if lexical is not None:  # a line in the client's server log (stdio) or the terminal
         print(f"memory-orchestrator: {lexical}", file=sys.stderr, flush=True)
     if transport == "stdio":
-        create_server(settings, Observer()).run("stdio")
+        create_server(settings, Observer(), notes).run("stdio")
         return
     from memory_orchestrator.faces.http import server as http_server
 
     http_server.serve(
         settings,
-        lambda observer: create_server(settings, observer),
+        lambda observer: create_server(settings, observer, notes),
         host=host,
         port=port,
         insecure_no_auth=insecure_no_auth,

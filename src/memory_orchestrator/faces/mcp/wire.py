@@ -169,15 +169,20 @@ class StdioWire:
     async def serve(self, serve: Serve) -> None:
         """`serve(read_stream, write_stream)` (the SDK's server loop) over stdio."""
         with claimed_stdio() as (wire_in, wire_out):
-            to_server, from_wire = anyio.create_memory_object_stream[Incoming](0)
-            from_server, to_wire = anyio.create_memory_object_stream[SessionMessage](0)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read, wire_in, to_server, from_server.clone())
-                tg.start_soon(self._write, wire_out, to_wire)
-                await serve(from_wire, from_server)
-                self._listening.cancel()  # the server loop ended: nothing reads requests now
+            await self.serve_on(wire_in, wire_out, serve)
         if self.gone:
             say_closed()
+
+    async def serve_on(self, wire_in: BinaryIO, wire_out: int, serve: Serve) -> None:
+        """`serve` over lines read from `wire_in` and written to the descriptor `wire_out`:
+        stdio, or a connection of the shared process (`faces.shared.server`)."""
+        to_server, from_wire = anyio.create_memory_object_stream[Incoming](0)
+        from_server, to_wire = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read, wire_in, to_server, from_server.clone())
+            tg.start_soon(self._write, wire_out, to_wire)
+            await serve(from_wire, from_server)
+            self._listening.cancel()  # the server loop ended: nothing reads requests now
 
     # ------------------------------------------------------------------ reading
 
