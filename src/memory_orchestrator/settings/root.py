@@ -51,6 +51,7 @@ from memory_orchestrator.settings.tuning import (
     RetrievalSettings,
     RetrySettings,
     SemanticSettings,
+    SharedProcessSettings,
     TraceSettings,
     WriteSettings,
 )
@@ -103,6 +104,7 @@ class Settings(BaseSettings):
     local_index: LocalIndexSettings = Field(default_factory=LocalIndexSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    shared_process: SharedProcessSettings = Field(default_factory=SharedProcessSettings)
 
     @model_validator(mode="before")
     @classmethod

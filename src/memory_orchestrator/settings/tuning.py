@@ -442,3 +442,28 @@ class LimitsSettings(Section):
     max_seed_ids: int = Field(
         default=MAX_IDS, ge=1, le=MAX_IDS, description="most seed ids on one expand request"
     )
+
+
+class SharedProcessSettings(Section):
+    """One orchestrator process per memory (docs/explanation/shared-process.md): `orchestrator
+    serve` over stdio relays its session to it, the CLI's calls and the hooks use it."""
+
+    enabled: bool = Field(
+        default=True,
+        description="false = every `orchestrator serve` loads and serves in its own process, as"
+        " the CLI's commands do",
+    )
+    idle_stop_s: float = Field(
+        default=600.0,
+        ge=1,
+        le=7 * 24 * 3600,
+        description="the shared process stops after this long without a connection (an open"
+        " agent session holds one)",
+    )
+    start_timeout_s: float = Field(
+        default=30.0,
+        ge=1,
+        le=600,
+        description="how long `orchestrator serve` waits for the shared process it started;"
+        " past it, the session is served in its own process",
+    )
