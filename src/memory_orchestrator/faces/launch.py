@@ -1,34 +1,97 @@
 """The `orchestrator` console script.
 
-`orchestrator serve` on its own, what an agent's MCP config runs, starts the stdio MCP server
-without loading the command line (Typer, rich, the evaluation harness: imports an agent would
-wait for before its `initialize` is answered), with the same one-line errors and exit codes;
-anything else is the Typer command line (`faces.cli`).
+`orchestrator serve` over stdio, what an agent's MCP config runs (with the root options
+`--config`, `--backend`, `--data-dir` before it, `--transport stdio` or `--in-process` after
+it, and nothing else), is dispatched here before anything but the standard library is
+imported: it relays the session to the shared process for its settings
+(`faces.shared.relay`, started in the background when none runs), which starts in a few tens
+of milliseconds; where none can be used, or with `--in-process`, it serves in its own process
+as before, with the same one-line errors and exit codes as the command line, and says why in
+`memory_health`. Anything else is the Typer command line (`faces.cli`).
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["main"]
+from memory_orchestrator.faces.shared.address import Inputs
+
+TYPE_CHECKING = False  # (`typing` is not imported at run time: mypy reads this as true)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["main", "serve", "serve_arguments", "serve_in_process"]
+
+_ROOT_OPTIONS = {
+    "--config": "config",
+    "-c": "config",
+    "--backend": "backend",
+    "-b": "backend",
+    "--data-dir": "data_dir",
+}
 
 
 def main() -> None:
-    if sys.argv[1:] == ["serve"]:
-        serve()
+    found = serve_arguments(sys.argv[1:])
+    if found is not None:
+        serve(*found)
         return
     from memory_orchestrator.faces.cli import main as command_line
 
     command_line()
 
 
-def serve() -> None:
-    """`orchestrator serve`: stdio, settings from the environment and the config file."""
+def serve_arguments(args: Sequence[str]) -> tuple[Inputs, bool] | None:
+    """The root options and `--in-process` of `[root options] serve [--transport stdio]
+    [--in-process]`; None for any other command line (the Typer CLI's)."""
+    values: dict[str, str] = {}
+    rest = list(args)
+    while rest and rest[0] != "serve":
+        flag, _, value = rest.pop(0).partition("=")
+        name = _ROOT_OPTIONS.get(flag)
+        if name is None or name in values:
+            return None
+        if not value:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        values[name] = value
+    if not rest:
+        return None
+    tail = rest[1:]
+    in_process = "--in-process" in tail
+    tail = [a for a in tail if a != "--in-process"]
+    if tail not in ([], ["--transport", "stdio"], ["--transport=stdio"]):
+        return None
+    return Inputs(**values), in_process
+
+
+def serve(inputs: Inputs, in_process: bool = False) -> None:
+    """Serve MCP over this process's stdio: through the shared process, or in this one."""
+    reason = "--in-process" if in_process else None
+    if not in_process:
+        from memory_orchestrator.faces.shared.relay import relay_main
+
+        outcome = relay_main(inputs)
+        if isinstance(outcome, int):
+            sys.exit(outcome)
+        reason = outcome
+    serve_in_process(inputs, reason)
+
+
+def serve_in_process(inputs: Inputs, reason: str | None = None) -> None:
+    """Load the settings and serve stdio here; `reason` (why not through the shared process)
+    is added to every health report."""
+    from pathlib import Path
+
     from memory_orchestrator.faces.mcp import server
     from memory_orchestrator.settings import load_settings
 
+    notes = [server.not_shared(reason)] if reason is not None else []
     try:
-        server.run(load_settings(), "stdio")
+        config = Path(inputs.config) if inputs.config is not None else None
+        settings = load_settings(config, backend=inputs.backend, data_dir=inputs.data_dir)
+        server.run(settings, "stdio", notes=notes)
     except Exception as exc:
         import typer
 

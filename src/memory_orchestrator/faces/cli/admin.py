@@ -100,18 +100,47 @@ def serve(
             "--insecure-no-auth", help="HTTP without tokens: anyone who can connect gets in."
         ),
     ] = False,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process",
+            help="stdio: serve in this process, not through the shared process of these settings.",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the memory tools over MCP: stdio, or streamable HTTP (loopback, bearer tokens)."""
+    """Serve the memory tools over MCP: stdio (through the shared process of these settings,
+    started when none runs), or streamable HTTP (loopback, bearer tokens)."""
     from memory_orchestrator.faces.mcp import server as mcp_server
 
-    settings = guarded(state_of(ctx).settings)
+    state = state_of(ctx)
+    settings = guarded(state.settings)
+    notes = []
+    if transport is Transport.STDIO:
+        reason = "--in-process" if in_process else None
+        if not in_process:  # as `faces.launch` serves `orchestrator serve` before Typer loads
+            from memory_orchestrator.faces.shared.address import Inputs
+            from memory_orchestrator.faces.shared.relay import relay_main
+
+            def text(value: Path | None) -> str | None:
+                return None if value is None else str(value)
+
+            outcome = relay_main(Inputs(text(state.config), state.backend, text(state.data_dir)))
+            if isinstance(outcome, int):
+                raise typer.Exit(outcome)
+            reason = outcome
+        notes.append(mcp_server.not_shared(reason))
     mode: Literal["stdio", "streamable-http"] = (
         "stdio" if transport is Transport.STDIO else "streamable-http"
     )
     try:
         guarded(
             lambda: mcp_server.run(
-                settings, mode, host=host, port=port, insecure_no_auth=insecure_no_auth
+                settings,
+                mode,
+                host=host,
+                port=port,
+                insecure_no_auth=insecure_no_auth,
+                notes=notes,
             )
         )
     except OSError as exc:  # the HTTP port in use, or an address this host does not have

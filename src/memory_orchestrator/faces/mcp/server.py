@@ -38,12 +38,21 @@ from memory_orchestrator.faces.mcp.tools import (
     without_nulls,
 )
 from memory_orchestrator.faces.mcp.wire import StdioWire
-from memory_orchestrator.models import HealthCheck, describe_errors
+from memory_orchestrator.models import HealthCheck, Status, describe_errors
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
 
-__all__ = ["AppState", "MemoryServer", "Session", "create_server", "main", "run", "serving"]
+__all__ = [
+    "AppState",
+    "MemoryServer",
+    "Session",
+    "create_server",
+    "main",
+    "not_shared",
+    "run",
+    "serving",
+]
 
 Transport = Literal["stdio", "streamable-http"]
 
@@ -131,6 +140,14 @@ class MemoryServer(MCPServer[AppState]):
 
 def _same(check: HealthCheck) -> HealthCheck:
     return check
+
+
+def not_shared(reason: str | None) -> HealthCheck:
+    """The health note of a stdio server in the client's own process: why not through the
+    shared process of its settings (`faces.shared`)."""
+    why = f"not used: {reason}" if reason else "not used"
+    detail = f"{why}; this session is served by its own process"
+    return HealthCheck(name="shared_process", status=Status.OK, detail=detail)
 
 
 def _caller_of(context: Context[AppState, Any] | None) -> str | None:
