@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel
 
 from memory_orchestrator.about import DIST, package_version
 from memory_orchestrator.faces.cli import (
@@ -37,7 +38,7 @@ from memory_orchestrator.faces.cli.common import (
     TaskOpt,
     TypeOpt,
     UntilOpt,
-    call_service,
+    ask,
     drop_none,
     filters_from,
     guarded,
@@ -47,13 +48,19 @@ from memory_orchestrator.faces.cli.common import (
     validate,
 )
 from memory_orchestrator.models import (
+    ContextPackage,
     ContextRequest,
     ExpandRequest,
     ExplainRequest,
+    Explanation,
+    HealthReport,
     MemoryType,
     NewMemory,
+    ReplayReport,
     SearchRequest,
+    SearchResult,
     Status,
+    WriteReport,
     WriteRequest,
 )
 
@@ -69,6 +76,12 @@ app = typer.Typer(
     # flag as taking a `<bool>` value (`--json true health` then failed).
     rich_markup_mode=None,
 )
+
+
+class ReplayAsk(BaseModel):
+    """What `replay` sends the shared process (`faces.shared.server.OPERATIONS`)."""
+
+    trace_id: str
 
 
 class OnDuplicate(StrEnum):
@@ -154,7 +167,7 @@ def search(
         passthrough=passthrough or None,
         history=history,
     )
-    result = call_service(ctx, lambda o: o.search(request))
+    result = ask(ctx, "search", request, SearchResult, lambda o: o.search(request))
     show(ctx, json, result, lambda r: render.search_result(r, state_of(ctx).verbose))
     say_if_lexical_only(guarded(state_of(ctx).settings))
 
@@ -193,7 +206,7 @@ def context(
         group_by=group_by,
         history=history,
     )
-    result = call_service(ctx, lambda o: o.context(request))
+    result = ask(ctx, "context", request, ContextPackage, lambda o: o.context(request))
     show(ctx, json, result, lambda r: render.context_package(r, state_of(ctx).verbose))
     say_if_lexical_only(guarded(state_of(ctx).settings))
 
@@ -221,7 +234,7 @@ def expand(
         edge_types=edge_type or None,
         limit=limit,
     )
-    result = call_service(ctx, lambda o: o.expand(request))
+    result = ask(ctx, "expand", request, SearchResult, lambda o: o.expand(request))
     show(ctx, json, result, lambda r: render.search_result(r, state_of(ctx).verbose))
 
 
@@ -264,7 +277,7 @@ def write(
         link_related=not no_link,
         dry_run=dry_run,
     )
-    result = call_service(ctx, lambda o: o.write(request), creates=True)
+    result = ask(ctx, "write", request, WriteReport, lambda o: o.write(request), creates=True)
     show(ctx, json, result, render.write_report)
 
 
@@ -277,7 +290,7 @@ def explain(
 ) -> None:
     """Explain a stored trace (or a fresh query): plan, candidates, scores, drops."""
     request = validate(ExplainRequest, trace_id=trace_id, query=query)
-    result = call_service(ctx, lambda o: o.explain(request))
+    result = ask(ctx, "explain", request, Explanation, lambda o: o.explain(request))
     show(ctx, json, result, lambda r: render.explanation(r, state_of(ctx).verbose))
 
 
@@ -288,7 +301,8 @@ def replay(
     json: JsonFlag = False,
 ) -> None:
     """Run a stored request again and compare the results."""
-    result = call_service(ctx, lambda o: o.replay(trace_id))
+    asked = ReplayAsk(trace_id=trace_id)
+    result = ask(ctx, "replay", asked, ReplayReport, lambda o: o.replay(trace_id))
     show(ctx, json, result, render.replay_report)
 
 
@@ -298,7 +312,7 @@ app.command()(forget_cmd.forget)
 @app.command()
 def health(ctx: typer.Context, json: JsonFlag = False) -> None:
     """Check the store. Exit code: 0 ok, 1 degraded, 2 error."""
-    result = call_service(ctx, lambda o: o.health())
+    result = ask(ctx, "health", None, HealthReport, lambda o: o.health())
     show(ctx, json, result, render.health_report)
     codes = {Status.OK: 0, Status.DEGRADED: 1, Status.ERROR: 2}
     raise typer.Exit(codes.get(result.status, 2))

@@ -17,6 +17,7 @@ import anyio
 import typer
 from pydantic import BaseModel, ValidationError
 
+from memory_orchestrator import errors
 from memory_orchestrator.errors import (
     BackendError,
     InvalidRequest,
@@ -24,12 +25,14 @@ from memory_orchestrator.errors import (
     UsageError,
 )
 from memory_orchestrator.faces.cli import render
-from memory_orchestrator.models import MemoryType
+from memory_orchestrator.faces.shared import client, identity
+from memory_orchestrator.models import HealthCheck, MemoryType, Status
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings
 
 T = TypeVar("T")
 ModelT = TypeVar("ModelT", bound=BaseModel)
+ResultT = TypeVar("ResultT", bound=BaseModel)
 
 USAGE_ERROR = 2
 FAILURE = 1
@@ -120,6 +123,74 @@ def call_service(
             await orchestrator.close()
 
     return guarded(lambda: anyio.run(go))
+
+
+def ask(
+    ctx: typer.Context,
+    op: str,
+    request: BaseModel | None,
+    result: type[ResultT],
+    action: Callable[[Orchestrator], Awaitable[ResultT]],
+    *,
+    creates: bool = False,
+) -> ResultT:
+    """One service call (`op` of `faces.shared.server.OPERATIONS`): through the shared process
+    of these settings when one runs (nothing is loaded here then), else in this process
+    (`call_service`). Expected failures end the command as `call_service`'s do."""
+    chosen = guarded(state_of(ctx).settings)
+    if not creates:
+        require_store(chosen)
+    found, why = guarded(lambda: shared_call(chosen, op, request, result))
+    if found is not None:
+        return found
+    if op == "health":  # say how the command ran, as the servers' health does
+        note = HealthCheck(name="shared_process", status=Status.OK, detail=why)
+        ask_here = action
+
+        async def with_note(orchestrator: Orchestrator) -> ResultT:
+            orchestrator.report_in_health(lambda: note)
+            return await ask_here(orchestrator)
+
+        action = with_note
+    return call_service(ctx, action, chosen, creates=creates)
+
+
+def shared_call(
+    settings: Settings, op: str, request: BaseModel | None, result: type[ResultT]
+) -> tuple[ResultT | None, str]:
+    """`op` answered by the shared process of `settings`; (None, why) when none runs or it
+    cannot be used, and for a read that it dropped midway (it is then asked here). A write
+    it dropped midway ends the command: it may have been stored."""
+    if not settings.shared_process.enabled:
+        return None, "off ([shared_process] enabled = false): this command ran in its own process"
+    try:
+        path = identity.socket_path(settings)
+        connection = client.connect_to(path, identity.settings_key(settings), timeout_s=2.0)
+    except client.Unavailable as exc:
+        return None, f"not used ({exc}): this command ran in its own process"
+    budget = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s + 60
+    asked = request.model_dump(mode="json") if request is not None else {}
+    with connection:
+        try:
+            answer = connection.call(op, asked, timeout_s=budget)
+        except client.CallFailed as exc:
+            raise _rebuilt(exc) from None
+        except client.Unavailable as exc:
+            if op == "write":
+                raise OrchestratorError(
+                    f"{exc}: the write may or may not have been stored; search for it before"
+                    " writing it again (a repeated write is skipped as a duplicate)"
+                ) from exc
+            return None, f"not used ({exc}): this command ran in its own process"
+    return result.model_validate(answer), ""
+
+
+def _rebuilt(failed: client.CallFailed) -> OrchestratorError:
+    """The service's error again, from its class name and message."""
+    kind = getattr(errors, failed.kind, None)
+    if isinstance(kind, type) and issubclass(kind, OrchestratorError):
+        return kind(str(failed))
+    return OrchestratorError(str(failed))
 
 
 def require_store(chosen: Settings) -> None:
