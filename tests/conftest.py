@@ -21,6 +21,7 @@ import pytest
 from memory_orchestrator.settings import Settings, load_settings
 from tests.mnemon_double import real_binary, real_expected, real_problem
 from tests.pg_fixtures import own_pg_server, pg_dsn, pg_server
+from tests.shared_processes import runtime_dir
 
 __all__ = ["own_pg_server", "pg_dsn", "pg_server"]  # a real PostgreSQL (tests/pg_fixtures.py)
 
@@ -57,7 +58,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(autouse=True)
-def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     for name in list(os.environ):
         if name.upper().startswith("ORCHESTRATOR_"):
             monkeypatch.delenv(name)
@@ -70,6 +71,11 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # list makes a time budget depends on the machine; the tests of the budget set it.
     monkeypatch.setenv("ORCHESTRATOR_RETRIEVAL__LIST_BUDGET_S", "0")
     monkeypatch.chdir(tmp_path)
+    # The shared processes a test starts (`orchestrator serve` over stdio) listen in a socket
+    # directory of its own, and are stopped when it ends (tests/shared_processes.py).
+    with runtime_dir() as runtime:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,8 @@ Named as what it is. It wraps a real backend and only misbehaves where told to:
 from __future__ import annotations
 
 import math
+import os
+import socket
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -254,3 +256,10 @@ class UnwritableOutbox(Outbox):
 
     def put(self, request: WriteRequest, reason: str) -> QueuedWrite:
         raise OutboxError(f"outbox {self.path}: disk I/O error")
+
+
+def peer_of_another_user(sock: socket.socket) -> int:
+    """Fault injection: the uid check of the shared process and its clients
+    (`faces.shared.address.check_peer`) is told that the process at the other end of `sock`
+    runs as another user (the kernel's answer, SO_PEERCRED, cannot be faked in a test)."""
+    return os.getuid() + 1

@@ -345,11 +345,12 @@ def test_serve_maps_the_transport_and_binds_loopback(monkeypatch: pytest.MonkeyP
         port: int | None,
         *,
         insecure_no_auth: bool,
+        notes: list[HealthCheck],
     ) -> None:
         calls.append((transport, host, port, insecure_no_auth))
 
     monkeypatch.setattr("memory_orchestrator.faces.mcp.server.run", fake_run)
-    assert invoke("serve").exit_code == 0
+    assert invoke("serve", "--in-process").exit_code == 0
     assert invoke("serve", "--transport", "http", "--port", "9999").exit_code == 0
     assert invoke("serve", "--transport", "http", "--insecure-no-auth").exit_code == 0
     assert calls == [

@@ -1,30 +1,35 @@
 """The MCP tools over a real stdio session while the store file is corrupted: every tool
 answers (no tool error), with a note saying why results are missing; the write is queued;
 health says error with the reason and the outbox depth; once the file is repaired, the next
-health call replays the write."""
+health call replays the write. Both ways: in the client's own process and through the stdio
+relay and the shared process (`tests.e2e.servers.WAYS`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from anyio.from_thread import start_blocking_portal
 
+from tests.e2e.servers import WAYS
 from tests.e2e.test_mcp_stdio import Client, _session, _text
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def broken(tmp_path: Path) -> Iterator[tuple[Client, Path]]:
+@pytest.fixture(params=WAYS)
+def broken(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Client, Path]]:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     db = data_dir / "memories.db"
     db.write_bytes(b"\x00this is not SQLite\xff" * 500)
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_session(data_dir)) as session,
+        portal.wrap_async_context_manager(
+            _session(data_dir, request.param, Path(os.environ["XDG_RUNTIME_DIR"]))
+        ) as session,
     ):
         yield Client(portal, session), db
 

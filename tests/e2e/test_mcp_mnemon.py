@@ -1,22 +1,22 @@
 """The MCP tools end to end with `backend = "mnemon"`: a real client session over stdio to
-a real server process (`python -m memory_orchestrator.faces.mcp.server`), with the Mnemon
-contract double behind it, then the real binary (`../shared/mnemon/bin/mnemon`, or
-$MNEMON_REAL_BINARY; see `tests.mnemon_double.kinds`)."""
+a real server process (`python -m memory_orchestrator.faces.mcp.server`, and `orchestrator
+serve` through the shared process: `tests.e2e.servers.WAYS`), with the Mnemon contract double
+behind it, then the real binary (`../shared/mnemon/bin/mnemon`, or $MNEMON_REAL_BINARY; see
+`tests.mnemon_double.kinds`)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 
+from tests.e2e.servers import WAYS, mcp_session, way_fixture
 from tests.e2e.test_mcp_stdio import (
     MEMORIES,
     REQUEST_TIMEOUT_S,
@@ -31,33 +31,40 @@ pytestmark = pytest.mark.integration
 
 
 @asynccontextmanager
-async def _session(data_dir: Path, binary: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memory_orchestrator.faces.mcp.server"],
-        env={
-            "ORCHESTRATOR_BACKEND": "mnemon",
-            "ORCHESTRATOR_MNEMON__BINARY": str(binary),
-            "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
-            "ORCHESTRATOR_DATA_DIR": str(data_dir),
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(data_dir),
-        },
-        cwd=data_dir,
-    )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT_S) as session,
-        ):
-            with anyio.fail_after(START_TIMEOUT_S):
-                await session.initialize()
-            yield session
+async def _session(
+    data_dir: Path, binary: Path, way: str, runtime: Path | None
+) -> AsyncIterator[ClientSession]:
+    env = {
+        "ORCHESTRATOR_BACKEND": "mnemon",
+        "ORCHESTRATOR_MNEMON__BINARY": str(binary),
+        "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
+        "ORCHESTRATOR_DATA_DIR": str(data_dir),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(data_dir),
+    }
+    async with mcp_session(
+        way,
+        env,
+        data_dir,
+        runtime=runtime,
+        read_timeout_s=REQUEST_TIMEOUT_S,
+        start_timeout_s=START_TIMEOUT_S,
+    ) as session:
+        yield session
+
+
+@pytest.fixture(scope="module", params=WAYS)
+def way(request: pytest.FixtureRequest) -> Iterator[tuple[str, Path | None]]:
+    yield from way_fixture(request)
 
 
 @pytest.fixture(scope="module", params=kinds())
-def data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp(f"mcp-mnemon-{request.param}")
+def data_dir(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    way: tuple[str, Path | None],
+) -> Path:
+    folder = tmp_path_factory.mktemp(f"mcp-mnemon-{request.param}-{way[0]}")
     if request.param == "real":
         binary = real_binary()
         assert binary is not None
@@ -69,11 +76,11 @@ def data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 @pytest.fixture(scope="module")
-def client(data_dir: Path) -> Iterator[Client]:
+def client(data_dir: Path, way: tuple[str, Path | None]) -> Iterator[Client]:
     binary = data_dir / "bin" / "mnemon"
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_session(data_dir, binary)) as session,
+        portal.wrap_async_context_manager(_session(data_dir, binary, *way)) as session,
     ):
         yield Client(portal, session)
 

@@ -1,24 +1,24 @@
 """The orchestrator's MCP server end to end in front of each other store: a real client session
-over stdio to `python -m memory_orchestrator.faces.mcp.server` with `backend` = mnemon-mcp,
-kg-memory (each a real npm server behind it, so MCP in front of MCP), mnemonic and fused.
+over stdio to `python -m memory_orchestrator.faces.mcp.server` (and to `orchestrator serve`
+through the shared process: `tests.e2e.servers.WAYS`) with `backend` = mnemon-mcp, kg-memory
+(each a real npm server behind it, so MCP in front of MCP), mnemonic and fused.
 The npm stores are skipped, with the reason, only when node is absent."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 
 from memory_orchestrator.backends.kg_memory import PACKAGE as KG_PACKAGE
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE as MM_PACKAGE
+from tests.e2e.servers import WAYS, mcp_session, way_fixture
 from tests.e2e.test_mcp_stdio import MEMORIES, REQUEST_TIMEOUT_S, START_TIMEOUT_S, Client
 from tests.npm_servers import require_script
 
@@ -34,36 +34,41 @@ STORES = {
 
 
 @asynccontextmanager
-async def _session(data_dir: Path, env: dict[str, str]) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memory_orchestrator.faces.mcp.server"],
-        env={
-            "ORCHESTRATOR_DATA_DIR": str(data_dir),
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(data_dir),
-            **env,
-        },
-        cwd=data_dir,
-    )
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT_S) as session,
-        ):
-            with anyio.fail_after(START_TIMEOUT_S):
-                await session.initialize()
-            yield session
+async def _session(
+    data_dir: Path, env: dict[str, str], way: str, runtime: Path | None
+) -> AsyncIterator[ClientSession]:
+    env = {
+        "ORCHESTRATOR_DATA_DIR": str(data_dir),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(data_dir),
+        **env,
+    }
+    async with mcp_session(
+        way,
+        env,
+        data_dir,
+        runtime=runtime,
+        read_timeout_s=REQUEST_TIMEOUT_S,
+        start_timeout_s=START_TIMEOUT_S,
+    ) as session:
+        yield session
+
+
+@pytest.fixture(scope="module", params=WAYS)
+def way(request: pytest.FixtureRequest) -> Iterator[tuple[str, Path | None]]:
+    yield from way_fixture(request)
 
 
 @pytest.fixture(scope="module", params=list(STORES))
 def store(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    way: tuple[str, Path | None],
 ) -> Iterator[tuple[str, Client, Path]]:
     name: str = request.param
     env, packages = STORES[name]
     scripts = {p: require_script(p) for p in packages}
-    data_dir = tmp_path_factory.mktemp(f"mcp-{name}")
+    data_dir = tmp_path_factory.mktemp(f"mcp-{name}-{way[0]}")
     env = {"ORCHESTRATOR_BACKEND": name, **env}
     if MM_PACKAGE in scripts:
         env["ORCHESTRATOR_MNEMON_MCP__SCRIPT"] = str(scripts[MM_PACKAGE])
@@ -71,7 +76,7 @@ def store(
         env["ORCHESTRATOR_KG_MEMORY__SCRIPT"] = str(scripts[KG_PACKAGE])
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_session(data_dir, env)) as session,
+        portal.wrap_async_context_manager(_session(data_dir, env, *way)) as session,
     ):
         client = Client(portal, session)
         for memory in MEMORIES:

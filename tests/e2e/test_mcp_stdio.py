@@ -1,7 +1,9 @@
 """The MCP server end to end: a real client session over stdio to a real server process.
 
 One server process serves the whole module (its session lives in an anyio blocking portal, so
-the tests stay plain functions). Every request is bounded by the session's read timeout.
+the tests stay plain functions), once in the client's own process and once through the stdio
+relay and the shared process (`tests.e2e.servers.WAYS`): every test passes both ways. Every
+request is bounded by the session's read timeout.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from typing import Any
 import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.types import CallToolResult, TextContent, Tool
+
+from tests.e2e.servers import WAYS, mcp_session, way_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -107,33 +110,38 @@ def _text(result: CallToolResult) -> str:
 
 
 @asynccontextmanager
-async def _session(data_dir: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memory_orchestrator.faces.mcp.server"],
-        env={
-            "ORCHESTRATOR_DATA_DIR": str(data_dir),
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(data_dir),
-        },
-        cwd=data_dir,  # no stray ./orchestrator.toml is read
-    )
-    with open(os.devnull, "w") as errlog:  # the server logs to stderr; keep test output clean
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT_S) as session,
-        ):
-            with anyio.fail_after(START_TIMEOUT_S):
-                await session.initialize()
-            yield session
+async def _session(
+    data_dir: Path, way: str = "in-process", runtime: Path | None = None
+) -> AsyncIterator[ClientSession]:
+    env = {
+        "ORCHESTRATOR_DATA_DIR": str(data_dir),
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(data_dir),
+    }
+    async with mcp_session(
+        way,
+        env,
+        data_dir,  # no stray ./orchestrator.toml is read
+        runtime=runtime,
+        read_timeout_s=REQUEST_TIMEOUT_S,
+        start_timeout_s=START_TIMEOUT_S,
+    ) as session:
+        yield session
+
+
+@pytest.fixture(scope="module", params=WAYS)
+def way(request: pytest.FixtureRequest) -> Iterator[tuple[str, Path | None]]:
+    yield from way_fixture(request)
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+def client(
+    tmp_path_factory: pytest.TempPathFactory, way: tuple[str, Path | None]
+) -> Iterator[Client]:
     data_dir = tmp_path_factory.mktemp("mcp-data")
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_session(data_dir)) as session,
+        portal.wrap_async_context_manager(_session(data_dir, *way)) as session,
     ):
         yield Client(portal, session)
 

@@ -1,7 +1,9 @@
 """The stdio wire of a real server process, spoken to line by line: every line gets an answer
 (a line that is not a JSON-RPC message, or whose id cannot be answered, gets a JSON-RPC error),
 nothing a client sends ends the server, and a client that hangs up mid-call loses no write and
-ends the server cleanly (exit 0, one line, no traceback)."""
+ends the server cleanly (exit 0, one line, no traceback). Both ways (`tests.e2e.servers.WAYS`):
+the server in the client's own process, and `orchestrator serve`, the relay that carries the
+lines to the shared process and its answers back unchanged."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.e2e.servers import WAYS, command
 
 pytestmark = pytest.mark.integration
 
@@ -31,11 +34,11 @@ INIT = {
 }
 
 
-def server(data: Path) -> subprocess.Popen[str]:
+def server(data: Path, way: str = "in-process") -> subprocess.Popen[str]:
     data.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "ORCHESTRATOR_DATA_DIR": str(data)}
     return subprocess.Popen(
-        [sys.executable, "-m", "memory_orchestrator.faces.mcp.server"],
+        command(way),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -45,9 +48,9 @@ def server(data: Path) -> subprocess.Popen[str]:
     )
 
 
-@pytest.fixture
-def proc(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    p = server(tmp_path / "data")
+@pytest.fixture(params=WAYS)
+def proc(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    p = server(tmp_path / "data", request.param)
     yield p
     if p.poll() is None:
         p.kill()
