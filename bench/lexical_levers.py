@@ -106,7 +106,7 @@ class Study:
                 out[q.id] = []
                 continue
             top = hits[0][1]
-            scores = {m.id: s / top for m, s in hits}
+            scores = {memory_id: s / top for memory_id, s in hits}
             if own is not None:
                 self._blend(own.search(q.text, cfg.get("depth", 60)), cfg["own"], scores)
             if semantic is not None:
@@ -176,13 +176,13 @@ class Study:
         self._blend(hits, fb["share"], scores)
 
     @staticmethod
-    def _blend(hits: list[tuple[Memory, float]], share: float, scores: dict[str, float]) -> None:
+    def _blend(hits: list[tuple[str, float]], share: float, scores: dict[str, float]) -> None:
         """Add `share` of each hit's score, scaled to the best hit's."""
         if not hits:
             return
         top = hits[0][1]
-        for m, score in hits:
-            scores[m.id] = scores.get(m.id, 0.0) + share * score / top
+        for memory_id, score in hits:
+            scores[memory_id] = scores.get(memory_id, 0.0) + share * score / top
 
     def _coverage(
         self, held: dict[str, frozenset[str]], query: str, scores: dict[str, float]

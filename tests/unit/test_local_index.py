@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.models import Memory, MemoryType
 from memory_orchestrator.text import terms
@@ -29,7 +31,7 @@ CHAT = [
 
 
 def ids(index: LocalIndex, query: str, k: int = 5) -> list[str]:
-    return [m.id for m, _ in index.search(query, k)]
+    return [i for i, _ in index.search(query, k)]
 
 
 def test_a_turn_is_found_through_the_words_of_the_turn_next_to_it() -> None:
@@ -96,9 +98,9 @@ def test_a_hybrid_with_meaning_can_bring_in_a_memory_sharing_no_word() -> None:
     index.add(CHAT)
     assert "t4" not in ids(index, "painting")
     meaning = {"t4": 0.9, "t1": 0.1}  # e.g. cosines from the semantic index
-    mixed = [m.id for m, _ in index.search("painting", 5, meaning=meaning, share=0.5)]
+    mixed = [i for i, _ in index.search("painting", 5, meaning=meaning, share=0.5)]
     assert mixed[:2] in (["t1", "t4"], ["t4", "t1"])
-    only_words = [m.id for m, _ in index.search("painting", 5, meaning=meaning, share=0.0)]
+    only_words = [i for i, _ in index.search("painting", 5, meaning=meaning, share=0.0)]
     assert only_words == ["t1"]
 
 
@@ -108,7 +110,7 @@ def test_a_wider_radius_reaches_the_second_neighbour_at_a_lower_weight() -> None
     assert "t3" not in ids(near, "painting")  # two turns after the one that says it
     wide = LocalIndex(context_weight=1.0, radius=2)
     wide.add(CHAT)
-    scores = {m.id: s for m, s in wide.search("painting", 5)}
+    scores = dict(wide.search("painting", 5))
     assert "t3" in scores
     assert scores["t1"] > scores["t2"] > scores["t3"]
 
@@ -127,13 +129,16 @@ def test_date_terms_let_a_question_that_names_the_date_find_what_was_said_then()
     )
     plain = LocalIndex(context_weight=0.0)
     plain.add([may, july])
-    scores = {m.id: score for m, score in plain.search("camping in July 2023", 2)}
+    scores = dict(plain.search("camping in July 2023", 2))
     assert scores["may"] == scores["jul"]  # without dates, the two are the same words
     dated = LocalIndex(context_weight=0.0, date_terms=True)
     dated.add([may, july])
     assert ids(dated, "camping in July 2023")[0] == "jul"
     assert ids(dated, "what happened on 8 May?")[0] == "may"
-    plain.configure(context_weight=0.0, k1=1.2, b=0.75, date_terms=True)  # re-analyses
+    # the texts are analysed anew: the index empties itself, to be filled again
+    assert plain.configure(context_weight=0.0, k1=1.2, b=0.75, date_terms=True)
+    assert len(plain) == 0
+    plain.add([may, july])
     assert ids(plain, "camping in July 2023")[0] == "jul"
 
 
@@ -225,12 +230,13 @@ def test_scores_and_ties_equal_a_per_posting_loop_to_the_last_bit() -> None:
         for query in queries:
             for k in (1, 10, 300):
                 expected = _per_posting_search(memories, query, k, w=w, radius=radius, k1=k1, b=b)
-                found = [(m.id, s) for m, s in index.search(query, k)]
+                found = index.search(query, k)
                 assert found == [(i, round(s, 6)) for i, s in expected]
             # unrounded: every memory's score, bit for bit
             exact = dict(_per_posting_search(memories, query, 300, w=w, radius=radius, k1=k1, b=b))
             positions, scores = index._bm25(list(dict.fromkeys(terms(query))))
-            assert {index._order[p]: s for p, s in zip(positions, scores, strict=True)} == exact
+            found_scores = {index.id_at(p): s for p, s in zip(positions, scores, strict=True)}
+            assert found_scores == exact
 
 
 def test_memories_added_after_the_others_give_what_a_whole_build_gives() -> None:
@@ -269,10 +275,50 @@ def test_memories_added_after_the_others_give_what_a_whole_build_gives() -> None
 
 
 def ids_of(index: LocalIndex, query: str) -> list[str]:
-    return [m.id for m, _ in index.search(query, 20)]
+    return [i for i, _ in index.search(query, 20)]
 
 
 def _whole(memories: list[Memory]) -> LocalIndex:
     index = LocalIndex(context_weight=0.0, radius=1, k1=0.9, context_gap_s=1800)
     index.add(memories)
     return index
+
+
+def test_postings_built_in_small_chunks_are_the_same_to_the_last_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The postings are worked out a chunk of memories at a time (so that the work arrays
+    stay small at any size): chunks of seven give what one pass gives, and what a loop
+    gives, bit for bit, appended tail included."""
+    import random
+
+    from memory_orchestrator.derived import postings
+
+    rng = random.Random(11)
+    words = "paint lake sunset kids dinosaur necklace grandma choir group tuesday".split()
+    memories = [
+        turn(f"m{n}", " ".join(rng.choices(words, k=rng.randint(1, 9))), n // 2 + (n // 30) * 60)
+        for n in range(200)
+    ]
+    query = "paint the lake with the kids on tuesday"
+    wanted = list(dict.fromkeys(terms(query)))
+
+    def built(chunk: int) -> LocalIndex:
+        monkeypatch.setattr(postings, "_CHUNK", chunk)
+        index = LocalIndex(context_weight=0.3, radius=3, k1=0.9, context_gap_s=1800)
+        index.add(memories[:150])
+        index.prepare()
+        index.add(memories[150:])  # after the others: a tail, worked out apart
+        index.prepare()
+        return index
+
+    whole, chunked = built(1 << 30), built(7)
+    assert chunked._tail is not None
+    for a, b in ((whole._main, chunked._main), (whole._tail, chunked._tail)):
+        assert a is not None
+        assert b is not None
+        for name in ("start", "position", "tf", "length"):
+            assert getattr(a, name).tolist() == getattr(b, name).tolist(), name
+    assert [a.tolist() for a in whole._bm25(wanted)] == [b.tolist() for b in chunked._bm25(wanted)]
+    expected = _per_posting_search(memories, query, 50, w=0.3, radius=3, k1=0.9, b=0.75)
+    assert chunked.search(query, 50) == [(i, round(s, 6)) for i, s in expected]

@@ -44,7 +44,7 @@ def test_queued_memories_are_indexed_in_the_background() -> None:
     assert index.wait(WAIT) == 0
     assert len(index) == 150
     assert index.queue(items) == 0  # known and unchanged: nothing to do
-    assert [m.id for m, _ in index.search("note 7", 1)] == ["m7"]
+    assert [i for i, _ in index.ranked("note 7", 1)] == ["m7"]
 
 
 def test_a_batch_that_fails_is_logged_and_the_rest_go_on(caplog: pytest.LogCaptureFixture) -> None:

@@ -98,9 +98,9 @@ class Coarse:
         import numpy as np
 
         step = max(1, size // _SAMPLE)
-        sample = matrix[:size:step].astype(np.float64)
-        mean = sample.mean(axis=0)
-        centred = sample - mean
+        centred = matrix[:size:step].astype(np.float64)  # (a copy: centred in place)
+        mean = centred.mean(axis=0)
+        centred -= mean
         # eigenvectors of the covariance, largest variance first
         _, vectors = np.linalg.eigh(centred.T @ centred)
         self._mean = mean.astype(np.float32)

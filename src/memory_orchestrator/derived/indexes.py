@@ -203,11 +203,15 @@ class DerivedIndexes:
     @staticmethod
     async def _prepare(indexes: Indexes) -> None:
         """Build, off the event loop, what the first query would: the local index, and the
-        semantic index's first pass (at scale)."""
+        semantic index's first pass (at scale); what the listing and each build freed is
+        given back to the system before the next one (`give_back_freed_memory`)."""
+        await anyio.to_thread.run_sync(give_back_freed_memory)
         if indexes.local is not None:
             await anyio.to_thread.run_sync(indexes.local.prepare, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(give_back_freed_memory)
         if indexes.semantic is not None:
             await anyio.to_thread.run_sync(indexes.semantic.prepare, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(give_back_freed_memory)
 
     def _ready(self, trace: Trace) -> Indexes:
         """While `warm_up` loads: the semantic index once its model and vectors are in (it
@@ -237,7 +241,7 @@ class DerivedIndexes:
             local = indexes.local.search(
                 query, li.candidates, meaning=meaning, share=li.semantic_share
             )
-            lists.append((LOCAL_SOURCE, li.weight, [(m.id, score) for m, score in local]))
+            lists.append((LOCAL_SOURCE, li.weight, local))
         if indexes.semantic is not None and sem.candidates > 0:
             # by id: vectors kept from an earlier run count before the store lists them again;
             # only memories close enough in meaning to be worth a look
@@ -314,7 +318,7 @@ class DerivedIndexes:
             return None
         if self._local is None:
             self._local = LocalIndex(max_memories=li.max_memories)
-        self._local.configure(
+        emptied = self._local.configure(
             context_weight=li.context_weight,
             k1=li.k1,
             b=li.b,
@@ -322,6 +326,8 @@ class DerivedIndexes:
             date_terms=li.date_terms,
             context_gap_s=self._settings.ranking.context_gap_s,
         )
+        if emptied:  # its texts are analysed anew: the store's whole listing again
+            self._feed = Feed()
         return self._local
 
     def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
@@ -395,6 +401,21 @@ class DerivedIndexes:
                 f"semantic index: {waiting} memories still being embedded (in the background)"
             )
         return notes
+
+
+def give_back_freed_memory() -> None:
+    """Hand the heap memory freed since the start back to the system (glibc's
+    `malloc_trim`; nothing elsewhere). The store's whole listing makes and drops objects by
+    the hundred thousand (each memory parsed, then kept as a few numbers and its text), and
+    the C allocator keeps what they freed for later use: a process that lives for days would
+    hold its warm-up's garbage all along."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
 
 
 async def _finished(future: Future[Any] | None) -> None:

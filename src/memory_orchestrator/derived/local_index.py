@@ -25,11 +25,13 @@ neighbours' terms at fractional weights.
 from __future__ import annotations
 
 import calendar
+import hashlib
 import math
+from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memory_orchestrator.derived.postings import Postings, Rows, build, lend_steps, top
 from memory_orchestrator.models import Memory, far_apart, to_utc
@@ -44,14 +46,30 @@ if TYPE_CHECKING:
 else:
     Floats = Ints = Any
 
-__all__ = ["LocalIndex", "date_words", "sessions"]
+__all__ = ["LocalIndex", "Neighbour", "date_words", "sessions"]
 
-_NO_TIME = datetime.min.replace(tzinfo=UTC)
 _TAIL = 2048  # memories worked out apart at most; past it, the next build is a whole one
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NO_TIME = -(2**63)  # a memory without a time: before every other (microseconds)
+_AROUND_KEPT = 50_000  # `around`'s answers kept at most, until the index changes
+
+
+class Neighbour(NamedTuple):
+    """A memory next to another in time, as the local index keeps it: its id and its text
+    (what lends its words to the other's context)."""
+
+    id: str
+    content: str
 
 
 class LocalIndex:
-    """BM25 with a context window over the memories, in the order they happened."""
+    """BM25 with a context window over the memories, in the order they happened.
+
+    What it keeps per memory is array-shaped: by the order the store listed them in (a
+    memory's `seq`), its id, its text, a digest of the text, its time in microseconds and its
+    terms packed as 32-bit (term id, count) pairs; and, once built, the time order and each
+    memory's place in it as numpy arrays. No `Memory` object is kept: hits are read back
+    from the store before use (`derived.indexes`)."""
 
     def __init__(
         self,
@@ -70,57 +88,72 @@ class LocalIndex:
         self.radius = radius
         self.k1, self.b = k1, b
         self.max_memories = max_memories
-        self._memories: dict[str, Memory] = {}
-        # each memory's terms, as term ids and counts (`_vocabulary` numbers the terms)
-        self._terms: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        self._seq: dict[str, int] = {}  # id -> seq
+        self._ids: list[str] = []  # by seq
+        self._texts: list[str] = []
+        self._digests = array("Q")
+        self._times = array("q")  # microseconds since the epoch, `_NO_TIME` when none
+        self._terms: list[bytes] = []  # int32 (term id, count) pairs (`_vocabulary` numbers them)
         self._vocabulary: dict[str, int] = {}
-        self._seq: dict[str, int] = {}
         self._dirty = False
         self._changed = False  # a memory's text or a setting changed: build everything again
-        self._fresh: list[str] = []  # memories added since the last build
+        self._fresh: list[int] = []  # memories (seqs) added since the last build
         self._main: Postings | None = None  # the positions under `_cut`
         self._tail: Postings | None = None  # the positions from `_cut` on
         self._cut = 0
         self._length: Floats | None = None  # per position, and BM25's normalisation of it
         self._norm: Floats | None = None
-        self._order: list[str] = []
-        self._ranks: Ints | None = None  # per position: the order the store listed it in
-        self._position: dict[str, int] = {}
-        self._session: list[int] = []  # per position in `_order`: the run of memories it is in
-        self._last_time: datetime | None = None  # the last known time in `_order`
-        self._around: dict[str, tuple[Memory, ...]] = {}  # `around`'s answers, until a change
+        self._order: Ints | None = None  # per position: its memory's seq (the listing order)
+        self._position: Ints | None = None  # per seq: its position
+        self._session = array("q")  # per position: the run of memories it is in
+        self._last_time: int | None = None  # the last known time in the order
+        self._around: dict[str, tuple[Neighbour, ...]] = {}  # `around`'s answers, until a change
 
     def __len__(self) -> int:
-        return len(self._memories)
+        return len(self._ids)
 
     def add(self, memories: Sequence[Memory]) -> int:
         """Index these memories (a changed one replaces the old); returns how many changed."""
         changed = 0
         for memory in memories:
-            known = self._memories.get(memory.id)
-            if known is not None and known.content == memory.content:
+            digest = _digest(memory.content)
+            seq = self._seq.get(memory.id)
+            if seq is not None and self._digests[seq] == digest:
                 continue
-            if known is None and len(self._memories) >= self.max_memories:
+            if seq is None and len(self._ids) >= self.max_memories:
                 continue
-            self._seq.setdefault(memory.id, len(self._seq))
-            self._memories[memory.id] = memory
-            self._terms[memory.id] = self._analyse(memory)
-            if known is None:
-                self._fresh.append(memory.id)
+            when = _microseconds(memory.created_at)
+            packed = self._analyse(memory)
+            if seq is None:
+                self._seq[memory.id] = len(self._ids)
+                self._fresh.append(len(self._ids))
+                self._ids.append(memory.id)
+                self._texts.append(memory.content)
+                self._digests.append(digest)
+                self._times.append(when)
+                self._terms.append(packed)
             else:
+                self._texts[seq], self._digests[seq] = memory.content, digest
+                self._times[seq], self._terms[seq] = when, packed
                 self._changed = True
             changed += 1
         self._dirty = self._dirty or changed > 0
         return changed
 
-    def _analyse(self, memory: Memory) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def _analyse(self, memory: Memory) -> bytes:
         text = f"{memory.content} {' '.join(memory.entities)}"
         if self.date_terms and memory.created_at is not None:
             text += f" {date_words(memory.created_at)}"
         counts = Counter(terms(text))
         vocabulary = self._vocabulary
-        ids = tuple(vocabulary.setdefault(term, len(vocabulary)) for term in counts)
-        return ids, tuple(counts.values())
+        pairs = array("i")
+        for term, count in counts.items():
+            pairs.append(vocabulary.setdefault(term, len(vocabulary)))
+            pairs.append(count)
+        return pairs.tobytes()
 
     def configure(
         self,
@@ -131,15 +164,18 @@ class LocalIndex:
         radius: int = 1,
         date_terms: bool | None = None,
         context_gap_s: float | None = None,
-    ) -> None:
+    ) -> bool:
+        """Take these settings; True when the index was emptied (the date terms changed: the
+        texts are analysed anew, so every memory must be added again)."""
         wanted = (context_weight, k1, b, radius, context_gap_s)
         if wanted != (self.context_weight, self.k1, self.b, self.radius, self.context_gap_s):
             self.context_weight, self.k1, self.b, self.radius, self.context_gap_s = wanted
             self._dirty = self._changed = True
         if date_terms is not None and date_terms != self.date_terms:
             self.date_terms = date_terms
-            self._terms = {i: self._analyse(m) for i, m in self._memories.items()}
-            self._dirty = self._changed = True
+            self._clear()
+            return True
+        return False
 
     def prepare(self) -> None:
         """Bring the postings up to date now if anything changed (else the next query does):
@@ -152,26 +188,28 @@ class LocalIndex:
         self._fresh, self._changed, self._dirty = [], False, False
         self._around = {}
 
-    def _key(self, memory: Memory) -> tuple[datetime, int]:
-        return (to_utc(memory.created_at) if memory.created_at else _NO_TIME, self._seq[memory.id])
+    def _key(self, seq: int) -> tuple[int, int]:
+        return (self._times[seq], seq)
 
     def _build(self) -> None:
         """Each memory's terms plus its neighbours' (up to `radius` away, at `context_weight`
         divided by the distance, and only within its session), as postings."""
         import numpy as np
 
-        order = sorted(self._memories.values(), key=self._key)
-        session = sessions(order, self.context_gap_s)
-        rows = Rows([self._terms[m.id] for m in order])
-        steps = lend_steps(np.asarray(session, dtype=np.int64), self.radius, self.context_weight)
+        count = len(self._ids)
+        seqs = np.arange(count, dtype=np.int64)
+        order = np.lexsort((seqs, np.array(self._times, dtype=np.int64)))
+        self._session = _sessions([self._times[s] for s in order.tolist()], self.context_gap_s)
+        rows = Rows([self._terms[s] for s in order.tolist()])
+        session = np.array(self._session, dtype=np.int64)
+        steps = lend_steps(session, self.radius, self.context_weight)
         self._main = build(steps, rows, len(self._vocabulary))
-        self._tail, self._cut = None, len(order)
-        self._order = [m.id for m in order]
-        self._ranks = np.fromiter((self._seq[m.id] for m in order), np.int64, len(order))
-        self._session = session
-        self._position = {memory_id: i for i, memory_id in enumerate(self._order)}
-        times = (m.created_at for m in reversed(order) if m.created_at is not None)
-        self._last_time = next(times, None)
+        self._tail, self._cut = None, count
+        self._order = order
+        self._position = np.empty(count, dtype=np.int64)
+        self._position[order] = seqs
+        known = [t for t in (self._times[s] for s in reversed(order.tolist())) if t != _NO_TIME]
+        self._last_time = known[0] if known else None
         self._normalise(self._main.length)
 
     def _append(self) -> bool:
@@ -183,40 +221,40 @@ class LocalIndex:
 
         assert self._main is not None
         assert self._length is not None
-        assert self._ranks is not None
-        fresh = sorted((self._memories[i] for i in self._fresh), key=self._key)
-        last = self._memories[self._order[-1]] if self._order else None
+        assert self._order is not None
+        assert self._position is not None
+        fresh = sorted(self._fresh, key=self._key)
+        before = len(self._order)
+        last = int(self._order[-1]) if before else None
         if not fresh or (last is not None and self._key(fresh[0]) <= self._key(last)):
             return False
-        before = len(self._order)
         reach = self.radius if self.context_weight > 0 else 0
         cut = min(self._cut, max(0, before - reach))
         if before + len(fresh) - cut > _TAIL:
             return False
         self._continue_sessions(fresh)
-        self._order.extend(m.id for m in fresh)
-        for position, memory in enumerate(fresh, start=before):
-            self._position[memory.id] = position
-        ranks = np.fromiter((self._seq[m.id] for m in fresh), np.int64, len(fresh))
-        self._ranks = np.concatenate([self._ranks, ranks])
+        added = np.asarray(fresh, dtype=np.int64)
+        self._order = np.concatenate([self._order, added])
+        self._position = np.concatenate([self._position, np.zeros(len(fresh), np.int64)])
+        self._position[added] = np.arange(before, before + len(fresh), dtype=np.int64)
         lo = max(0, cut - reach)  # the positions that only lend their terms
-        rows = Rows([self._terms[i] for i in self._order[lo:]])
-        session = np.asarray(self._session[lo:], dtype=np.int64)
+        rows = Rows([self._terms[s] for s in self._order[lo:].tolist()])
+        session = np.array(self._session[lo:], dtype=np.int64)
         steps = lend_steps(session, self.radius, self.context_weight, receivers_from=cut - lo)
         self._tail = build(steps, rows, len(self._vocabulary), offset=lo)
         self._cut = cut
         self._normalise(np.concatenate([self._length[:cut], self._tail.length[cut - lo :]]))
         return True
 
-    def _continue_sessions(self, fresh: Sequence[Memory]) -> None:
+    def _continue_sessions(self, fresh: Sequence[int]) -> None:
         """`sessions`, carried on over memories that come after all the others."""
         current = self._session[-1] if self._session else 0
         before = self._last_time
-        for memory in fresh:
-            when = memory.created_at
-            if far_apart(before, when, self.context_gap_s):
+        for seq in fresh:
+            when = self._times[seq]
+            if _far_apart(before, when, self.context_gap_s):
                 current += 1
-            before = when if when is not None else before
+            before = when if when != _NO_TIME else before
             self._session.append(current)
         self._last_time = before
 
@@ -228,45 +266,55 @@ class LocalIndex:
         self._length = length
         self._norm = self.k1 * (1 - self.b + self.b * length / average)
 
-    def around(self, ids: Sequence[str]) -> dict[str, list[Memory]]:
+    def id_at(self, position: int) -> str:
+        """The id of the memory at `position` in time order (after `prepare`)."""
+        assert self._order is not None
+        return self._ids[int(self._order[position])]
+
+    def around(self, ids: Sequence[str]) -> dict[str, list[Neighbour]]:
         """The memories just before and after each of `ids` in time (those it knows); each
         one's kept until the index changes (the same candidates come back question after
         question)."""
         self.prepare()
-        out: dict[str, list[Memory]] = {}
+        out: dict[str, list[Neighbour]] = {}
         known = self._around
+        order, position, session = self._order, self._position, self._session
         for memory_id in ids:
             near = known.get(memory_id)
             if near is None:
-                i = self._position.get(memory_id)
-                if i is None:
+                seq = self._seq.get(memory_id)
+                if seq is None or order is None or position is None:
                     continue
-                near = known[memory_id] = tuple(
-                    self._memories[self._order[j]]
-                    for j in (i - 1, i + 1)
-                    if 0 <= j < len(self._order) and self._session[j] == self._session[i]
+                i = int(position[seq])
+                near = tuple(
+                    Neighbour(self._ids[s], self._texts[s])
+                    for s in (int(order[j]) for j in (i - 1, i + 1) if 0 <= j < len(order))
+                    if session[int(position[s])] == session[i]
                 )
+                if len(known) < _AROUND_KEPT:
+                    known[memory_id] = near
             out[memory_id] = list(near)
         return out
 
     def search(
         self, query: str, k: int, *, meaning: Mapping[str, float] | None = None, share: float = 0.0
-    ) -> list[tuple[Memory, float]]:
-        """The `k` best memories for `query`, best first, with their score: BM25, or with
-        `meaning` (a semantic similarity per memory id) a weighted hybrid of the two, each
-        min-max scaled over the memories it scores (`share` is the semantic weight)."""
+    ) -> list[tuple[str, float]]:
+        """The ids of the `k` best memories for `query`, best first, with their score: BM25,
+        or with `meaning` (a semantic similarity per memory id) a weighted hybrid of the two,
+        each min-max scaled over the memories it scores (`share` is the semantic weight)."""
         self.prepare()
         wanted = list(dict.fromkeys(terms(query)))
-        if not wanted or k < 1 or self._ranks is None or not self._order:
+        if not wanted or k < 1 or self._order is None or not len(self._order):
             return []
         positions, scores = self._bm25(wanted)
+        order = self._order
         if meaning and share > 0:
-            found = (self._order[p] for p in positions.tolist())
+            found = (self._ids[int(order[p])] for p in positions.tolist())
             lexical = dict(zip(found, scores.tolist(), strict=True))
             return self._best_of(_hybrid(lexical, meaning, share), k)
-        best = top(positions, scores, self._ranks, k)
+        best = top(positions, scores, order, k)
         return [
-            (self._memories[self._order[p]], round(s, 6))
+            (self._ids[int(order[p])], round(s, 6))
             for p, s in zip(positions[best].tolist(), scores[best].tolist(), strict=True)
         ]
 
@@ -279,6 +327,7 @@ class LocalIndex:
 
         assert self._main is not None
         assert self._norm is not None
+        assert self._order is not None
         n, k1, norm = len(self._order), self.k1, self._norm
         scores = np.zeros(n, dtype=np.float64)
         touched = np.zeros(n, dtype=bool)
@@ -299,12 +348,42 @@ class LocalIndex:
         found = np.flatnonzero(touched)
         return found, scores[found]
 
-    def _best_of(self, scores: Mapping[str, float], k: int) -> list[tuple[Memory, float]]:
+    def _best_of(self, scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
         # ties: in the order the store listed them (ids are often random)
         last = len(self._seq)
         ranked = sorted(scores.items(), key=lambda item: (-item[1], self._seq.get(item[0], last)))
-        best = [(i, score) for i, score in ranked if i in self._memories][:k]
-        return [(self._memories[i], round(score, 6)) for i, score in best]
+        return [(i, round(score, 6)) for i, score in ranked if i in self._seq][:k]
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _microseconds(when: datetime | None) -> int:
+    """`when` in whole microseconds since the epoch (exact: no float rounds a gap)."""
+    if when is None:
+        return _NO_TIME
+    return (to_utc(when) - _EPOCH) // timedelta(microseconds=1)
+
+
+def _far_apart(a: int | None, b: int, gap_s: float | None) -> bool:
+    """`models.far_apart` over microseconds: more than `gap_s` seconds between two known
+    moments."""
+    if not gap_s or a is None or _NO_TIME in (a, b):
+        return False
+    return abs(timedelta(microseconds=a - b).total_seconds()) > gap_s
+
+
+def _sessions(times: Sequence[int], gap_s: float | None) -> array[int]:
+    """`sessions` over the times (microseconds) of memories in time order."""
+    out = array("q")
+    current, before = 0, None
+    for when in times:
+        if _far_apart(before, when, gap_s):
+            current += 1
+        before = when if when != _NO_TIME else before
+        out.append(current)
+    return out
 
 
 def sessions(order: Sequence[Memory], gap_s: float | None) -> list[int]:

@@ -9,6 +9,7 @@ them with numpy, in the query's term order: the same numbers as a loop, to the l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,19 +29,19 @@ Step = tuple["Ints", "Ints", float]  # receiving positions, lending positions, w
 
 class Rows:
     """The terms of consecutive memories (in time order) as flat arrays: memory `i`'s term ids
-    and counts are `term_ids[start[i]:start[i + 1]]` and the same slice of `counts`."""
+    and counts are `term_ids[start[i]:start[i + 1]]` and the same slice of `counts`. Each
+    memory's terms come packed as 32-bit (term id, count) pairs (`LocalIndex` keeps them
+    so)."""
 
-    def __init__(self, rows: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
-        from itertools import chain
-
+    def __init__(self, rows: Sequence[bytes]) -> None:
         import numpy as np
 
-        width = np.fromiter((len(ids) for ids, _ in rows), dtype=np.int64, count=len(rows))
+        width = np.fromiter((len(row) // 8 for row in rows), dtype=np.int64, count=len(rows))
         self.start = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(width, out=self.start[1:])
-        size = int(self.start[-1])
-        self.term_ids = np.fromiter(chain.from_iterable(i for i, _ in rows), np.int64, size)
-        self.counts = np.fromiter(chain.from_iterable(c for _, c in rows), np.float64, size)
+        pairs = np.frombuffer(b"".join(rows), dtype=np.int32).reshape(-1, 2)
+        self.term_ids = pairs[:, 0].astype(np.int64)
+        self.counts = pairs[:, 1].astype(np.float64)
 
 
 class Postings:
@@ -83,20 +84,65 @@ def lend_steps(session: Ints, radius: int, weight: float, receivers_from: int = 
     return steps
 
 
+_CHUNK = 8192  # receiving positions summed at a time: the work arrays stay this small
+
+
 def build(steps: list[Step], rows: Rows, vocabulary: int, offset: int = 0) -> Postings:
     """Weighted term frequencies per (memory, term), summed step by step (so each sum is
     made in the same order as a loop over the steps would), as postings by term; positions
-    are `offset` plus the row's index."""
+    are `offset` plus the row's index. Worked out `_CHUNK` receiving positions at a time (a
+    memory's sums never need another chunk's), so that the work arrays stay small however
+    many memories there are; the chunks' results are the same numbers in the same order as
+    one pass over everything."""
+    import numpy as np
+
+    n = len(rows.start) - 1
+    memories: list[Positions] = []
+    terms: list[Positions] = []
+    sums: list[Floats] = []
+    lengths: list[Floats] = []
+    first = min((int(r[0]) for r, _, _ in steps if len(r)), default=n)
+    for low in range(first, n, _CHUNK):
+        memory, term, tf, length = _chunk(steps, rows, vocabulary, low, min(n, low + _CHUNK))
+        memories.append(memory)
+        terms.append(term)
+        sums.append(tf)
+        lengths.append(length)
+    memory = np.concatenate(memories) if memories else np.zeros(0, np.int32)
+    term = np.concatenate(terms) if terms else np.zeros(0, np.int32)
+    del memories, terms
+    length = np.zeros(n, dtype=np.float64)
+    if lengths:
+        length[first:] = np.concatenate(lengths)
+    term_start = np.zeros(vocabulary + 1, dtype=np.int64)
+    np.cumsum(np.bincount(term, minlength=vocabulary), out=term_start[1:])
+    by_term = np.argsort(term, kind="stable")  # positions stay in time order within a term
+    del term
+    position = memory[by_term]
+    del memory
+    position += offset
+    tf = np.concatenate(sums)[by_term] if sums else np.zeros(0, np.float64)
+    return Postings(term_start, position, tf, length)
+
+
+def _chunk(
+    steps: list[Step], rows: Rows, vocabulary: int, low: int, high: int
+) -> tuple[Positions, Positions, Floats, Floats]:
+    """The (memory, term) sums of the receiving positions in [low, high), by memory then
+    term: their memories and terms (32-bit), sums, and the memories' lengths (positions
+    low to high - 1)."""
     import numpy as np
 
     start, term_ids, counts = rows.start, rows.term_ids, rows.counts
     keys: list[Ints] = []
     values: list[Floats] = []
-    for receiver, lender, weight in steps:
+    for receivers, lenders, weight in steps:
+        a, b = np.searchsorted(receivers, (low, high))  # (receivers ascend in each step)
+        receiver, lender = receivers[a:b], lenders[a:b]
         width = start[lender + 1] - start[lender]
         first_of = np.repeat(start[lender] - (np.cumsum(width) - width), width)
         source = first_of + np.arange(int(width.sum()), dtype=np.int64)
-        keys.append(np.repeat(receiver, width) * vocabulary + term_ids[source])
+        keys.append(np.repeat(receiver - low, width) * vocabulary + term_ids[source])
         values.append(weight * counts[source])
     unique, first, where = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
     tf = np.zeros(len(unique), dtype=np.float64)
@@ -105,15 +151,11 @@ def build(steps: list[Step], rows: Rows, vocabulary: int, offset: int = 0) -> Po
         tf[where[done : done + len(step_values)]] += step_values
         done += len(step_values)
     memory, term = np.divmod(unique, vocabulary)
-    n = len(start) - 1
     # a memory's length: its terms' frequencies added in the order the terms first came in
     added = np.lexsort((first, memory))
-    length = np.asarray(np.bincount(memory[added], weights=tf[added], minlength=n), np.float64)
-    by_term = np.argsort(term, kind="stable")  # positions stay in time order within a term
-    term_start = np.zeros(vocabulary + 1, dtype=np.int64)
-    np.cumsum(np.bincount(term, minlength=vocabulary), out=term_start[1:])
-    position = (memory[by_term] + offset).astype(np.int32)
-    return Postings(term_start, position, tf[by_term], length)
+    length = np.bincount(memory[added], weights=tf[added], minlength=high - low)
+    found_memory = (memory + low).astype(np.int32)
+    return found_memory, term.astype(np.int32), tf, np.asarray(length, np.float64)
 
 
 def top(positions: Ints, scores: Floats, ranks: Ints, k: int) -> Ints:

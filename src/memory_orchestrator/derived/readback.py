@@ -22,7 +22,7 @@ from memory_orchestrator.models import Memory
 
 Read = Callable[[list[str]], Awaitable[list[Memory] | None]]  # None: the read failed
 
-_KEEP = 100_000  # memories kept at most (ids read back at one version), then begun anew
+_KEEP = 10_000  # memories kept at most (ids read back at one version), then begun anew
 
 
 class ReadBack:

@@ -26,6 +26,7 @@ import math
 import os
 import threading
 import time
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -70,6 +71,7 @@ log = logging.getLogger(__name__)
 _AHEAD = 8  # rankings worked out ahead and not read yet, kept at most
 Ranked = list[tuple[str, float]]  # memory ids and cosines, best first
 _BATCH = 64  # memories a background worker embeds and keeps per step
+_ROOM = 1024  # rows a matrix has room for beyond those it holds, at least
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
@@ -77,17 +79,20 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=8).digest()
 
 
+def _number(digest: bytes) -> int:
+    return int.from_bytes(digest, "little")
+
+
 class SemanticIndex:
     """Memory vectors in one matrix (brute-force cosine, through a first pass at scale:
-    `derived.coarse`), keyed by memory id, re-embedded when a memory's text changes.
+    `derived.coarse`), keyed by memory id, re-embedded when a memory's text changes (known
+    by a digest of the text: no memory is kept, only its id, digest and vector).
 
     `add` embeds now; `queue` hands memories to a background worker (the feed's pages: a
     contextual model is slow per memory), and `wait` waits for it within a bound.
 
     With `vectors`, what it embeds is kept on disk and what was kept is loaded now: a memory
-    whose text is unchanged is not embedded again. Such a memory is known by id (and vector)
-    only until the store lists it or ranks it again: `ranked` and `nearest` include it,
-    `search` (which returns memories) does not."""
+    whose text is unchanged is not embedded again."""
 
     def __init__(
         self,
@@ -100,10 +105,9 @@ class SemanticIndex:
         self.max_memories = max_memories
         self.vectors = vectors
         self.restored = 0  # vectors loaded from `vectors` at start
-        self._ids: list[str] = []
+        self._ids: list[str] = []  # by row
         self._rows: dict[str, int] = {}
-        self._digests: list[bytes] = []
-        self._memories: dict[str, Memory] = {}
+        self._digests = array("Q")  # by row: the digest of the text its vector was made from
         self._matrix: Matrix | None = None
         self._size = 0
         self._queries = QueryVectors(embedder)
@@ -133,17 +137,14 @@ class SemanticIndex:
     # ------------------------------------------------------------------ filling
 
     def _restore(self, vectors: VectorFile) -> None:
-        kept = vectors.load(limit=self.max_memories)
+        kept = vectors.load(limit=self.max_memories, spare=_spare)
         if kept is None:
             return
-        size, dim = kept.matrix.shape
-        self._grow(size, dim)
-        assert self._matrix is not None
-        self._matrix[:size] = kept.matrix
-        self._ids = list(kept.ids)
+        self._matrix = kept.matrix  # (read into its place, with room to grow)
+        self._ids = kept.ids
         self._rows = {mem_id: row for row, mem_id in enumerate(kept.ids)}
-        self._digests = list(kept.digests)
-        self._size = self.restored = size
+        self._digests = array("Q", map(_number, kept.digests))
+        self._size = self.restored = len(kept.ids)
 
     def add(self, memories: Sequence[Memory]) -> int:
         """Index these memories now (new ones appended, changed ones re-embedded); returns
@@ -250,12 +251,7 @@ class SemanticIndex:
                     continue
                 seen.add(memory.id)
                 row = self._rows.get(memory.id)
-                known = self._memories.get(memory.id)  # its text is the one embedded
-                if row is not None and (
-                    (known is not None and known.content == memory.content)
-                    or self._digests[row] == _digest(memory.content)
-                ):
-                    self._memories[memory.id] = memory
+                if row is not None and self._digests[row] == _number(_digest(memory.content)):
                     continue
                 if row is None and self._size + len(fresh) >= self.max_memories:
                     continue
@@ -274,21 +270,23 @@ class SemanticIndex:
             self._grow(row + 1, vector.shape[0])
             self._rows[memory.id] = row
             self._ids.append(memory.id)
-            self._digests.append(b"")
+            self._digests.append(0)
             self._size += 1
         assert self._matrix is not None
         self._matrix[row] = vector
-        self._digests[row] = _digest(memory.content)
-        self._memories[memory.id] = memory
+        self._digests[row] = _number(_digest(memory.content))
         self._generation += 1
 
     def _grow(self, rows: int, dim: int) -> None:
+        """Room for `rows` rows: a new matrix `_spare(rows)` rows long, the rows so far copied
+        in (the zeros beyond them take no memory until written: the allocator maps them
+        lazily)."""
         import numpy as np
 
         if self._matrix is None:
-            self._matrix = np.zeros((max(rows, 1024), dim), dtype=np.float32)
+            self._matrix = np.zeros((_spare(rows), dim), dtype=np.float32)
         elif rows > self._matrix.shape[0]:
-            bigger = np.zeros((max(rows, 2 * self._matrix.shape[0]), dim), dtype=np.float32)
+            bigger = np.zeros((_spare(rows), dim), dtype=np.float32)
             bigger[: self._size] = self._matrix[: self._size]
             self._matrix = bigger
 
@@ -407,11 +405,6 @@ class SemanticIndex:
         with self._coarse_lock:
             return self._coarse.sync(matrix, size, replaced)
 
-    def search(self, query: str, k: int) -> list[tuple[Memory, float]]:
-        """The `k` indexed memories nearest to `query`, best first, with their cosine (those
-        whose memory it has seen since it started)."""
-        return [(self._memories[i], s) for i, s in self.ranked(query, k) if i in self._memories]
-
     def nearest(self, query: str, k: int) -> dict[str, float]:
         """Memory id -> cosine for the `k` indexed memories nearest to `query`."""
         return dict(self.ranked(query, k))
@@ -432,6 +425,12 @@ class SemanticIndex:
             return {}
         cosines = _row_dots(matrix[[row for _, row in found]], vector)
         return {memory_id: _clip(c) for (memory_id, _), c in zip(found, cosines, strict=True)}
+
+
+def _spare(rows: int) -> int:
+    """The rows a matrix for `rows` vectors is made with: a quarter more (at least `_ROOM`),
+    so that a store that grows is copied now and then, not at each write."""
+    return rows + max(_ROOM, rows // 4)
 
 
 class _Rate:

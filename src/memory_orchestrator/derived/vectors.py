@@ -19,7 +19,7 @@ import re
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +54,9 @@ def vector_path(data_dir: Path, model: str) -> Path:
 
 @dataclass(frozen=True)
 class Kept:
-    """The vectors read back from the file, in the order they were first written."""
+    """The vectors read back from the file, in the order they were first written: row `i`
+    of `matrix` is the vector of `ids[i]` (the matrix may have more rows, zeros, room for
+    the index to grow into)."""
 
     ids: list[str]
     digests: list[bytes]
@@ -70,12 +72,13 @@ class VectorFile:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the feed writes from a worker thread, queries do not
 
-    def load(self, *, limit: int) -> Kept | None:
+    def load(self, *, limit: int, spare: Callable[[int], int] = int) -> Kept | None:
         """The kept vectors (at most `limit`), or None when there are none usable; a file
-        that cannot be used is logged and started anew."""
+        that cannot be used is logged and started anew. The matrix has `spare(rows)` rows
+        (room to grow), and is the only copy made: each vector is read into its row."""
         with self._lock:
             try:
-                return self._read(limit)
+                return self._read(limit, spare)
             except OSError as exc:  # its folder cannot be made
                 log.warning("semantic vectors cannot be kept in %s (%s)", self.path, exc)
                 return None
@@ -156,7 +159,7 @@ class VectorFile:
         weakref.finalize(self, db.close)
         return db
 
-    def _read(self, limit: int) -> Kept | None:
+    def _read(self, limit: int, spare: Callable[[int], int]) -> Kept | None:
         import numpy as np
 
         db = self._db or self._open()
@@ -165,24 +168,28 @@ class VectorFile:
             raise ValueError(f"quick_check: {check}")
         ids: list[str] = []
         digests: list[bytes] = []
-        blobs: list[bytes] = []
+        (count,) = db.execute("SELECT count(*) FROM vectors").fetchone()
+        count = min(int(count), limit)
+        matrix: Matrix | None = None
         query = "SELECT id, digest, vector FROM vectors ORDER BY rowid LIMIT ?"
-        for mem_id, digest, blob in db.execute(query, (limit,)):
+        for mem_id, digest, blob in db.execute(query, (count,)):
             if not (isinstance(mem_id, str) and isinstance(digest, bytes)):
                 raise ValueError(f"a malformed row ({mem_id!r})")
             if not isinstance(blob, bytes) or not blob or len(blob) % 4:
                 raise ValueError(f"the vector of {mem_id!r} is not float32")
-            if blobs and len(blob) != len(blobs[0]):
+            if matrix is None:
+                matrix = np.zeros((max(spare(count), count), len(blob) // 4), dtype=np.float32)
+            if len(blob) != 4 * matrix.shape[1]:
                 raise ValueError(f"the vector of {mem_id!r} is not of the others' size")
+            row = np.frombuffer(blob, dtype="<f4")
+            if not np.isfinite(row).all():
+                raise ValueError(f"the vector of {mem_id!r} holds NaN or infinity")
+            matrix[len(ids)] = row
             ids.append(mem_id)
             digests.append(digest)
-            blobs.append(blob)
-        if not ids:
+        if not ids or matrix is None:
             return None
-        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1)
-        if not np.isfinite(matrix).all():
-            raise ValueError("a vector holds NaN or infinity")
-        return Kept(ids, digests, matrix.astype(np.float32))
+        return Kept(ids, digests, matrix)
 
     def _close(self) -> None:
         if self._db is not None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property, lru_cache
+from typing import Protocol
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -88,16 +89,28 @@ class _StoreSignals:
         return store, self._local
 
 
+class Text(Protocol):
+    """What ranking reads of a memory next to another in time: its id and its text (a
+    `Memory`, or the local index's `Neighbour`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class RankContext:
     """What ranking reads besides the candidates. `around` maps a memory id to the memories
     next to it in time (fetched by the service in one store call, when
-    `context_seeds` > 0); `context_of` maps a neighbour fetched that way to its seed."""
+    `context_seeds` > 0, or from the local index); `context_of` maps a neighbour fetched
+    that way to its seed."""
 
     plan: QueryPlan
     now: datetime
     settings: RankingSettings
-    around: Mapping[str, Sequence[Memory]] = field(default_factory=dict)
+    around: Mapping[str, Sequence[Text]] = field(default_factory=dict)
     context_of: Mapping[str, str] = field(default_factory=dict)
     semantic: Mapping[str, float] = field(default_factory=dict)
     # what the store's lists say of the candidates, kept by `_StoreSignals` for the later

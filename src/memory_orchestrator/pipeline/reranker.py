@@ -30,6 +30,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.relevance import (
     RankContext,
+    Text,
     Words,
     best_by_relevance,
     relevance_scores,
@@ -212,7 +213,7 @@ def _xref_counts(words: Sequence[Words], ctx: RankContext) -> Counter[str]:
 def slot_neighbors(
     items: Sequence[ScoredItem],
     pool: Sequence[ScoredItem] | Mapping[str, ScoredItem],
-    around: Mapping[str, Sequence[Memory]],
+    around: Mapping[str, Sequence[Text]],
     slots: int,
 ) -> list[ScoredItem]:
     """`items` in order, except that each of the first `slots` is followed at once by its
