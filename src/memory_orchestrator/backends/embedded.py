@@ -68,6 +68,7 @@ from memory_orchestrator.backends.embedded_sql import (
     count_rows,
     fts_probe,
     fts_values,
+    listed_memory,
     marks,
     migrate,
     now_us,
@@ -282,7 +283,7 @@ class EmbeddedBackend:
         def run(conn: sqlite3.Connection) -> tuple[list[Memory], str | None]:
             rows = conn.execute(LIST, (after, size)).fetchall()
             last = str(rows[-1][-1]) if rows else cursor
-            return [to_memory(r) for r in rows], last
+            return [listed_memory(r) for r in rows], last
 
         return await self._call(run)
 

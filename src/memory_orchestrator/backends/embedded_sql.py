@@ -155,6 +155,13 @@ def to_memory(row: Row) -> Memory:
     return parsed_row(row[:12])
 
 
+def listed_memory(row: Row) -> Memory:
+    """`to_memory` for the whole listing: parsed without the memo, which a listing would
+    fill with every memory the store holds, each one's object kept for nothing (the derived
+    indexes keep what they need of it)."""
+    return parsed_row.__wrapped__(row[:12])
+
+
 @lru_cache(maxsize=8192)
 def parsed_row(row: tuple[Any, ...]) -> Memory:
     """A memory row as a `Memory`, memoized on the row's values: the same memories come back
