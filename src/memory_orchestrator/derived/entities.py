@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.models import Trace
-from memory_orchestrator.service.store_calls import StoreCalls
+
+# (the store calls come from the service, which builds this: an import at load time
+# would make a circle through the service package)
+if TYPE_CHECKING:
+    from memory_orchestrator.service.store_calls import StoreCalls
 
 
 class KnownEntities:

@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -46,8 +46,12 @@ from memory_orchestrator.models import (
     Trace,
 )
 from memory_orchestrator.pipeline.retriever import Listed, SubQuery
-from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.settings import Settings
+
+# (the store calls come from the service, which builds this: an import at load time
+# would make a circle through the service package)
+if TYPE_CHECKING:
+    from memory_orchestrator.service.store_calls import StoreCalls
 
 log = logging.getLogger(__name__)
 
