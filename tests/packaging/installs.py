@@ -151,8 +151,11 @@ def uvx(built: Built, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]
 
 def user_env(home: Path, **settings: str) -> dict[str, str]:
     """A user's environment: no `ORCHESTRATOR_*` variable but `settings` (as
-    ORCHESTRATOR_<NAME>), no fastembed cache with a model in it, PATH and locale kept."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
+    ORCHESTRATOR_<NAME>), no fastembed cache with a model in it, PATH and locale kept, and the
+    test's runtime directory (where `orchestrator serve` starts its shared process: stopped
+    when the test ends, tests/shared_processes.py)."""
+    kept = ("PATH", "LANG", "LC_ALL", "TMPDIR", "XDG_RUNTIME_DIR")
+    env = {k: v for k, v in os.environ.items() if k in kept}
     env["HOME"] = str(home)
     env["XDG_DATA_HOME"] = str(home / "xdg-data")
     env["FASTEMBED_CACHE_PATH"] = str(home / "fastembed-cache")
