@@ -139,7 +139,7 @@ class Load:
 
     async def run(self, killed: anyio.Event, ready: anyio.Event, others: list[Load]) -> None:
         number = 0
-        while self.after_kill < AFTER:
+        while self.after_kill < AFTER and number < 50:  # (50: a session that never goes on)
             number += 1
             sent_after_kill = killed.is_set()
             try:
