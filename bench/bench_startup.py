@@ -1,8 +1,10 @@
 """What an agent waits for when it starts the MCP server over stdio.
 
 For each store (the 40-memory demo store, and `--sizes` stores of LoCoMo turns then synthetic
-memories, as `bench_context.py` builds them), each round starts `orchestrator serve` as an
-agent does (a real process, JSON-RPC lines on its stdin and stdout) and times:
+memories, as `bench_context.py` builds them), each round starts `orchestrator serve
+--in-process` as an agent does (a real process, JSON-RPC lines on its stdin and stdout; in its
+own process: the shared process that `orchestrator serve` relays to is measured by
+`bench_footprint.py`) and times:
 
 - `initialize`: from starting the process to the answer;
 - the first `memory_context` after it, and the median of `--later` ones after that (each a
@@ -113,7 +115,9 @@ class Server:
     function as the console script instead (another checkout's, for an A/B)."""
 
     def __init__(self, data: Path, entry: str | None = None) -> None:
-        command = [str(VENV_BIN / "orchestrator"), "serve"]
+        # in its own process, as before the shared process (bench_footprint.py measures the
+        # relay): each round starts it cold
+        command = [str(VENV_BIN / "orchestrator"), "serve", "--in-process"]
         if entry is not None:
             module, function = entry.split(":")
             script = f"import sys; from {module} import {function}; sys.exit({function}())"
