@@ -276,7 +276,8 @@ def test_another_version_is_refused(tmp_path: Path) -> None:
         sock.connect(path)
         opening = {"hello": "memory-orchestrator", "version": "0.0.0-other", "key": key}
         sock.sendall(json.dumps({**opening, "mode": "call"}).encode() + b"\n")
-        answer = json.loads(sock.makefile("rb").readline())
+        with sock.makefile("rb") as reader:
+            answer = json.loads(reader.readline())
     assert answer == {"refused": f"version 0.0.0-other is not {address.package_version()}"}
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "main",
     "not_shared",
     "run",
+    "said_at_start",
     "serving",
 ]
 
@@ -140,6 +141,16 @@ class MemoryServer(MCPServer[AppState]):
 
 def _same(check: HealthCheck) -> HealthCheck:
     return check
+
+
+def said_at_start(settings: Settings) -> list[str]:
+    """What a server says on stderr as it starts (the shared process hands it to the relays,
+    which say it on theirs): that search is lexical only, and how to fix it, when so."""
+    sem = settings.semantic
+    lexical = lexical_only(
+        sem.enabled, sem.model, model_dir=sem.model_dir, data_dir=settings.data_dir
+    )
+    return [lexical] if lexical is not None else []
 
 
 def not_shared(reason: str | None) -> HealthCheck:
@@ -269,12 +280,8 @@ def run(
         raise UnknownBackend(
             f"unknown backend {settings.backend!r}; known: {', '.join(store_names())}"
         )
-    sem = settings.semantic
-    lexical = lexical_only(
-        sem.enabled, sem.model, model_dir=sem.model_dir, data_dir=settings.data_dir
-    )
-    if lexical is not None:  # a line in the client's server log (stdio) or the terminal
-        print(f"memory-orchestrator: {lexical}", file=sys.stderr, flush=True)
+    for line in said_at_start(settings):  # in the client's server log (stdio), or the terminal
+        print(f"memory-orchestrator: {line}", file=sys.stderr, flush=True)
     if transport == "stdio":
         create_server(settings, Observer(), notes).run("stdio")
         return

@@ -223,8 +223,11 @@ def _flag(value: object, *, default: bool) -> bool:
 
 def socket_dir(env: Mapping[str, str] | None = None) -> str:
     """The socket directory (made with mode 0700 when missing), checked: a real directory,
-    owned by this user, mode 0700. Raises `Unusable` otherwise."""
+    owned by this user, mode 0700. Raises `Unusable` otherwise, and on a system that cannot
+    tell a socket's peer (`peer_uid`: Linux can)."""
     env = os.environ if env is None else env
+    if not hasattr(socket, "SO_PEERCRED"):  # (before anything is made or started)
+        raise Unusable("this system cannot tell who is at the other end of a socket")
     uid = os.getuid()
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
@@ -303,6 +306,7 @@ def open_connection(
     "call"): the socket (blocking, no timeout), a binary reader on it and the welcome.
     Raises `Unusable` when nothing listens there, it is another user's, or it refuses."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    reader: BinaryIO | None = None
     try:
         sock.settimeout(timeout_s)
         try:
@@ -310,7 +314,7 @@ def open_connection(
         except OSError as exc:
             raise NotRunning(f"no shared process at {path} ({exc.strerror or exc})") from exc
         check_peer(sock, uid_of)
-        reader: BinaryIO = sock.makefile("rb")
+        reader = sock.makefile("rb")
         try:
             sock.sendall(hello(mode, key))
             welcome = read_line(reader)
@@ -327,6 +331,8 @@ def open_connection(
             )
         sock.settimeout(None)
     except BaseException:
+        if reader is not None:  # (the socket closes only once its reader is closed too)
+            reader.close()
         sock.close()
         raise
     return sock, reader, welcome

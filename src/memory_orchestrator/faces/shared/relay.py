@@ -102,12 +102,17 @@ class Relay:
     # ------------------------------------------------------------------ connecting
 
     def connect_first(self) -> None:
+        """The first connection; what the shared process says at its start (that search is
+        lexical only, ...) is said on this process's stderr, as a server of its own would."""
         with self._lock:
-            self._connect()
+            said = self._connect()
+        for line in said if isinstance(said, list) else ():
+            print(f"memory-orchestrator: {line}", file=sys.stderr, flush=True)
 
-    def _connect(self) -> None:
+    def _connect(self) -> object:
         """Connect (under the lock), starting a shared process when none answers, and replay
-        the session's opening on the new connection. Raises `Unusable`."""
+        the session's opening on the new connection; what its welcome says to say. Raises
+        `Unusable`."""
         sock, reader, welcome = self._attach_or_start()
         try:
             self._replay(sock, reader)
@@ -117,6 +122,7 @@ class Relay:
         self._generation += 1
         self._sock, self._reader, self._pid = sock, reader, int(welcome.get("pid", 0))
         self._changed.notify_all()
+        return welcome.get("say")
 
     def _attach_or_start(self) -> tuple[socket.socket, BinaryIO, dict[str, Any]]:
         """A connection to the shared process; when none answers, one is started (once) and
@@ -264,6 +270,7 @@ class Relay:
                 self._lost(sock)
                 self._answer_lost(seen, pid)
                 ended = self._ended
+            reader.close()
             sock.close()
             if ended:
                 return

@@ -47,7 +47,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from memory_orchestrator.errors import ConfigError, OrchestratorError
-from memory_orchestrator.faces.mcp.server import create_server, serving
+from memory_orchestrator.faces.mcp.server import create_server, said_at_start, serving
 from memory_orchestrator.faces.shared import address
 from memory_orchestrator.faces.shared.client import LOG_NAME, MAX_LOG_BYTES
 from memory_orchestrator.faces.shared.identity import settings_key
@@ -113,6 +113,7 @@ class SharedServer:
         self.listener, self.directory, self.name = listener, directory, name
         self.peer_uid = peer_uid
         self.key = settings_key(settings)
+        self.said = said_at_start(settings)  # for each relay to say on its own stderr
         self.started = datetime.now(UTC)
         self.sessions = 0  # MCP sessions open now
         self._open: set[socket.socket] = set()  # every connection open now
@@ -274,7 +275,7 @@ class SharedServer:
             await _send(conn, {"refused": refusal})
             return None
         conn.settimeout(None)
-        welcome = {"version": address.package_version(), "pid": os.getpid()}
+        welcome = {"version": address.package_version(), "pid": os.getpid(), "say": self.said}
         await _send(conn, {**welcome, "settings": self.key[:12]})
         return str(hello["mode"])
 
