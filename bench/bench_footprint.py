@@ -209,9 +209,19 @@ def memory_of(way: str, runtime: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- the measurements
 
 
-async def workload(way: str, python: Path, data: Path, listing_s: float) -> dict[str, Any]:
+@contextlib.contextmanager
+def copied(data: Path) -> Iterator[Path]:
+    """A copy of the kept store (and its vectors) for one run: the workload's writes, traces
+    and outbox never reach the next run's store."""
+    with tempfile.TemporaryDirectory(prefix="bench-footprint-") as folder:
+        copy = Path(folder) / data.name
+        shutil.copytree(data, copy, ignore=shutil.ignore_patterns("traces.db*", "outbox.db*"))
+        yield copy
+
+
+async def workload(way: str, python: Path, kept: Path, listing_s: float) -> dict[str, Any]:
     questions = bench_context.sample_questions(150, seed=29)
-    with runtime_dir() as runtime:
+    with runtime_dir() as runtime, copied(kept) as data:
         async with session(way, python, data, runtime, listing_s) as mcp:
             phases: dict[str, int] = {}
 
