@@ -32,6 +32,9 @@ _ROOT_OPTIONS = {
 
 
 def main() -> None:
+    # What an agent's client runs per session (and, as hooks, per prompt) is dispatched here,
+    # before Typer and the service are imported: each such command reads its arguments with
+    # the standard library, as `serve_arguments` does, and imports only what it needs.
     found = serve_arguments(sys.argv[1:])
     if found is not None:
         serve(*found)
