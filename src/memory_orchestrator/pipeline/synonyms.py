@@ -17,6 +17,7 @@ import gzip
 from array import array
 from functools import lru_cache
 from importlib import resources
+from sys import intern
 from typing import TypeAlias
 
 __all__ = [
@@ -72,11 +73,11 @@ def _table() -> tuple[dict[str, Senses], dict[str, tuple[str, ...]]]:
             continue
         if line.startswith("~ "):
             _, form, lemma = line.split()
-            forms.setdefault(form, []).append(lemma)
+            forms.setdefault(intern(form), []).append(intern(lemma))
             continue
         for entry in line.split():
             word, _, rank = entry.partition(":")
-            groups.setdefault(word, array("i")).extend((number, int(rank or 0)))
+            groups.setdefault(intern(word), array("i")).extend((number, int(rank or 0)))
     return groups, {f: tuple(lemma) for f, lemma in forms.items()}
 
 
@@ -106,11 +107,11 @@ def _verbs() -> tuple[tuple[str, ...], dict[str, dict[int, dict[str, int]]]]:
     said: dict[str, dict[int, dict[str, int]]] = {}
     for line in _lines():
         if line.startswith("% "):
-            ordered.extend(line.split()[1:])
+            ordered.extend(map(intern, line.split()[1:]))
         elif line.startswith("> "):
             head, *words = line.split()[1:]
             verb, _, rank = head.partition(":")
-            said.setdefault(verb, {})[int(rank or 0)] = _ranked(words)
+            said.setdefault(intern(verb), {})[int(rank or 0)] = _ranked(words)
     return tuple(ordered), said
 
 
@@ -118,7 +119,7 @@ def _ranked(entries: list[str]) -> dict[str, int]:
     out = {}
     for entry in entries:
         word, _, rank = entry.partition(":")
-        out[word] = int(rank or 0)
+        out[intern(word)] = int(rank or 0)
     return out
 
 
