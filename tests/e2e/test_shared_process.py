@@ -97,21 +97,17 @@ def pid_in(detail: str) -> int:
 # ---------------------------------------------------------------- one process, shared
 
 
-def test_two_sessions_share_one_process(tmp_path: Path) -> None:
+async def test_two_sessions_share_one_process(tmp_path: Path) -> None:
     data = tmp_path / "data"
-
-    async def main() -> None:
-        async with session(data) as one, session(data) as two:
-            written = structured(await one.call_tool("memory_write", MEMORIES[0]))
-            assert written["action"] == "added"
-            first, second = await check_of(one), await check_of(two)
-            assert pid_in(first) == pid_in(second)
-            assert "shared by 2 MCP session(s)" in second
-            query = {"query": "Which milestone did Vendor X miss?"}
-            found = structured(await two.call_tool("memory_context", query))
-            assert [i["memory_id"] for i in found["items"]] == [written["id"]]
-
-    anyio.run(main)
+    async with session(data) as one, session(data) as two:
+        written = structured(await one.call_tool("memory_write", MEMORIES[0]))
+        assert written["action"] == "added"
+        first, second = await check_of(one), await check_of(two)
+        assert pid_in(first) == pid_in(second)
+        assert "shared by 2 MCP session(s)" in second
+        query = {"query": "Which milestone did Vendor X miss?"}
+        found = structured(await two.call_tool("memory_context", query))
+        assert [i["memory_id"] for i in found["items"]] == [written["id"]]
     assert len(pids(runtime())) == 1
 
 
@@ -157,7 +153,7 @@ class Load:
                 ready.set()
 
 
-def test_kill_minus_nine_under_a_two_session_write_load_loses_no_acknowledged_write(
+async def test_kill_minus_nine_under_a_two_session_write_load_loses_no_acknowledged_write(
     tmp_path: Path,
 ) -> None:
     """Two sessions write while the shared process is killed with -9: each acknowledged
@@ -166,28 +162,24 @@ def test_kill_minus_nine_under_a_two_session_write_load_loses_no_acknowledged_wr
     data = tmp_path / "data"
     killed_pid: list[int] = []
 
-    async def main() -> tuple[Load, Load]:
-        killed, ready = anyio.Event(), anyio.Event()
-        async with session(data) as one, session(data) as two:
-            loads = [Load("a", one), Load("b", two)]
+    killed, ready = anyio.Event(), anyio.Event()
+    async with session(data) as one, session(data) as two:
+        loads = [Load("a", one), Load("b", two)]
 
-            async def kill() -> None:
-                await ready.wait()
-                (pid,) = pids(runtime()).values()
-                os.kill(pid, signal.SIGKILL)
-                killed_pid.append(pid)
-                killed.set()
+        async def kill() -> None:
+            await ready.wait()
+            (pid,) = pids(runtime()).values()
+            os.kill(pid, signal.SIGKILL)
+            killed_pid.append(pid)
+            killed.set()
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(kill)
-                for load in loads:
-                    group.start_soon(load.run, killed, ready, loads)
-            after = await check_of(one)
-            assert pid_in(after) not in killed_pid
-            assert pid_in(after) == pid_in(await check_of(two))
-        return loads[0], loads[1]
-
-    loads = anyio.run(main)
+        async with anyio.create_task_group() as group:
+            group.start_soon(kill)
+            for load in loads:
+                group.start_soon(load.run, killed, ready, loads)
+        after = await check_of(one)
+        assert pid_in(after) not in killed_pid
+        assert pid_in(after) == pid_in(await check_of(two))
     for load in loads:
         assert len(load.failures) <= 1, load.failures
         for failure in load.failures:
@@ -195,35 +187,29 @@ def test_kill_minus_nine_under_a_two_session_write_load_loses_no_acknowledged_wr
             assert "in flight" in failure, failure
         assert load.after_kill >= AFTER
     ids = [i for load in loads for i in load.acknowledged]
-
-    async def stored() -> list[str]:
-        orchestrator = Orchestrator.from_settings(load_settings(data_dir=data))
-        try:
-            return [m.id for m in await orchestrator.memories(ids)]
-        finally:
-            await orchestrator.close()
-
-    assert sorted(anyio.run(stored)) == sorted(ids)
+    orchestrator = Orchestrator.from_settings(load_settings(data_dir=data))
+    try:
+        stored = [m.id for m in await orchestrator.memories(ids)]
+    finally:
+        await orchestrator.close()
+    assert sorted(stored) == sorted(ids)
     assert not alive(killed_pid[0])
 
 
 # ---------------------------------------------------------------- refused
 
 
-def test_a_socket_directory_with_the_wrong_mode_is_refused(tmp_path: Path) -> None:
+async def test_a_socket_directory_with_the_wrong_mode_is_refused(tmp_path: Path) -> None:
     """The relay never uses (nor repairs) a socket directory others may enter: it serves in
     its own process, and health says why."""
     directory = socket_dir_of(runtime())
     directory.mkdir(mode=0o755)
     directory.chmod(0o755)
 
-    async def main() -> str:
-        async with session(tmp_path / "data") as mcp:
-            found = structured(await mcp.call_tool("memory_context", {"query": "anything"}))
-            assert found["items"] == []
-            return await check_of(mcp)
-
-    detail = anyio.run(main)
+    async with session(tmp_path / "data") as mcp:
+        found = structured(await mcp.call_tool("memory_context", {"query": "anything"}))
+        assert found["items"] == []
+        detail = await check_of(mcp)
     assert detail.startswith("not used: the socket directory")
     assert "has mode 0755; it must be 0700" in detail
     assert (directory.stat().st_mode & 0o777) == 0o755
@@ -420,20 +406,16 @@ async def warmed(mcp: ClientSession) -> None:
             await anyio.sleep(0.05)
 
 
-def test_the_tools_answer_the_same_through_a_relay_as_in_process(tmp_path: Path) -> None:
+async def test_the_tools_answer_the_same_through_a_relay_as_in_process(tmp_path: Path) -> None:
     """The same calls over copies of one store, in-process and through a relay: the same
     answers (the relay carries the lines unchanged; the shared process runs the same tools)."""
     seeded = tmp_path / "seeded"
-
-    async def seed() -> None:
-        orchestrator = Orchestrator.from_settings(load_settings(data_dir=seeded))
-        try:
-            for memory in MEMORIES:
-                await orchestrator.write(WriteRequest(memory=NewMemory.model_validate(memory)))
-        finally:
-            await orchestrator.close()
-
-    anyio.run(seed)
+    orchestrator = Orchestrator.from_settings(load_settings(data_dir=seeded))
+    try:
+        for memory in MEMORIES:
+            await orchestrator.write(WriteRequest(memory=NewMemory.model_validate(memory)))
+    finally:
+        await orchestrator.close()
 
     async def run(way: str) -> list[Any]:
         data = tmp_path / way
@@ -446,7 +428,7 @@ def test_the_tools_answer_the_same_through_a_relay_as_in_process(tmp_path: Path)
                 answers.append((result.is_error, comparable(result.structured_content)))
         return answers
 
-    in_process = anyio.run(run, "in-process")
-    relayed = anyio.run(run, "relay")
+    in_process = await run("in-process")
+    relayed = await run("relay")
     assert relayed == in_process
     assert in_process[-1][0]  # (the last is a tool error, the same both ways)
