@@ -165,7 +165,6 @@ class Orchestrator:
         self._observer = observer
         self._lister = lister
         self._inspection: Inspection | None = None
-        self._reporters: list[Callable[[], HealthCheck]] = []
         self.created_store: Path | None = None  # a store file this process created empty
 
     def _word_vectors(self) -> Embedder | None:
@@ -432,7 +431,6 @@ class Orchestrator:
         if self.created_store is not None:
             detail = f"store created empty at {self.created_store} by this process"
             checks.append(HealthCheck(name="store_created", status=Status.OK, detail=detail))
-        checks.extend(report() for report in self._reporters)
         status = max((c.status for c in checks), key=_ORDER.__getitem__, default=Status.ERROR)
         return HealthReport(
             status=status,
@@ -440,11 +438,6 @@ class Orchestrator:
             checks=tuple(checks),
             capabilities=self._store.capabilities,
         )
-
-    def report_in_health(self, check: Callable[[], HealthCheck]) -> None:
-        """Add `check()` to every health report: what the face that hosts this orchestrator
-        says about how it serves (the shared process, its sessions)."""
-        self._reporters.append(check)
 
     async def flush_outbox(self) -> OutboxReport:
         """Replay queued writes, oldest first, until one fails or the queue is empty."""

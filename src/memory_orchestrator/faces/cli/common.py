@@ -26,7 +26,7 @@ from memory_orchestrator.errors import (
 )
 from memory_orchestrator.faces.cli import render
 from memory_orchestrator.faces.shared import client, identity
-from memory_orchestrator.models import HealthCheck, MemoryType, Status
+from memory_orchestrator.models import HealthCheck, HealthReport, MemoryType, Status
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings
 
@@ -143,16 +143,11 @@ def ask(
     found, why = guarded(lambda: shared_call(chosen, op, request, result))
     if found is not None:
         return found
-    if op == "health":  # say how the command ran, as the servers' health does
+    answer = call_service(ctx, action, chosen, creates=creates)
+    if isinstance(answer, HealthReport):  # say how the command ran, as the servers' health does
         note = HealthCheck(name="shared_process", status=Status.OK, detail=why)
-        ask_here = action
-
-        async def with_note(orchestrator: Orchestrator) -> ResultT:
-            orchestrator.report_in_health(lambda: note)
-            return await ask_here(orchestrator)
-
-        action = with_note
-    return call_service(ctx, action, chosen, creates=creates)
+        return answer.model_copy(update={"checks": (*answer.checks, note)})
+    return answer
 
 
 def shared_call(

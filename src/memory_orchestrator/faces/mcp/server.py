@@ -38,7 +38,7 @@ from memory_orchestrator.faces.mcp.tools import (
     without_nulls,
 )
 from memory_orchestrator.faces.mcp.wire import StdioWire
-from memory_orchestrator.models import HealthCheck, Status, describe_errors
+from memory_orchestrator.models import HealthCheck, HealthReport, Status, describe_errors
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
@@ -75,6 +75,7 @@ class MemoryServer(MCPServer[AppState]):
     observer: Observer | None = None
     state: AppState | None = None
     drain_s = 60.0  # how long requests in flight may finish once stdin ends (`create_server`)
+    health_notes: list[Callable[[], HealthCheck]]  # (`Hosted.notes`)
 
     async def run_stdio_async(self) -> None:
         """Our stdio transport (`faces.mcp.wire`): every line answered, and a client that goes
@@ -139,6 +140,19 @@ class MemoryServer(MCPServer[AppState]):
             )
 
 
+class Hosted(Orchestrator):
+    """The orchestrator as a server hosts it: every health report also says how this process
+    serves (`notes`: in the session's own process and why, or the shared process, its
+    sessions and when it stops)."""
+
+    notes: Sequence[Callable[[], HealthCheck]] = ()
+
+    async def health(self) -> HealthReport:
+        report = await super().health()
+        checks = (*report.checks, *(note() for note in self.notes))
+        return report.model_copy(update={"checks": checks})
+
+
 def _same(check: HealthCheck) -> HealthCheck:
     return check
 
@@ -200,9 +214,9 @@ def create_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppState]) -> AsyncIterator[AppState]:
-        orchestrator = Orchestrator.from_settings(settings, observer=observer)
-        for note in notes:
-            orchestrator.report_in_health(partial(_same, note))
+        orchestrator = Hosted.from_settings(settings, observer=observer)
+        assert isinstance(orchestrator, Hosted)
+        orchestrator.notes = server.health_notes  # (the shared process adds its own)
         server.state = AppState(orchestrator)
         try:
             async with orchestrator.warming(), anyio.create_task_group() as background:
@@ -227,6 +241,7 @@ def create_server(
         middleware=[ToolAccess(observer)],
     )
     server.observer = observer
+    server.health_notes = [partial(_same, note) for note in notes]
     # the longest a tool call may take (docs/explanation/reliability.md): four rounds of bounded
     # store calls for a read, the outbox's replay budget plus its own calls for a write
     server.drain_s = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s

@@ -136,9 +136,9 @@ class SharedServer:
 
     async def _serve(self, observer: Observer) -> None:
         server = create_server(self.settings, observer)
+        server.health_notes.append(self.health_check)
         async with serving(server) as (orchestrator, session):
             self._orchestrator = orchestrator
-            orchestrator.report_in_health(self.health_check)
             listening = anyio.CancelScope()
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._accept, tasks, session, listening)
