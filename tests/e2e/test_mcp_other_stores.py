@@ -35,7 +35,7 @@ STORES = {
 
 @asynccontextmanager
 async def _session(
-    data_dir: Path, env: dict[str, str], way: str, runtime: Path | None
+    data_dir: Path, env: dict[str, str], way: str = "in-process", runtime: Path | None = None
 ) -> AsyncIterator[ClientSession]:
     env = {
         "ORCHESTRATOR_DATA_DIR": str(data_dir),

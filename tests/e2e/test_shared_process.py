@@ -363,9 +363,10 @@ def test_a_hook_gets_nothing_and_starts_one_then_gets_the_context(tmp_path: Path
 
 
 SCRIPT: list[tuple[str, dict[str, Any]]] = [
-    ("memory_search", {"query": "Vendor X firmware milestone", "top_k": 5}),
+    ("memory_search", {"query": "Vendor X firmware milestone", "top_k": 5, "detail": True}),
     ("memory_context", {"query": "what went wrong with Vendor X?", "task": "vendor update"}),
-    ("memory_expand", {"entities": ["Vendor X"], "hops": 2}),
+    ("memory_context", {"query": "what went wrong with Vendor X?", "detail": True}),
+    ("memory_expand", {"entities": ["Vendor X"], "hops": 2, "detail": True}),
     ("memory_explain", {"query": "radio firmware"}),
     ("memory_write", {"content": MEMORIES[1]["content"], "entities": ["Dana Whitfield"]}),
     ("memory_write", {"content": "Vendor X ships firmware 2.5 in May.", "entities": ["Vendor X"]}),
@@ -400,7 +401,8 @@ async def warmed(mcp: ClientSession) -> None:
     without it, and its trace says so): answers then do not depend on how fast it loaded."""
     with anyio.fail_after(START_S):
         while True:
-            found = structured(await mcp.call_tool("memory_search", {"query": "warm"}))
+            asked = {"query": "warm", "detail": True}
+            found = structured(await mcp.call_tool("memory_search", asked))
             if not any("still loading" in n for n in found["trace"]["notes"]):
                 return
             await anyio.sleep(0.05)
