@@ -1,13 +1,15 @@
 """The `orchestrator` console script.
 
 `orchestrator serve` over stdio, what an agent's MCP config runs (with the root options
-`--config`, `--backend`, `--data-dir` before it, `--transport stdio` or `--in-process` after
-it, and nothing else), is dispatched here before anything but the standard library is
-imported: it relays the session to the shared process for its settings
+`--config`, `--backend`, `--data-dir` or `--project` before it, `--transport stdio` or
+`--in-process` after it, and nothing else), is dispatched here before anything but the
+standard library is imported: it relays the session to the shared process for its settings
 (`faces.shared.relay`, started in the background when none runs), which starts in a few tens
 of milliseconds; where none can be used, or with `--in-process`, it serves in its own process
 as before, with the same one-line errors and exit codes as the command line, and says why in
-`memory_health`. Anything else is the Typer command line (`faces.cli`).
+`memory_health`. `orchestrator hook <event>`, what an agent's lifecycle hooks run, is
+dispatched here too (`faces.hook`: standard library only). Anything else is the Typer
+command line (`faces.cli`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _ROOT_OPTIONS = {
     "--backend": "backend",
     "-b": "backend",
     "--data-dir": "data_dir",
+    "--project": "project",
 }
 
 
@@ -35,6 +38,10 @@ def main() -> None:
     # What an agent's client runs per session (and, as hooks, per prompt) is dispatched here,
     # before Typer and the service are imported: each such command reads its arguments with
     # the standard library, as `serve_arguments` does, and imports only what it needs.
+    if sys.argv[1:2] == ["hook"]:
+        from memory_orchestrator.faces.hook import main as hook
+
+        sys.exit(hook(sys.argv[2:]))
     found = serve_arguments(sys.argv[1:])
     if found is not None:
         serve(*found)
@@ -66,7 +73,22 @@ def serve_arguments(args: Sequence[str]) -> tuple[Inputs, bool] | None:
     tail = [a for a in tail if a != "--in-process"]
     if tail not in ([], ["--transport", "stdio"], ["--transport=stdio"]):
         return None
+    project = values.pop("project", None)
+    if project is not None:
+        if "data_dir" in values:
+            return None  # (the command line says that they exclude each other)
+        values["data_dir"] = project_data_dir(project)
     return Inputs(**values), in_process
+
+
+def project_data_dir(value: str) -> str:
+    """The data dir of `--project value` ("auto" or a path) from this process's environment
+    and working directory (`faces.shared.project`)."""
+    import os
+
+    from memory_orchestrator.faces.shared.project import data_dir_of, project_root
+
+    return data_dir_of(project_root(value, os.environ, os.getcwd()), os.environ)
 
 
 def serve(inputs: Inputs, in_process: bool = False) -> None:

@@ -114,6 +114,14 @@ def root(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Where stores keep their files.")
     ] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            help="The data dir of this project ('auto': the client's project folder, else the"
+            " nearest .git upward); instead of --data-dir.",
+        ),
+    ] = None,
     json: JsonFlag = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show score breakdowns and trace details.")
@@ -130,6 +138,14 @@ def root(
     ] = False,
 ) -> None:
     """Plan, retrieve, expand, re-rank and pack agent memory; serve it over MCP."""
+    if project is not None:
+        if data_dir is not None:
+            raise typer.BadParameter(
+                "give --data-dir or --project, not both", param_hint="--project"
+            )
+        from memory_orchestrator.faces.launch import project_data_dir
+
+        data_dir = Path(project_data_dir(project))
     ctx.obj = State(config, backend, data_dir, json, verbose)
 
 
