@@ -77,18 +77,24 @@ def serve_arguments(args: Sequence[str]) -> tuple[Inputs, bool] | None:
     if project is not None:
         if "data_dir" in values:
             return None  # (the command line says that they exclude each other)
-        values["data_dir"] = project_data_dir(project)
+        values["data_dir"] = project_data_dir(project, enter=True)
     return Inputs(**values), in_process
 
 
-def project_data_dir(value: str) -> str:
+def project_data_dir(value: str, *, enter: bool = False) -> str:
     """The data dir of `--project value` ("auto" or a path) from this process's environment
-    and working directory (`faces.shared.project`)."""
+    and working directory (`faces.shared.project`). With `enter`, the server goes into the
+    project's root, as the hooks do (`faces.hook`): the project's `orchestrator.toml` is read
+    wherever the session started, and a session and the hooks of one project find the shared
+    process by the same name."""
     import os
 
     from memory_orchestrator.faces.shared.project import data_dir_of, project_root
 
-    return data_dir_of(project_root(value, os.environ, os.getcwd()), os.environ)
+    root = project_root(value, os.environ, os.getcwd())
+    if enter:
+        os.chdir(root)
+    return data_dir_of(root, os.environ)
 
 
 def serve(inputs: Inputs, in_process: bool = False) -> None:

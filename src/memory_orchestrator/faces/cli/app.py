@@ -8,6 +8,7 @@ line on stderr and exit non-zero: 2 for usage and validation errors, 1 for the r
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,7 @@ from memory_orchestrator.faces.cli import (
     import_cmd,
     models_cmd,
     render,
+    setup_cmd,
     transfer_cmd,
     tune_cmd,
     ui_cmd,
@@ -143,9 +145,10 @@ def root(
             raise typer.BadParameter(
                 "give --data-dir or --project, not both", param_hint="--project"
             )
-        from memory_orchestrator.faces.launch import project_data_dir
+        from memory_orchestrator.faces.shared.project import data_dir_of, project_root
 
-        data_dir = Path(project_data_dir(project))
+        found = project_root(project, os.environ, os.getcwd())
+        data_dir = Path(data_dir_of(found, os.environ))
     ctx.obj = State(config, backend, data_dir, json, verbose)
 
 
@@ -348,6 +351,7 @@ app.command()(transfer_cmd.export)
 app.command()(transfer_cmd.restore)
 app.command()(transfer_cmd.backup)
 app.add_typer(models_cmd.models_app, name="models")
+app.command("setup")(setup_cmd.setup)
 
 
 app.command("eval")(eval_cmd.evaluate)
