@@ -77,8 +77,28 @@ def alive(pid: int) -> bool:
 def stop_all(runtime: Path, timeout_s: float = 60.0) -> None:
     """SIGTERM every shared process found in `runtime` and wait for each to end (SIGKILL
     after `timeout_s`)."""
-    for pid in pids(runtime).values():
+    for pid in {*pids(runtime).values(), *starting(runtime)}:
         stop(pid, timeout_s)
+
+
+def starting(runtime: Path) -> list[int]:
+    """The shared processes started with `runtime` as their `XDG_RUNTIME_DIR` (by their
+    environment in /proc), those that have not written their pid file yet included: a hook
+    that starts one in the background may return just before its test ends."""
+    wanted = f"XDG_RUNTIME_DIR={runtime}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            if b"memory_orchestrator.faces.shared.server" not in command:
+                continue
+            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or another user's
+    return found
 
 
 def stop(pid: int, timeout_s: float = 60.0) -> None:

@@ -352,6 +352,7 @@ app.command()(transfer_cmd.restore)
 app.command()(transfer_cmd.backup)
 app.add_typer(models_cmd.models_app, name="models")
 app.command("setup")(setup_cmd.setup)
+app.command("hook")(setup_cmd.hook)
 
 
 app.command("eval")(eval_cmd.evaluate)

@@ -15,6 +15,7 @@ import typer
 
 from memory_orchestrator.faces.cli import render
 from memory_orchestrator.faces.cli.common import USAGE_ERROR, fail, guarded, state_of
+from memory_orchestrator.faces.hook import DEFAULT_BUDGET_MS, DEFAULT_TOKENS
 from memory_orchestrator.faces.setup import files
 from memory_orchestrator.faces.setup.clients import (
     CLIENTS,
@@ -161,3 +162,31 @@ def _models(settings: Settings, *, install: bool) -> None:
     folder = sem.model_dir or model_install.default_model_dir()
     done = guarded(lambda: model_install.install(folder))
     render.note(f"installed the semantic model in {done.folder}")
+
+
+def hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="session-start, prompt, pre-compact or stop.")],
+    client: Annotated[str, typer.Option("--client", help="claude-code, codex or cursor.")],
+    budget_ms: Annotated[
+        int, typer.Option("--budget-ms", help="The time budget from the start (at most 1000).")
+    ] = DEFAULT_BUDGET_MS,
+    tokens: Annotated[
+        int, typer.Option("--tokens", help="The context block's budget, in tokens.")
+    ] = DEFAULT_TOKENS,
+    project: Annotated[
+        str, typer.Option("--project", help="The project: auto (from the payload) or a path.")
+    ] = AUTO,
+) -> None:
+    """What an agent's lifecycle hooks run (`setup --hooks` installs them): read the client's
+    JSON on stdin, answer in its format on stdout; ask the project's shared process within
+    the time budget, else add nothing (and say why in hooks.log). The console script runs
+    this before the command line loads (standard library only)."""
+    from memory_orchestrator.faces.hook import main
+
+    state = state_of(ctx)
+    args = [event, "--client", client, "--budget-ms", str(budget_ms), "--tokens", str(tokens)]
+    args += ["--project", project, *_root_options(state.config, state.backend)]
+    if state.data_dir is not None:
+        args += ["--data-dir", str(state.data_dir)]
+    raise typer.Exit(main(args))
