@@ -298,3 +298,22 @@ def test_an_orchestrator_run_by_uvx_writes_a_pinned_uvx_entry() -> None:
         "serve",
     ]
     assert launch_of(argv0=ORCHESTRATOR).argv("serve") == [ORCHESTRATOR, "serve"]
+
+
+def test_setup_says_how_to_install_a_missing_model(
+    places: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    root, _, env = places
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    missing = {
+        **env,
+        "ORCHESTRATOR_SEMANTIC__ENABLED": "true",
+        "ORCHESTRATOR_SEMANTIC__MODEL": "minilm",
+        "ORCHESTRATOR_SEMANTIC__MODEL_DIR": str(empty),
+    }
+    done = setup(root, missing, "cursor")
+    assert done.returncode == 0, done.stderr
+    assert "next: search is lexical only" in done.stderr
+    assert "`orchestrator models install`" in done.stderr
+    assert "next: search is lexical only" not in setup(root, env, "cursor").stderr

@@ -227,9 +227,9 @@ def _codex(scope: Scope, root: Path, name: str, entry: dict[str, Any], hook: Hoo
         }
         edits.append(_hook_groups(base / "hooks.json", groups))
         steps.append(
-            f"Codex runs hooks only with `[features]` `codex_hooks = true` in {config}"
-            " (or ~/.codex/config.toml), and asks you to review and trust new hooks: open"
-            " /hooks in Codex and trust the memory-orchestrator ones."
+            "Codex asks you to review and trust new hooks: open /hooks in Codex and trust the"
+            " memory-orchestrator ones. Hooks are on unless `[features]` `hooks = false`; a"
+            f" release before hooks were on by default needs `codex_hooks = true` in {config}."
         )
     edits.append(_rules((root if scope == "project" else base) / "AGENTS.md"))
     if scope == "project":
