@@ -82,6 +82,7 @@ def places(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     write(root / ".cursor" / "mcp.json", OTHER_SERVERS, indent=None)
     write(root / ".cursor" / "hooks.json", CURSOR_HOOKS)
     write(home / ".claude.json", {"numStartups": 3, **OTHER_SERVERS, "projects": {}}, indent=2)
+    (home / ".claude.json").chmod(0o600)  # (it holds the user's credentials)
     write(home / ".claude" / "settings.json", CLAUDE_SETTINGS)
     write(home / ".codex" / "config.toml", CODEX_CONFIG)
     write(home / ".cursor" / "mcp.json", OTHER_SERVERS)
@@ -129,7 +130,9 @@ def test_setup_twice_then_undo_leaves_every_file_as_it_was(
     for path in before:  # nothing lost: what was there is still there
         assert path in after
     for path in changed & set(before):
-        assert Path(path + ".orchestrator-backup").read_bytes() == before[path]
+        backup = Path(path + ".orchestrator-backup")
+        assert backup.read_bytes() == before[path]
+        assert backup.stat().st_mode == Path(path).stat().st_mode  # (as private as it)
     again = setup(root / "src", env, client, "--scope", scope, "--hooks")
     assert again.returncode == 0, again.stderr
     assert files_of(root, home) == after

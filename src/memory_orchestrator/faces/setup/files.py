@@ -110,12 +110,21 @@ def dump(kind: Kind, data: Any, raw: bytes | None) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def _write(path: Path, content: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _mode_of(path: Path) -> int:
+    """A file's permissions; for a new one, what the umask leaves of rw-rw-rw-."""
     try:
-        mode = path.stat().st_mode & 0o7777
+        return path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        mode = 0o644
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _write(path: Path, content: bytes, like: Path | None = None) -> None:
+    """Write atomically, keeping the file's permissions (or those of `like`: a backup is
+    as private as the file it copies, ~/.claude.json holds credentials)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _mode_of(like or path)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
@@ -135,7 +144,7 @@ def apply(edit: Edit) -> Outcome:
         return "unchanged"
     backup = backup_of(edit.path)
     if raw is not None and not backup.exists():
-        _write(backup, raw)
+        _write(backup, raw, like=edit.path)
     _write(edit.path, new)
     return "written"
 
