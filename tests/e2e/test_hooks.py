@@ -216,9 +216,20 @@ def test_a_bad_payload_adds_nothing_and_says_so(tmp_path: Path, payload: str) ->
 
 
 def test_a_bad_command_line_is_refused(tmp_path: Path) -> None:
-    done = hook("prompt", "vim", {}, cwd=tmp_path, env=environment())
-    assert done.returncode == 2
-    assert done.stderr.startswith("error: usage: orchestrator hook")
+    """Exit status 1, never 2: the clients read 2 as "block the prompt"."""
+    for bad in (["--client", "vim"], ["--client", "codex", "--tokens", "9" * 5000]):
+        done = subprocess.run(
+            [ORCHESTRATOR, "hook", "prompt", *bad],
+            input="{}",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=environment(),
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.startswith("error: ")
 
 
 def test_the_hook_command_imports_only_the_standard_library(tmp_path: Path) -> None:

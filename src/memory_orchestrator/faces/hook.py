@@ -61,7 +61,8 @@ _CLIENT_EVENT = {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}
 
 
 class Usage(Exception):
-    """A bad command line (exit 2)."""
+    """A bad command line: exit status 1, never 2 (which Claude Code, Codex and Cursor read
+    as "block the prompt")."""
 
 
 class Options:
@@ -107,7 +108,7 @@ def parse(argv: Sequence[str]) -> Options:
             raise Usage(USAGE)
         value = value or rest.pop(0)
         if name in ("budget_ms", "tokens"):
-            if not value.isdigit() or int(value) < 1:
+            if not value.isdigit() or len(value) > 9 or int(value) < 1:
                 raise Usage(f"{flag} takes a positive whole number")
             setattr(
                 options, name, min(int(value), MAX_BUDGET_MS) if name == "budget_ms" else int(value)
@@ -120,13 +121,13 @@ def parse(argv: Sequence[str]) -> Options:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run one hook; the exit code (0 always, but 2 for a bad command line)."""
+    """Run one hook; its exit status: 0, but 1 for a bad command line."""
     started = time.monotonic()
     try:
         options = parse(argv)
     except Usage as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 1
     deadline = started + options.budget_ms / 1000
     payload, why = read_payload()
     text: str | None = None
@@ -135,6 +136,7 @@ def main(argv: Sequence[str]) -> int:
             text, why = answer(options, payload, deadline)
         except client.CallFailed as exc:
             why = f"the shared process refused ({exc.kind}): {exc}"
+        # (a time-out, a connection that broke, an answer of another shape from the peer)
         except (Unusable, OSError, ValueError, KeyError, TypeError) as exc:
             why = f"{type(exc).__name__}: {exc}"
     out = render(options, text)
