@@ -40,6 +40,7 @@ from tests.npm_servers import require_script
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 QUERY = "what did we decide about the vendor"
+SEED, ENTITY = "a-memory-id", "Vendor X"  # memory_expand's seeds
 GARBAGE = b"\x00garbage, not SQLite\xff" * 512
 # what each broken store says (the reason the error carries)
 REASONS = {
@@ -133,8 +134,13 @@ def ask(
     env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> dict[str, Answer]:
-    """`memory_context` and `memory_search` on QUERY (`context` and `search` on the CLI)."""
-    calls = [("memory_context", {"query": QUERY}), ("memory_search", {"query": QUERY})]
+    """`memory_context` and `memory_search` on QUERY, `memory_expand` from a seed id and an
+    entity (`context`, `search` and `expand` on the CLI)."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("memory_context", {"query": QUERY}),
+        ("memory_search", {"query": QUERY}),
+        ("memory_expand", {"seed_ids": [SEED], "entities": [ENTITY], "query": QUERY}),
+    ]
     if face == "stdio":
         answers = _over_mcp(lambda: _session(data_dir, env), calls)
     elif face == "http":
@@ -144,13 +150,18 @@ def ask(
         with http_server(data_dir, [token.spec]) as server:
             answers = _over_mcp(lambda: mcp_session(server.mcp_url, token.secret), calls)
     else:
-        answers = [_cli(data_dir, env, command) for command in ("context", "search")]
-    return dict(zip(("context", "search"), answers, strict=True))
+        commands = (
+            ["context", QUERY],
+            ["search", QUERY],
+            ["expand", "--seed", SEED, "--entity", ENTITY, "--query", QUERY],
+        )
+        answers = [_cli(data_dir, env, command) for command in commands]
+    return dict(zip(("context", "search", "expand"), answers, strict=True))
 
 
-def _cli(data_dir: Path, env: dict[str, str], command: str) -> Answer:
+def _cli(data_dir: Path, env: dict[str, str], command: list[str]) -> Answer:
     done = subprocess.run(
-        [*orchestrator_command(), "--data-dir", str(data_dir), "--json", command, QUERY],
+        [*orchestrator_command(), "--data-dir", str(data_dir), "--json", *command],
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(data_dir), **env},
         cwd=data_dir,
         capture_output=True,
@@ -185,7 +196,8 @@ def test_a_store_that_cannot_be_searched_is_an_error_never_an_empty_answer(
     for tool, (is_error, text, content) in ask(face, tmp_path, env, monkeypatch).items():
         assert is_error, (tool, text, content)
         line = _said(text)
-        assert "memory store error: no search reached the store" in line, (tool, text)
+        said = "reading the seeds failed" if tool == "expand" else "no search reached the store"
+        assert f"memory store error: {said}" in line, (tool, text)
         assert REASONS[kind] in line, (tool, line)
         assert "not an empty memory" in line, line
         assert "ask again" in line, line

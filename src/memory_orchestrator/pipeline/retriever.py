@@ -182,7 +182,7 @@ class _Calls:
                 self.notes.append(
                     f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
                 )
-                self.lost.append(Lost(str(exc) or type(exc).__name__, _transient(exc)))
+                self.lost.append(Lost(str(exc) or type(exc).__name__, is_transient(exc)))
         self._running.pop(index, None)
         self._seen(index)  # (done: dispatched or not, nothing more to wait for)
         if scope.cancelled_caught:
@@ -229,7 +229,7 @@ class _Calls:
                 scope.deadline = self._cut_at
 
 
-def _transient(exc: Exception) -> bool:
+def is_transient(exc: Exception) -> bool:
     """Whether a retry may work: the store's own word, else a timeout's or an OS error's."""
     said = getattr(exc, "transient", None)
     return said if isinstance(said, bool) else isinstance(exc, TimeoutError | OSError)

@@ -3,6 +3,8 @@
 Seeds by id are read from the store; seeds by entity are the best matches of an
 entity-filtered search. The graph is walked from all of them within the hop budget, the
 memories found are ranked like any candidates, and the explicit seeds are never echoed back.
+When a read of the seeds failed and no seed came back, the run raises `StoreUnreadable`, as
+the read path does: an empty answer would pass a broken store off as an empty memory.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
-from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
+from memory_orchestrator.pipeline.retriever import Lost, SubQuery, retrieve
 from memory_orchestrator.service.reading import cut_query, ms_since
 from memory_orchestrator.service.recorder import TraceRecorder
-from memory_orchestrator.service.store_calls import StoreCalls
+from memory_orchestrator.service.store_calls import StoreCalls, unreadable
 from memory_orchestrator.settings import Settings
+
+UNSEEDED = (
+    "reading the seeds failed ({}); nothing was found around them, but this is not an empty memory"
+)
 
 
 class ExpandPath:
@@ -63,7 +69,15 @@ class ExpandPath:
         query = request.query or " ".join(request.entities) or "related memories"
         query = cut_query(query, "query", self._settings.limits.max_query_chars, trace)
         plan = await self._plan(request, query, now, trace)
-        seeds = [*await self._id_seeds(request, trace), *await self._entity_seeds(request, trace)]
+        by_id, lost_ids = await self._id_seeds(request, trace)
+        by_entity, lost_entities = await self._entity_seeds(request, trace)
+        seeds = [*by_id, *by_entity]
+        failed = lost_ids or lost_entities
+        if failed is not None and not seeds:
+            # "nothing around them" would pass a broken store off as an empty memory
+            error = unreadable(trace, failed, UNSEEDED)
+            self._recorder.finish(trace)
+            raise error
         exp = self._settings.expansion
         limits = ExpansionLimits(
             hops=min(request.hops, exp.max_hops),
@@ -104,24 +118,31 @@ class ExpandPath:
         trace.plan = plan
         return plan
 
-    async def _id_seeds(self, request: ExpandRequest, trace: Trace) -> list[Candidate]:
+    async def _id_seeds(
+        self, request: ExpandRequest, trace: Trace
+    ) -> tuple[list[Candidate], Lost | None]:
+        """The seeds read by id, and why the read failed (None when it did not)."""
         if not request.seed_ids:
-            return []
-        found: list[Memory] = await self._calls.bounded(
+            return [], None
+        found: list[Memory] | Lost = await self._calls.attempt(
             trace,
             "seed memories",
             lambda: self._store.get_memories(request.seed_ids),
-            [],
             then="; partial results",
         )
+        if isinstance(found, Lost):
+            return [], found
         missing = set(request.seed_ids) - {m.id for m in found}
-        if found or not missing:
-            trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
-        return [Candidate(memory=m, fused_score=1.0) for m in found]
+        trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
+        return [Candidate(memory=m, fused_score=1.0) for m in found], None
 
-    async def _entity_seeds(self, request: ExpandRequest, trace: Trace) -> list[Candidate]:
+    async def _entity_seeds(
+        self, request: ExpandRequest, trace: Trace
+    ) -> tuple[list[Candidate], Lost | None]:
+        """The best matches of an entity-filtered search, and why no search of it reached
+        the store (None when one did)."""
         if not request.entities:
-            return []
+            return [], None
         exp = self._settings.expansion
         filters = SearchFilters(entity_ids=list(request.entities))
         got = await retrieve(
@@ -133,4 +154,4 @@ class ExpandPath:
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
-        return got.candidates[: exp.seeds]
+        return got.candidates[: exp.seeds], got.store_unread

@@ -53,6 +53,7 @@ from memory_orchestrator.pipeline.reranker import by_relevance, rank, slot_neigh
 from memory_orchestrator.pipeline.retriever import Hit, Lost, SubQuery, retrieve
 from memory_orchestrator.pipeline.scored import Items, Ranked, Scored
 from memory_orchestrator.service.recorder import TraceRecorder
+from memory_orchestrator.service.store_calls import unreadable
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.learned import load_learned_cached
 from memory_orchestrator.text import cut_at_word
@@ -185,18 +186,9 @@ class ReadPath:
         if self._indexes.loading:  # they may hold it once loaded
             reason += "; the local index was still loading"
             transient = True
-        todo = (
-            "ask again in a moment, and check the store's health if it persists"
-            if transient
-            else "check the store's health, fix it and ask again"
-        )
-        message = (
-            f"no search reached the store ({reason}); nothing was read, so this is not an"
-            f" empty memory: {todo} (trace {run.trace.trace_id})"
-        )
-        run.trace.error = message
+        error = unreadable(run.trace, Lost(reason, transient))
         self._recorder.finish(run.trace)
-        raise StoreUnreadable(message, transient=transient, trace_id=run.trace.trace_id)
+        raise error
 
     def rank_context(
         self, plan: QueryPlan, now: datetime, trace: Trace | None = None

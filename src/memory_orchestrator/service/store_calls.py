@@ -15,8 +15,9 @@ from typing import TypeVar
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import describe
+from memory_orchestrator.errors import StoreUnreadable, describe
 from memory_orchestrator.models import HealthCheck, Status, Trace
+from memory_orchestrator.pipeline.retriever import Lost, is_transient
 from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
@@ -45,13 +46,23 @@ class StoreCalls:
         """`await call()` within the time limit; on failure a note and `fallback`.
 
         The note reads "<what> unavailable: <error><then>"."""
+        got = await self.attempt(trace, what, call, then=then)
+        return fallback if isinstance(got, Lost) else got
+
+    async def attempt(
+        self, trace: Trace, what: str, call: Callable[[], Awaitable[T]], *, then: str = ""
+    ) -> T | Lost:
+        """As `bounded`, the failure returned as a `Lost` (why, and whether a retry may
+        work), for a caller that must tell a failed read from an empty one."""
         trace.backend_calls += 1
         try:
             with anyio.fail_after(self.timeout_s):
                 return await call()
         except Exception as exc:  # an enrichment: a failure must not fail the request
             trace.notes.append(f"{what} unavailable: {describe(exc)}{then}")
-            return fallback
+            if isinstance(exc, TimeoutError):
+                return Lost(f"it did not answer in {self.timeout_s:g}s", True)
+            return Lost(str(exc) or type(exc).__name__, is_transient(exc))
 
     async def strict(self, call: Callable[[], Awaitable[T]], what: str = "the store call") -> T:
         """`await call()` within the time limit; failures propagate (a `TimeoutError` that
@@ -61,6 +72,23 @@ class StoreCalls:
                 return await call()
         except TimeoutError:
             raise TimeoutError(f"{what} timed out after {self.timeout_s:g}s") from None
+
+
+UNREAD = "no search reached the store ({}); nothing was read, so this is not an empty memory"
+
+
+def unreadable(trace: Trace, lost: Lost, said: str = UNREAD) -> StoreUnreadable:
+    """The error of a read that found nothing because the store failed (`lost`, the first
+    failure, fills `said`), with what to do; set as the trace's error (the caller finishes
+    the trace, then raises)."""
+    todo = (
+        "ask again in a moment, and check the store's health if it persists"
+        if lost.transient
+        else "check the store's health, fix it and ask again"
+    )
+    message = f"{said.format(lost.reason)}: {todo} (trace {trace.trace_id})"
+    trace.error = message
+    return StoreUnreadable(message, transient=lost.transient, trace_id=trace.trace_id)
 
 
 async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCheck]:

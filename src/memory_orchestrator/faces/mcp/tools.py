@@ -339,7 +339,7 @@ async def memory_expand(
     memories (same entity, same period, causes, later updates) ranked by relevance to the
     optional `query`. Use it when a first lookup found part of an answer and you need the
     linked facts: who was involved, why it happened, what happened next. Give seed_ids or
-    entities (at least one).
+    entities (at least one). Seeds that a broken store could not read are an error.
     """
     request = _validated(
         ExpandRequest,
