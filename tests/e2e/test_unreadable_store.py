@@ -257,3 +257,57 @@ def test_what_the_indexes_still_find_comes_back_marked_as_such(
     assert "Vendor Y" in content["items"][0]["summary"]
     if face != "cli":  # what the model reads: the warning first
         assert text.splitlines()[0] == content["warning"]
+
+
+# ---------------------------------------------------------------- a fused store missing a part
+
+
+@pytest.fixture(scope="module")
+def fused_with_a_member_gone(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, str]]:
+    """A fused store of the embedded store (holding one memory, written through the fused
+    store: writes go to its first member) and Mnemon, whose binary is missing."""
+    data_dir = tmp_path_factory.mktemp("fused-partial")
+    env = {
+        "ORCHESTRATOR_BACKEND": "fused",
+        "ORCHESTRATOR_FUSED__STORES": json.dumps([{"backend": "embedded"}, {"backend": "mnemon"}]),
+        "ORCHESTRATOR_MNEMON__BINARY": str(data_dir / "no-mnemon-here" / "mnemon"),
+        "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
+    }
+    content = "We decided to drop Vendor X for the radio module in favour of Vendor Y."
+    done = subprocess.run(
+        [*orchestrator_command(), "--data-dir", str(data_dir), "write", content],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(data_dir), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return data_dir, env
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_a_fused_store_answers_without_a_failed_member_and_says_so(
+    face: str,
+    fused_with_a_member_gone: tuple[Path, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data_dir, env = fused_with_a_member_gone
+    answers = ask(face, data_dir, env, monkeypatch)
+    is_error, text, content = answers["context"]
+    assert not is_error, text
+    assert content is not None
+    first = content["context_block"].splitlines()[0]
+    assert first.startswith("Warning: part of the memory could not be searched (mnemon: ")
+    assert "mnemon binary not found" in first
+    assert "Vendor Y" in content["context_block"]
+    assert content["warning"] == first
+    is_error, text, content = answers["search"]
+    assert not is_error, text
+    assert content is not None
+    assert content["warning"].startswith("Warning: part of the memory could not be searched")
+    assert "Vendor Y" in content["items"][0]["summary"]
+    if face != "cli":  # what the model reads: the warning first
+        assert text.splitlines()[0] == content["warning"]

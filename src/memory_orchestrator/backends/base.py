@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
-from memory_orchestrator.hooks import Hook
+from memory_orchestrator.hooks import Hook, Tell
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -165,6 +165,22 @@ def on_dispatched(hook: Callable[[], None]) -> AbstractContextManager[None]:
     """Within the block, a store's `dispatched()` calls `hook` (from its worker thread: the
     hook must be thread-safe). The store's worker runs in a copy of the caller's context."""
     return _DISPATCHED.when(hook)
+
+
+_LEFT_OUT = Tell("on_left_out")
+
+
+def left_out(why: str) -> None:
+    """A store that answers for several (`fused`): a search answered without one of them,
+    which failed (`why` names it and the cause); tells the caller that asked
+    (`on_left_out`), if any. A search that none answered raises instead."""
+    _LEFT_OUT.now(why)
+
+
+def on_left_out(hook: Callable[[str], None]) -> AbstractContextManager[None]:
+    """Within the block, a store's `left_out(why)` calls `hook(why)` (from any task the block
+    starts: the hook must be thread-safe)."""
+    return _LEFT_OUT.when(hook)
 
 
 class SupersedingBackend(Protocol):

@@ -8,7 +8,9 @@
   store that holds the memory. Writes go to the primary member only (with `mirror_writes`, to
   every member: the primary's outcome is the answer, the others' failures are noted).
 - A member that fails or is slow does not fail the request: the others answer, the failure
-  is named in `notes` (copied into the trace) and `health` reports degraded.
+  is named in `notes` (copied into the trace), a search says it left the member out
+  (`base.left_out`: the answer's first line says part of the memory could not be searched)
+  and `health` reports degraded. When every member fails, the call fails.
 Capabilities: a filter is claimed only when every member applies it (otherwise the pipeline
 filters); graph, timestamps and the entity index when any member has them; writing ones are
 the primary's; listing never (whatever the members can do, the fused store lists nothing).
@@ -23,8 +25,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend, superseding
-from memory_orchestrator.errors import BackendError, CapabilityMissing
+from memory_orchestrator.backends.base import MemoryBackend, left_out, superseding
+from memory_orchestrator.errors import BackendError, CapabilityMissing, describe
 from memory_orchestrator.models import (
     SUPERSEDES_KEY,
     Capabilities,
@@ -137,9 +139,12 @@ class FusedBackend:
         members: Sequence[Member],
         call: Callable[[Member], Awaitable[T]],
         timeout_s: float | None = None,
+        failed: dict[str, str] | None = None,
     ) -> dict[str, T]:
-        """`call` on every member at once; failures and timeouts are recorded, not raised."""
+        """`call` on every member at once; failures and timeouts are recorded (in
+        `self.failures`, and in `failed` for this call alone), not raised."""
         results: dict[str, T] = {}
+        failed = {} if failed is None else failed
 
         async def one(member: Member) -> None:
             limit = self.timeout_s if timeout_s is None else timeout_s
@@ -147,10 +152,12 @@ class FusedBackend:
                 with anyio.fail_after(limit):
                     results[member.label] = await call(member)
                 self.failures.pop(member.label, None)
+                return
             except TimeoutError:
-                self.failures[member.label] = f"no answer within {limit}s"
+                failed[member.label] = f"no answer within {limit:g}s"
             except Exception as exc:
-                self.failures[member.label] = f"{type(exc).__name__}: {exc}"
+                failed[member.label] = describe(exc)
+            self.failures[member.label] = failed[member.label]
 
         async with anyio.create_task_group() as tg:
             for member in members:
@@ -180,8 +187,13 @@ class FusedBackend:
     ) -> list[SearchHit]:
         if not isinstance(query, str) or top_k < 1:
             return []
-        lists = await self._each(self.members, lambda m: m.backend.search(query, top_k, filters))
+        failed: dict[str, str] = {}
+        lists = await self._each(
+            self.members, lambda m: m.backend.search(query, top_k, filters), failed=failed
+        )
         self._all_failed(self.members, lists)
+        for label, why in failed.items():  # the others answered: a partial answer, said so
+            left_out(f"{label}: {why}")
         fused: dict[str, tuple[float, Memory]] = {}
         for label, hits in lists.items():
             weight = self.by_label[label].weight

@@ -10,7 +10,9 @@ that calls the store degrades on failure and says so in the trace; no stage fail
 but the planner's input checks, and one rule: when every search of the store failed, an empty
 answer would pass a broken store off as an empty memory, so the run raises `StoreUnreadable`
 (the trace kept, with the error); when the derived indexes still found memories, they come back
-with a `warning` that says the store itself could not be searched.
+with a `warning` that says the store itself could not be searched. A store made of several
+(`fused`) that searched without a failing part says so (`base.left_out`), and the `warning`
+says that part of the memory could not be searched.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.backends.base import MemoryBackend, on_left_out
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
 from memory_orchestrator.derived.local_index import LocalIndex
@@ -116,6 +118,22 @@ class _Pass:
     candidates: list[Candidate] = field(default_factory=list)
     ctx: RankContext | None = None
     unread: Lost | None = None  # why no search reached the store (None: the store answered)
+    left_out: list[str] = field(default_factory=list)  # parts of the store that failed
+
+
+def _left_out_warning(run: _Pass) -> str | None:
+    """The answer's first line when a store made of several (`fused`) searched without some
+    of them (`base.left_out`); None when every part answered."""
+    if not run.left_out:
+        return None
+    by_part = {why.partition(": ")[0]: why for why in run.left_out}  # one line per part
+    short = cut_at_word("; ".join(by_part.values()), 200)
+    warning = (
+        f"Warning: part of the memory could not be searched ({short}); these memories come"
+        " from the rest of it and may be incomplete."
+    )
+    run.trace.notes.append(warning)
+    return warning
 
 
 class ReadPath:
@@ -156,10 +174,11 @@ class ReadPath:
         # thread while the request plans and waits for the store
         self._indexes.encode_ahead(run.query)
         task = cut_query(req.task, "task", limit, trace) if req.task else req.task
-        plan = await self._plan(run, task)
-        await self._retrieve(run, plan)
-        await self._widen(run, plan)
-        await self._expand(run, plan)
+        with on_left_out(run.left_out.append):
+            plan = await self._plan(run, task)
+            await self._retrieve(run, plan)
+            await self._widen(run, plan)
+            await self._expand(run, plan)
         items = self._rank(run)
         trace.result_ids = [i.id for i in items]
         trace.timings_ms["total"] = ms_since(run.started)
@@ -173,7 +192,7 @@ class ReadPath:
         derived indexes found, or, when they found nothing, `StoreUnreadable` (the trace
         finished with the error first, so that it can be explained)."""
         if run.unread is None:
-            return None
+            return _left_out_warning(run)
         reason, transient = run.unread
         if items:
             short = cut_at_word(reason.split("; ")[0], 160)  # the cause, not the remedy
