@@ -5,8 +5,8 @@ agent or a user has: an MCP client over stdio (the SDK's), an MCP client over st
 Each store kind the suite can start is broken for real: the embedded store's file is not a
 database; Mnemon's binary is missing; mnemon-mcp's npm server dies as it starts (its SQLite
 file is garbage); kg-memory's npm server cannot read its JSONL file; the fused store has both
-its members broken; PostgreSQL was stopped. (The mnemonic store, a folder of files, has no
-such state: a missing folder is an empty store.)
+its members broken; PostgreSQL was stopped; the mnemonic store's folder is not there (a file
+in its place: it cannot be made when the store opens).
 
 - Nothing came back: `memory_context` and `memory_search` are tool errors (isError) whose one
   line says the store could not be searched, why, and what to do; the CLI exits 1 with it.
@@ -50,6 +50,7 @@ REASONS = {
     "kg-memory": "JSON",
     "fused": "not a database",
     "postgres": "did not answer",
+    "mnemonic": "is not a folder",
 }
 FACES = ("stdio", "http", "cli")
 
@@ -84,6 +85,8 @@ def broken(kind: str, data_dir: Path, request: pytest.FixtureRequest) -> dict[st
     if kind == "kg-memory":
         (data_dir / "kg-memory.jsonl").write_text("{not json\n", encoding="utf-8")
         env["ORCHESTRATOR_KG_MEMORY__SCRIPT"] = str(require_script(KG_PACKAGE))
+    if kind == "mnemonic":
+        (data_dir / "mnemonic").write_text("not a folder\n", encoding="utf-8")
     if kind == "postgres":
         env["ORCHESTRATOR_POSTGRES__DSN"] = request.getfixturevalue("stopped_postgres")
         env["ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S"] = "2"

@@ -220,6 +220,39 @@ async def test_concurrent_writes_are_all_kept(root: Path) -> None:
     assert {h.memory.id for h in hits} == set(ids)
 
 
+async def test_a_folder_gone_while_open_is_an_error_never_an_empty_memory(root: Path) -> None:
+    store = MnemonicBackend(root, rescan_s=3600)  # its files were read: the folder is gone after
+    assert await store.search("publish a release", 5)
+    shutil.rmtree(root)
+    with pytest.raises(BackendError, match="does not exist") as read:
+        await store.search("publish a release", 5)
+    assert not read.value.transient  # a read says what to fix
+    with pytest.raises(BackendError, match="does not exist"):
+        await store.get_memories(["6f1c2a9e-0000-4000-8000-000000000001"])
+    with pytest.raises(BackendError, match="does not exist") as written:
+        await store.write(NewMemory(content="a memory for a folder that is gone"))
+    assert written.value.transient  # the orchestrator queues it
+    assert not root.exists()  # no empty folder made behind the operator's back
+    (check,) = await store.health()
+    assert check.status is Status.ERROR
+    assert "does not exist" in check.detail
+
+
+async def test_the_folder_is_made_when_the_store_opens_its_parents_only_when_ours(
+    tmp_path: Path,
+) -> None:
+    settings = load_settings(data_dir=tmp_path / "data", backend="mnemonic")
+    registry.create("mnemonic", settings)
+    assert (tmp_path / "data" / "mnemonic").is_dir()
+    unmounted = tmp_path / "drive" / "notes"  # [mnemonic] path on a drive not mounted
+    settings = load_settings(data_dir=tmp_path / "data", backend="mnemonic")
+    settings.mnemonic.path = unmounted
+    store = registry.create("mnemonic", settings)
+    assert not (tmp_path / "drive").exists()
+    with pytest.raises(BackendError, match="does not exist"):
+        await store.search("anything", 5)
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
 async def test_git_commit_records_every_write(tmp_path: Path) -> None:
     root = tmp_path / "repo"

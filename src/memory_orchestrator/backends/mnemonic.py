@@ -12,10 +12,16 @@ file times at most every `rescan_s` seconds, and at once after this process writ
 explicit `relations` (either direction) and memories sharing an entity, nearest in time first.
 `git_commit = true` commits every write and forget in the root (a repository is made when the
 root is not one); git runs with list arguments, never a shell.
+
+The folder is made when the store opens; afterwards a folder that is not there (moved,
+deleted, unmounted, a file in its place) fails every call: a read with the reason (the
+orchestrator's "not an empty memory" error), a write transiently (it is queued, and no new
+folder is made behind the operator's back).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import subprocess
@@ -97,8 +103,15 @@ class MnemonicBackend:
         git_commit: bool = False,
         rescan_s: float = 1.0,
         agent: str = "memory-orchestrator",
+        make_parents: bool = True,
     ) -> None:
         self.root = Path(root).resolve()
+        # The folder is made when the store is opened, as the embedded store makes its file;
+        # once open, a folder that is not there is an error, never an empty memory. Its
+        # parents only when they are ours (`make_parents`): a folder on a drive that is not
+        # mounted is not made on the drive below.
+        with contextlib.suppress(OSError):  # then every call says what is wrong
+            self.root.mkdir(parents=make_parents, exist_ok=True)
         self.git_commit = git_commit
         self.rescan_s = rescan_s
         self.agent = agent
@@ -124,7 +137,20 @@ class MnemonicBackend:
 
         return await anyio.to_thread.run_sync(locked, abandon_on_cancel=True)
 
+    def _require_root(self, *, transient: bool = False) -> None:
+        """BackendError when the folder is not there (moved, deleted, unmounted, or a file in
+        its place): reading it as an empty memory would pass a broken store off as one."""
+        if self.root.is_dir():
+            return
+        what = "is not a folder" if self.root.exists() else "does not exist"
+        raise BackendError(
+            f"{NAME} folder {self.root} {what} (moved, deleted or not mounted?): put it back,"
+            " or set [mnemonic] path",
+            transient=transient,
+        )
+
     def _scan(self, force: bool = False) -> None:
+        self._require_root()
         if not force and time.monotonic() - self._scanned < self.rescan_s:
             return
         seen: dict[Path, Doc] = {}
@@ -161,8 +187,6 @@ class MnemonicBackend:
         return doc
 
     def _files(self) -> list[Path]:
-        if not self.root.is_dir():
-            return []
         out: list[Path] = []
         stack = [self.root]
         while stack:
@@ -348,6 +372,8 @@ class MnemonicBackend:
         return await self._run(lambda: self._write(memory))
 
     def _write(self, memory: NewMemory) -> WriteOutcome:
+        # transient: the write is queued until the folder is back, and never makes a new one
+        self._require_root(transient=True)
         self._scan()
         mid = self._by_digest.get(digest(memory.content))
         if mid is not None and self._by_id[mid].memory.superseded_by is None:
@@ -485,9 +511,6 @@ class MnemonicBackend:
         except Exception as exc:
             return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc))]
         ms = round((time.perf_counter() - start) * 1000, 3)
-        if not self.root.is_dir():
-            detail = f"{self.root} does not exist yet (made on the first write)"
-            return [HealthCheck(name=NAME, status=Status.OK, detail=detail, latency_ms=ms)]
         detail = f"{count} memories in {self.root}"
         status = Status.OK
         if skipped:
@@ -503,4 +526,9 @@ def from_settings(settings: Settings) -> MnemonicBackend:
     """The registry's factory: `[mnemonic]` settings."""
     section = settings.mnemonic
     root = section.path or settings.data_dir / "mnemonic"
-    return MnemonicBackend(root, git_commit=section.git_commit, rescan_s=section.rescan_s)
+    return MnemonicBackend(
+        root,
+        git_commit=section.git_commit,
+        rescan_s=section.rescan_s,
+        make_parents=section.path is None,  # the data dir is ours to make
+    )
