@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import time
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -420,27 +422,50 @@ def test_unicode_text_is_normalised_and_names_with_accents_are_found() -> None:
     assert plan("卡罗琳什么时候去的\uff1f").subqueries
 
 
-def test_a_huge_query_is_planned_quickly() -> None:
+def test_a_huge_query_is_planned_in_time_linear_in_its_length() -> None:
     query = ("Caroline met Melanie at Project Atlas last week, and what did Jon say? " * 80)[:5000]
-    started = time.perf_counter()
-    p = plan(query, [f"entity {i}" for i in range(500)])
-    assert time.perf_counter() - started < 0.5
+    known = [f"entity {i}" for i in range(500)]
+    p = plan(query, known)
     assert 1 <= len(p.subqueries) <= 4
+    # counted calls, not a time: a tenth of the text, about a tenth of the work
+    short, long = _work_to_plan(query[:500] + "?", known), _work_to_plan(query + "?", known)
+    assert long <= 10 * short * 1.25, (short, long)
 
 
-def test_planning_is_well_under_a_millisecond_per_question() -> None:
+def _work_to_plan(query: str, known: Sequence[str]) -> int:
+    """The bytecode instructions one planning of `query` runs: a count of the work, not a
+    time (each loop's every turn counts; work inside C functions such as regex, not)."""
+    ran = 0
+
+    def trace(frame: FrameType, event: str, arg: object) -> Any:  # sys.TraceFunction
+        nonlocal ran
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            ran += 1
+        return trace
+
+    before = sys.gettrace()  # (a coverage tool's, say) put back after
+    sys.settrace(trace)
+    try:
+        plan(query, known)
+    finally:
+        sys.settrace(before)
+    return ran
+
+
+def test_planning_grows_linearly_with_the_question() -> None:
+    """Catches a rule gone quadratic (what a timed bound used to guard, which tests must not
+    assert: `bench/stage_times.py` reports planning's milliseconds per call). Each length a
+    question of its own, so no cache answers for the planner."""
     names = ("Caroline", "Melanie", "Jon", "Gina")
-    queries = [
-        f"When did {n} go to the LGBTQ support group {k} days ago?"
-        for n in names
-        for k in range(250)
-    ]
-    started = time.perf_counter()
-    for query in queries:
-        plan(query, names)
-    # A bound far above what planning costs, to catch a blow-up (a rule gone quadratic),
-    # with room for slow CI machines.
-    assert (time.perf_counter() - started) / len(queries) < 0.005
+    words = "When did Caroline go to the LGBTQ support group with Melanie and why".split()
+
+    def question(n: int) -> str:
+        return " ".join(w if i % 7 else f"{w}{n}" for i, w in enumerate(words * n)) + "?"
+
+    plan("warm up for Caroline", names)  # first-use work (compiled patterns) counted nowhere
+    short, long = _work_to_plan(question(8), names), _work_to_plan(question(64), names)
+    assert long <= 8 * short * 1.25, (short, long)  # 8x the words: about 8x the work
 
 
 @given(
