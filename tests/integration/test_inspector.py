@@ -17,12 +17,14 @@ from typing import Any
 import httpx2
 import pytest
 
+from memory_orchestrator import service
 from memory_orchestrator.demo import load_demo
 from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.faces.ui.app import build_app
 from memory_orchestrator.models import MemoryType, NewMemory, SearchRequest, WriteRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings, load_settings
+from memory_orchestrator.state import shared as shared_state
 from memory_orchestrator.state.tokens import TokenSpec, hash_token, new_secret
 from memory_orchestrator.state.traces import TraceStore
 
@@ -371,6 +373,34 @@ async def test_the_health_page_shows_the_latest_check_with_its_age_and_checks_ag
         assert await counted(site, "/health") == "41"
         site.app.state.ui.health.max_age_s = 3600.0
         assert await counted(site, "/health") == "42"
+
+    await _run(settings, body)
+
+
+async def test_checking_health_from_the_page_reads_the_outbox_and_replays_nothing(
+    settings: Settings,
+) -> None:
+    """`/health?fresh=1` is a GET (a link any page can make a browser follow): the check it
+    runs shows the queued write and leaves it queued; `memory_health` still replays it."""
+    content = "A write queued while the store was down, about the Atlas antenna."
+
+    async def body(site: Site) -> None:
+        outbox = shared_state.outbox(settings)  # what an earlier process left queued
+        try:
+            outbox.put(WriteRequest(memory=NewMemory(content=content)), "store was down")
+        finally:
+            outbox.close()
+        page = await site.get("/health?fresh=1")
+        assert page.status_code == 200
+        assert "1 write(s) wait for the store" in page.text
+        assert "1 write(s) queued" in page.text  # the outbox check, read, not replayed
+        assert service.queued_writes(settings).depth == 1
+        report = await site.orchestrator.health()  # the tool replays
+        (outbox_check,) = [c for c in report.checks if c.name == "outbox"]
+        assert "1 replayed now" in outbox_check.detail
+        assert service.queued_writes(settings).depth == 0
+        found = await site.orchestrator.search(SearchRequest(query="Atlas antenna queued"))
+        assert any(i.summary == content for i in found.items)
 
     await _run(settings, body)
 

@@ -30,8 +30,10 @@ async def service_checks(
     indexes: Callable[[], HealthCheck | None],
     writes: WritePath | None,
     recorder: TraceRecorder,
+    replay: bool = True,
 ) -> list[HealthCheck]:
-    """The checks (see the module docstring); `writes` None: the outbox is off."""
+    """The checks (see the module docstring); `writes` None: the outbox is off; `replay`
+    off: the outbox's queue is read, not replayed."""
     traces: list[HealthCheck | None] = []
 
     async def stored() -> None:
@@ -43,5 +45,5 @@ async def service_checks(
         semantic = indexes()
         checks += [semantic] if semantic is not None else []
         if writes is not None:
-            checks.append(await writes.health_check())
+            checks.append(await writes.health_check(replay=replay))
     return checks + [c for c in traces if c is not None]

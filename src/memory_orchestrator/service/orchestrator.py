@@ -423,10 +423,11 @@ class Orchestrator:
             after=tuple(after),
         )
 
-    async def health(self) -> HealthReport:
+    async def health(self, *, replay: bool = True) -> HealthReport:
+        """Queued writes are replayed first unless `replay` is off (a GET changes nothing)."""
         writes = self._writes if self.settings.outbox.enabled else None
         checks = await service_checks(
-            self._store, self._calls, self._indexes.health_check, writes, self._recorder
+            self._store, self._calls, self._indexes.health_check, writes, self._recorder, replay
         )
         if self.created_store is not None:
             detail = f"store created empty at {self.created_store} by this process"

@@ -269,12 +269,13 @@ class WritePath:
         self._recorder.finish(trace)
         return done
 
-    async def health_check(self) -> HealthCheck:
-        """Replays what it can, then: ok when empty, degraded with the reason otherwise."""
+    async def health_check(self, *, replay: bool = True) -> HealthCheck:
+        """Replays what it can (unless `replay` is off: the queue is only read), then: ok
+        when empty, degraded with the reason otherwise."""
         started = time.perf_counter()
         try:
             replayed: list[QueuedWrite] = []
-            waiting = await self.replay(replayed)
+            waiting = await self.replay(replayed) if replay else await self._outbox.depth()
             last = await self._outbox.last_error() if waiting else None
         except Exception as exc:
             return HealthCheck(name="outbox", status=Status.ERROR, detail=describe(exc))

@@ -147,8 +147,8 @@ class Hosted(Orchestrator):
 
     notes: Sequence[Callable[[], HealthCheck]] = ()
 
-    async def health(self) -> HealthReport:
-        report = await super().health()
+    async def health(self, *, replay: bool = True) -> HealthReport:
+        report = await super().health(replay=replay)
         checks = (*report.checks, *(note() for note in self.notes))
         return report.model_copy(update={"checks": checks})
 

@@ -6,6 +6,9 @@ so the page shows the latest report with its age instead of checking on every vi
 server checks once at start, again in the background after a visit finds the report older
 than `max_age_s`, and at once when asked (`/health?fresh=1`, the page's "Check now"). A
 visit before the first check is done does not wait for it: the page says it is under way.
+A check changes nothing (the pages are GETs): the outbox's queue is shown, not replayed
+(the servers replay it on their schedule, `memory_health` and `orchestrator outbox flush` at
+once).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class HealthChecks:
                 return self._latest  # checked while this one waited
             started = time.perf_counter()
             try:
-                report = await self._orchestrator.health()
+                # a page is a GET: the outbox is read, its writes not replayed
+                report = await self._orchestrator.health(replay=False)
             finally:
                 self._first.set()
             took = round((time.perf_counter() - started) * 1000, 1)
