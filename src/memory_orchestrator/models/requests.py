@@ -56,7 +56,7 @@ class ResponseBudget(Frozen):
         default=8, ge=1, le=MAX_TOP_K, description="At most this many items (default: configured)."
     )
     max_chars: int = Field(
-        default=2400,
+        default=2500,
         ge=200,
         le=100_000,
         description="At most this many characters of text (default: configured).",

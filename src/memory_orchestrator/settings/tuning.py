@@ -230,7 +230,7 @@ class PackagingSettings(Section):
         default=8, ge=1, le=100, description="items in a context package, at most"
     )
     max_chars: int = Field(
-        default=2400,
+        default=2500,
         ge=200,
         le=100_000,
         description="characters in a context package, at most (chosen by leaving one LoCoMo"
