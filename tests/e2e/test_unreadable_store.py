@@ -210,6 +210,40 @@ def test_a_store_that_cannot_be_searched_is_an_error_never_an_empty_answer(
 # ---------------------------------------------------------------- the indexes still found it
 
 
+def _write_the_decision(data_dir: Path, env: dict[str, str]) -> None:
+    """`orchestrator write` of the memory the partial answers must still find."""
+    content = "We decided to drop Vendor X for the radio module in favour of Vendor Y."
+    done = subprocess.run(
+        [*orchestrator_command(), "--data-dir", str(data_dir), "write", content],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(data_dir), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _marked(answers: dict[str, Answer], face: str, warning: str) -> str:
+    """Both reads answered, found the decision and say `warning` first; the block's first
+    line."""
+    is_error, text, content = answers["context"]
+    assert not is_error, text
+    assert content is not None
+    first = str(content["context_block"]).splitlines()[0]
+    assert first.startswith(warning), first
+    assert "Vendor Y" in content["context_block"]
+    assert content["warning"] == first
+    is_error, text, content = answers["search"]
+    assert not is_error, text
+    assert content is not None
+    assert content["warning"].startswith(warning)
+    assert "Vendor Y" in content["items"][0]["summary"]
+    if face != "cli":  # what the model reads: the warning first
+        assert text.splitlines()[0] == content["warning"]
+    return first
+
+
 @pytest.fixture(scope="module")
 def written_then_binary_gone(
     tmp_path_factory: pytest.TempPathFactory,
@@ -224,16 +258,7 @@ def written_then_binary_gone(
         "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
         "ORCHESTRATOR_MNEMON__BINARY": str(binary),
     }
-    content = "We decided to drop Vendor X for the radio module in favour of Vendor Y."
-    done = subprocess.run(
-        [*orchestrator_command(), "--data-dir", str(data_dir), "write", content],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(data_dir), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    _write_the_decision(data_dir, env)
     env["ORCHESTRATOR_MNEMON__BINARY"] = str(data_dir / "no-mnemon-here" / "mnemon")
     return data_dir, env
 
@@ -246,20 +271,7 @@ def test_what_the_indexes_still_find_comes_back_marked_as_such(
 ) -> None:
     data_dir, env = written_then_binary_gone
     answers = ask(face, data_dir, env, monkeypatch)
-    is_error, text, content = answers["context"]
-    assert not is_error, text
-    assert content is not None
-    first = content["context_block"].splitlines()[0]
-    assert first.startswith("Warning: the memory store could not be searched (mnemon binary")
-    assert "Vendor Y" in content["context_block"]
-    assert content["warning"] == first
-    is_error, text, content = answers["search"]
-    assert not is_error, text
-    assert content is not None
-    assert content["warning"].startswith("Warning: the memory store")
-    assert "Vendor Y" in content["items"][0]["summary"]
-    if face != "cli":  # what the model reads: the warning first
-        assert text.splitlines()[0] == content["warning"]
+    _marked(answers, face, "Warning: the memory store could not be searched (mnemon binary")
 
 
 # ---------------------------------------------------------------- a fused store missing a part
@@ -278,16 +290,7 @@ def fused_with_a_member_gone(
         "ORCHESTRATOR_MNEMON__BINARY": str(data_dir / "no-mnemon-here" / "mnemon"),
         "ORCHESTRATOR_MNEMON__DATA_DIR": str(data_dir / "mnemon"),
     }
-    content = "We decided to drop Vendor X for the radio module in favour of Vendor Y."
-    done = subprocess.run(
-        [*orchestrator_command(), "--data-dir", str(data_dir), "write", content],
-        env={"PATH": os.environ.get("PATH", ""), "HOME": str(data_dir), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    _write_the_decision(data_dir, env)
     return data_dir, env
 
 
@@ -299,18 +302,5 @@ def test_a_fused_store_answers_without_a_failed_member_and_says_so(
 ) -> None:
     data_dir, env = fused_with_a_member_gone
     answers = ask(face, data_dir, env, monkeypatch)
-    is_error, text, content = answers["context"]
-    assert not is_error, text
-    assert content is not None
-    first = content["context_block"].splitlines()[0]
-    assert first.startswith("Warning: part of the memory could not be searched (mnemon: ")
+    first = _marked(answers, face, "Warning: part of the memory could not be searched (mnemon: ")
     assert "mnemon binary not found" in first
-    assert "Vendor Y" in content["context_block"]
-    assert content["warning"] == first
-    is_error, text, content = answers["search"]
-    assert not is_error, text
-    assert content is not None
-    assert content["warning"].startswith("Warning: part of the memory could not be searched")
-    assert "Vendor Y" in content["items"][0]["summary"]
-    if face != "cli":  # what the model reads: the warning first
-        assert text.splitlines()[0] == content["warning"]
