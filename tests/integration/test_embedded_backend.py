@@ -292,7 +292,7 @@ async def test_exact_duplicate_write_is_skipped_with_the_existing_id(db: Path) -
     await run_with(db, body)
 
 
-async def test_write_many_stores_700_memories_in_one_fast_call_and_chains_them_in_time(
+async def test_write_many_stores_700_memories_in_one_call_and_chains_them_in_time(
     db: Path,
 ) -> None:
     async def body(b: EmbeddedBackend) -> None:
@@ -302,10 +302,8 @@ async def test_write_many_stores_700_memories_in_one_fast_call_and_chains_them_i
             mem(f"message number {i} about topic {i % 7}", i, entities=[f"Speaker{i % 2}"])
             for i in shuffled
         ]
-        start = time.perf_counter()
+        # How fast this goes is bench/bench_import.py's question, not a test's.
         outcomes = await b.write_many(batch)
-        elapsed = time.perf_counter() - start
-        assert elapsed < 1.0, f"write_many(700) took {elapsed:.3f}s"
         assert all(o.action is WriteAction.ADDED for o in outcomes)
         by_minute = {m: o.id for m, o in zip(shuffled, outcomes, strict=True)}
         for minute in (0, 1, 350, 698):
