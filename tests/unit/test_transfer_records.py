@@ -10,14 +10,17 @@ import pytest
 
 from memory_orchestrator.errors import TransferError
 from memory_orchestrator.models import SUPERSEDES_KEY, Memory, MemoryType
+from memory_orchestrator.state.forgotten import Tombstone
 from memory_orchestrator.transfer.records import (
     EdgeRecord,
     Header,
+    forgotten_of,
     lines,
     memory_of,
     new_memory,
     read_export,
     record_of,
+    tombstone_of,
 )
 
 WHEN = datetime(2024, 5, 8, 13, 56, 0, 123456, tzinfo=UTC)
@@ -68,6 +71,17 @@ def test_supersession_travels_as_fields_not_as_client_metadata() -> None:
     assert first.superseded_by == "m2"
     written = new_memory(second, {"m1": "new-1"})  # a store that assigns its own ids
     assert written.metadata[SUPERSEDES_KEY] == "new-1"
+
+
+def test_a_tombstone_travels_with_its_memory_and_comes_back_under_the_new_id() -> None:
+    stone = Tombstone("m1", "embedded", "a secret", WHEN)
+    first, second = (record_of(m) for m in memories())
+    first = first.model_copy(update={"forgotten": forgotten_of(stone)})
+    text = "".join(lines(Header(store="embedded"), [first, second], []))
+    back, live = read_export(text.splitlines(), "f").memories
+    assert (back.forgotten, live.forgotten) == (first.forgotten, None)
+    assert tombstone_of(back, "new-1", "mnemon") == Tombstone("new-1", "mnemon", "a secret", WHEN)
+    assert tombstone_of(live, "new-2", "mnemon") is None
 
 
 def test_a_file_cut_short_is_refused() -> None:

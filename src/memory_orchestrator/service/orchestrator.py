@@ -470,7 +470,8 @@ class Orchestrator:
 
     def transfer(self) -> Transfer:
         """Export, restore, backup and import over this store (`service.transfer`)."""
-        return Transfer(self._backend, self._store, self._indexes.stale, self._writes)
+        forgotten = self._forgets.tombstones
+        return Transfer(self._backend, self._store, self._indexes.stale, self._writes, forgotten)
 
     def trace(self, trace_id: str) -> Trace | None:
         """A stored trace, or None; the memories forgotten since are left out of it."""

@@ -1,16 +1,19 @@
 """Export, restore, backup and import: memories in and out of a store.
 
-    export   every live memory (the store's listing, in its order) and every edge between
-             them, with their ids, times, types, labels, metadata and supersession marks
-             (`transfer.records`). Needs the store's listing; the edges need `list_edges`
+    export   every memory the store lists (in its order) and every edge between them, with
+             their ids, times, types, labels, metadata and supersession marks
+             (`transfer.records`), and a forgotten memory with its tombstone (the data dir's
+             `Tombstones`). Needs the store's listing; the edges need `list_edges`
              (`capabilities.export`), and an export without them says so in its header.
     restore  an export into an empty store, nothing judged: verbatim where the store can take
              it so (`capabilities.restore`: the same ids, order, times and marks); elsewhere
              each memory written as it is (the store assigns its ids), then the edges and the
              marks through the store's own `link` and `supersede`, with the ids mapped; the
-             mapping is reported. A store that holds any memory is refused.
+             mapping is reported. Then the tombstones, under the ids the memories have now.
+             A store that holds any memory is refused.
     backup   a consistent copy while writers go on: the store's own file where it can copy
-             it (`capabilities.backup`), else its export.
+             it (`capabilities.backup`; the embedded store's copy holds the tombstones too,
+             as the `forgotten` table of `state/forgotten.py`), else its export.
     import   records of another source through the write path (`service.importing`).
 
 Built by the `Orchestrator` (`Orchestrator.transfer`) over its store; it never asks which
@@ -38,11 +41,12 @@ from memory_orchestrator.backends.base import (
     restoring,
     superseding,
 )
-from memory_orchestrator.errors import BackendError, TransferError
+from memory_orchestrator.errors import BackendError, ForgetError, TransferError
 from memory_orchestrator.models import Memory, NewMemory, WriteAction, WriteOutcome
 from memory_orchestrator.service.importing import Importer, ImportSummary
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
+from memory_orchestrator.state.forgotten import Tombstone, Tombstones
 from memory_orchestrator.state.imports import Ledger
 from memory_orchestrator.transfer.records import (
     EdgeRecord,
@@ -51,11 +55,13 @@ from memory_orchestrator.transfer.records import (
     MemoryRecord,
     edge_from,
     edge_of,
+    forgotten_of,
     lines,
     memory_of,
     new_memory,
     read_export,
     record_of,
+    tombstone_of,
 )
 from memory_orchestrator.transfer.sources import Incoming
 
@@ -75,6 +81,7 @@ class ExportSummary:
     edges: int
     lossless: bool
     notes: list[str] = field(default_factory=list)
+    forgotten: int = 0  # memories exported with their tombstone
 
 
 @dataclass
@@ -102,6 +109,7 @@ class RestoreReport:
     verbatim: bool
     ids: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    forgotten: int = 0  # tombstones re-created: memories restored forgotten
 
 
 class Transfer:
@@ -113,12 +121,15 @@ class Transfer:
         store: MemoryBackend,
         on_written: Callable[[], None],
         writes: WritePath | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         # `backend`: the store itself, for its optional abilities; `store`: the same behind
         # the retry wrapper, for the calls every store has; `writes`: the write path of
-        # `memory_write`, which an import goes through
+        # `memory_write`, which an import goes through; `tombstones`: the data dir's
+        # forgotten memories, which an export carries and a restore re-creates
         self._backend, self._store, self._on_written = backend, store, on_written
         self._writes = writes
+        self._tombstones = tombstones
 
     # ------------------------------------------------------------------ import
 
@@ -142,7 +153,7 @@ class Transfer:
     async def snapshot(self, progress: Progress = _quiet) -> Export:
         """Every live memory and every edge between them, as an export holds them. Raises
         TransferError when the store cannot list its memories."""
-        records = await self._memories(progress)
+        records = await self._with_tombstones(await self._memories(progress))
         ids = {r.id for r in records}
         edges, notes = await self._edges(ids, progress)
         records, dropped = _marks_within(records, ids)
@@ -161,9 +172,10 @@ class Transfer:
         found = await self.snapshot(progress)
         for line in lines(found.header, found.memories, found.edges):
             write(line)
-        header = found.header
+        header, records = found.header, found.memories
+        forgotten = sum(r.forgotten is not None for r in records)
         return ExportSummary(
-            len(found.memories), len(found.edges), header.lossless, list(header.notes)
+            len(records), len(found.edges), header.lossless, list(header.notes), forgotten
         )
 
     async def _memories(self, progress: Progress) -> list[MemoryRecord]:
@@ -183,6 +195,22 @@ class Transfer:
         # the store's marks confirm a bare `supersedes` of a record stored before the prefix
         marks = frozenset((m.id, m.superseded_by) for m in found.values() if m.superseded_by)
         return [record_of(m, marks) for m in found.values()]
+
+    async def _with_tombstones(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """`records`, each forgotten one with its tombstone (a purged memory is not listed)."""
+        stones = {t.memory_id: t for t in await self._entries() if t.purged_at is None}
+        if not stones:
+            return records
+        return [
+            r.model_copy(update={"forgotten": forgotten_of(stones[r.id])}) if r.id in stones else r
+            for r in records
+        ]
+
+    async def _entries(self) -> list[Tombstone]:
+        tombstones = self._tombstones
+        if tombstones is None:
+            return []
+        return await anyio.to_thread.run_sync(tombstones.entries)
 
     async def _edges(self, ids: set[str], progress: Progress) -> tuple[list[EdgeRecord], list[str]]:
         lister = exporting(self._backend)
@@ -221,7 +249,8 @@ class Transfer:
         copier = backing_up(self._backend)
         if copier is not None:
             await copier.backup(dest)
-            return BackupReport(self._store.name, dest, "copy", dest.stat().st_size)
+            notes = await self._tombstones_into(dest)
+            return BackupReport(self._store.name, dest, "copy", dest.stat().st_size, None, notes)
         partial = dest.with_name(dest.name + ".partial")
         try:
             with partial.open("w", encoding="utf-8") as out:
@@ -234,6 +263,27 @@ class Transfer:
         if self._store.name == "postgres":
             notes = [*notes, "a copy of the whole database: pg_dump (docs/how-to/import-export.md)"]
         return BackupReport(self._store.name, dest, "export", dest.stat().st_size, summary, notes)
+
+    async def _tombstones_into(self, dest: Path) -> list[str]:
+        """The tombstones into a copy of the store's file: only the embedded store's copy,
+        which `restore` reads (`read_backup`); another program's file is left as it is."""
+        stones = [t for t in await self._entries() if t.purged_at is None]
+        if not stones:
+            return []
+        if self._store.name != "embedded":
+            return [
+                f"{len(stones)} forgotten memor{'y' if len(stones) == 1 else 'ies'}: the"
+                " tombstones are not in this copy (an export carries them)"
+            ]
+        copy = Tombstones(dest)
+        try:
+            await anyio.to_thread.run_sync(copy.add, stones)
+        except ForgetError as exc:
+            dest.unlink(missing_ok=True)
+            raise TransferError(f"backup to {dest} failed: {exc}") from exc
+        finally:
+            copy.close()
+        return [f"{len(stones)} forgotten memories kept forgotten in the copy"]
 
     # ------------------------------------------------------------------ restore
 
@@ -252,14 +302,45 @@ class Transfer:
             progress("memories", total, total)
             self._on_written()
             marks = sum(r.superseded_by is not None for r in export.memories)
-            notes = []
+            notes: list[str] = []
             if marks and not self._store.capabilities.supersede:
                 notes.append(f"{marks} superseded mark(s) not kept: the store keeps none")
                 marks = 0
-            return RestoreReport(self._store.name, total, len(export.edges), marks, True, {}, notes)
+            same = {r.id: r.id for r in export.memories}
+            forgotten = await self._forget_again(export.memories, same, notes)
+            edges = len(export.edges)
+            return RestoreReport(self._store.name, total, edges, marks, True, {}, notes, forgotten)
         report = await self._restore_mapped(export, progress)
         self._on_written()
         return report
+
+    async def _forget_again(
+        self, records: Sequence[MemoryRecord], ids: dict[str, str], notes: list[str]
+    ) -> int:
+        """The tombstones `records` carry, re-created under the ids their memories have now
+        (`ids`: old -> new). One the store merged into a memory the file holds live (the same
+        text) is left out: forgetting it would hide that one too."""
+        carried = [r for r in records if r.forgotten is not None and r.id in ids]
+        if not carried:
+            return 0
+        if self._tombstones is None:
+            notes.append(f"{len(carried)} tombstone(s) not kept: no forgotten memories here")
+            return 0
+        live = {ids[r.id] for r in records if r.forgotten is None and r.id in ids}
+        merged = [r for r in carried if ids[r.id] in live]
+        if merged:
+            notes.append(
+                f"{len(merged)} forgotten memor{'y' if len(merged) == 1 else 'ies'} not kept"
+                " forgotten: the store holds it as a live memory of the file (the same text)"
+            )
+        name = self._store.name
+        stones = [
+            stone
+            for r in carried
+            if ids[r.id] not in live and (stone := tombstone_of(r, ids[r.id], name)) is not None
+        ]
+        added = await anyio.to_thread.run_sync(self._tombstones.add, stones)
+        return len(added)
 
     async def _require_empty(self) -> None:
         caps = self._store.capabilities
@@ -298,12 +379,12 @@ class Transfer:
             progress("memories", start + len(chunk), len(records))
         edges = await self._link(export.edges, ids, notes)
         marks = await self._mark(records, ids, notes)
+        forgotten = await self._forget_again(records, ids, notes)
         if not caps.timestamps:
             notes.append("the store keeps no times: the memories' times are not kept")
         changed = {old: new for old, new in ids.items() if old != new}
-        return RestoreReport(
-            store.name, len(set(ids.values())), edges, marks, False, changed, notes
-        )
+        count = len(set(ids.values()))
+        return RestoreReport(store.name, count, edges, marks, False, changed, notes, forgotten)
 
     async def _link(
         self, edges: Sequence[EdgeRecord], ids: dict[str, str], notes: list[str]
@@ -398,12 +479,16 @@ async def read_backup(path: Path, settings: Settings) -> Export:
         embedded = settings.embedded.model_copy(update={"path": copy})
         scratch = settings.model_copy(update={"backend": "embedded", "embedded": embedded})
         store = registry.create("embedded", scratch)
+        stones = Tombstones(copy)  # the copy's own (`backup`), read once it opened as a store
         try:
-            return await Transfer(store, store, lambda: None).snapshot()
+            return await Transfer(store, store, lambda: None, tombstones=stones).snapshot()
         except BackendError as exc:
             why = str(exc).replace(f"embedded store {copy}: ", "")
             raise TransferError(f"{path}: not a backup of the embedded store: {why}") from exc
+        except ForgetError as exc:
+            raise TransferError(f"{path}: its forgotten memories cannot be read: {exc}") from exc
         finally:
+            stones.close()
             await store.close()
 
 

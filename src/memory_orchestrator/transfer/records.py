@@ -18,7 +18,12 @@ keep them today (`metadata["orchestrator:supersedes"]` on the corrector, or the 
 names confirms it; `Memory.superseded_by`). A record's free metadata never holds the
 orchestrator's own keys: any found there (an older file, a bare key no mark confirms) is
 moved aside to `client:<key>` on reading, as a client could have written it.
-A forget tombstone, where a store keeps one, travels as a field of its own beside these.
+
+A forgotten memory (`orchestrator forget`: a tombstone of the orchestrator's own, kept beside
+the store, `state/forgotten.py`) is exported with its tombstone as a field of its own,
+`forgotten` (why and when), so that a restore re-creates the tombstone and the restored store
+shows what the exported one showed; an undo there brings the memory back. A purged memory is
+no longer in the store, so not in the file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationError
@@ -34,6 +40,7 @@ from memory_orchestrator.errors import TransferError
 from memory_orchestrator.models import (
     MAX_CONTENT_CHARS,
     MAX_LABEL_CHARS,
+    MAX_REASON_CHARS,
     SUPERSEDES_KEY,
     Edge,
     Memory,
@@ -45,8 +52,10 @@ from memory_orchestrator.models import (
     legacy_supersedes,
     moved_aside,
     supersedes,
+    to_utc,
 )
 from memory_orchestrator.models.memory import Frozen, finite_metadata
+from memory_orchestrator.state.forgotten import Tombstone
 
 FORMAT: Literal["memory-orchestrator-export"] = "memory-orchestrator-export"
 VERSION: Literal[1] = 1
@@ -70,6 +79,13 @@ class Header(Frozen):
     notes: tuple[str, ...] = ()
 
 
+class Forgotten(Frozen):
+    """A forget tombstone as an export carries it: why, and when."""
+
+    reason: str = Field(default="", max_length=MAX_REASON_CHARS)
+    at: Annotated[datetime, AfterValidator(to_utc)] = Field(description="When (UTC).")
+
+
 class MemoryRecord(Frozen):
     """One memory, as `Memory` holds it, with the product's supersession fields apart."""
 
@@ -87,6 +103,7 @@ class MemoryRecord(Frozen):
     supersedes: str | None = None  # the memory this one corrected
     superseded_by: str | None = None  # the memory that corrected this one
     superseded_at: Moment = None
+    forgotten: Forgotten | None = None  # left out of every read until an undo
 
 
 class EdgeRecord(Frozen):
@@ -137,6 +154,16 @@ def record_of(memory: Memory, marks: frozenset[tuple[str, str]] = frozenset()) -
         supersedes=corrected,
         superseded_by=memory.superseded_by,
     )
+
+
+def forgotten_of(tombstone: Tombstone) -> Forgotten:
+    return Forgotten(reason=tombstone.reason, at=tombstone.forgotten_at)
+
+
+def tombstone_of(record: MemoryRecord, memory_id: str, store: str) -> Tombstone | None:
+    """The tombstone `record` carries, for the memory it became (`memory_id`) in `store`."""
+    mark = record.forgotten
+    return None if mark is None else Tombstone(memory_id, store, mark.reason, mark.at)
 
 
 def edge_of(edge: Edge) -> EdgeRecord:

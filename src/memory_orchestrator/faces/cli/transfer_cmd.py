@@ -113,7 +113,11 @@ def export(
         guarded(lambda: partial.replace(out))
     where = f" to {out}" if out is not None else ""
     lossless = "" if summary.lossless else " (not lossless)"
-    render.note(f"exported {summary.memories} memories and {summary.edges} edges{where}{lossless}")
+    forgotten = f" ({summary.forgotten} forgotten, with why and when)" if summary.forgotten else ""
+    render.note(
+        f"exported {summary.memories} memories{forgotten} and {summary.edges} edges{where}"
+        f"{lossless}"
+    )
     for line in summary.notes:
         render.note(f"  {line}")
 
@@ -148,6 +152,8 @@ def restore(
         f"restored {report.memories} memories, {report.edges} edges and {report.marks}"
         f" superseded marks into the {report.store} store ({how})"
     )
+    if report.forgotten:
+        render.note(f"  {report.forgotten} of them forgotten, as they were (forget --undo ID)")
     if report.ids and id_map is None:
         render.note("  the old -> new ids: --map FILE or --json")
     for line in report.notes[:20]:

@@ -2,7 +2,9 @@
 or `text` / `memory` as other tools name it; `type`, `entities`, `tags` or `categories`,
 `created_at` or `timestamp`, `source`, `importance`, `confidence`, `metadata`) and an
 optional `id`. An export of this program (`orchestrator export`) is read the same way: its
-memories, as memories to write (the write path judges them; `restore` writes one as it is).
+memories, as memories to write (the write path judges them; `restore` writes one as it is),
+but for a forgotten one (`forgotten`), which is skipped: it is in no read of the store it came
+from.
 """
 
 from __future__ import annotations
@@ -58,4 +60,7 @@ def _memory(value: dict[str, Any], where: str, *, export: bool) -> Incoming:
         why = "no content: expected a `content` (or `text`, `memory`) string"
         return Incoming(key or f"line:{digest(where)}", where, None, why)
     prefix = "export" if export else "jsonl"
+    if export and value.get("forgotten") is not None:
+        skip = "forgotten in the store it was exported from"
+        return Incoming(f"{prefix}:{key or digest(content, when)}", where, None, skip=skip)
     return made(f"{prefix}:{key or digest(content, when, fields.get('type'))}", where, fields)
