@@ -1,7 +1,8 @@
 """What a store and an outbox hold from before client metadata was refused the orchestrator's
 own keys, read through the service over real files (the embedded store, the SQLite outbox):
 a queued write is delivered with those keys moved aside, a read `as_of` and an export take
-a correction from the store's mark only (the faces and the inspector:
+a correction from the store's mark only, and the export restores (the same ids, or ids the
+store assigns) and imports as it was read (the faces and the inspector:
 tests/e2e/test_own_metadata.py)."""
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service.importing import ImportSummary
 from memory_orchestrator.settings import Settings, load_settings
+from memory_orchestrator.state.imports import Ledger
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.text import content_hash
-from memory_orchestrator.transfer.records import read_export
+from memory_orchestrator.transfer.records import Export, read_export
+from memory_orchestrator.transfer.sources import read_source
 
 pytestmark = pytest.mark.integration
 
@@ -147,3 +151,87 @@ async def test_an_older_store_exports_its_corrections_as_fields_and_restores(
         assert restored.metadata == {"client:supersedes": fixed}
     finally:
         await again.close()
+
+
+async def export_of(settings: Settings) -> Export:
+    o = Orchestrator.from_settings(settings)
+    try:
+        out = io.StringIO()
+        await o.transfer().export(out.write)
+    finally:
+        await o.close()
+    return read_export(out.getvalue().splitlines(), "the export")
+
+
+@pytest.mark.parametrize("kind", ["embedded", "mnemonic"])
+async def test_an_older_stores_export_restores_as_it_read_and_exports_again_the_same(
+    settings: Settings, tmp_path: Path, kind: str
+) -> None:
+    """Restored into an empty store (the same ids, or those Mnemonic assigns), the correction
+    the mark confirmed is one there: marked, and on the embedded store under the
+    orchestrator's key (Mnemonic keeps no free metadata), and reads take it so; the client's
+    key stays the client's, as the export moved it aside (its value unmapped: the client's
+    text). Exported again: the same records (on Mnemonic, the same marks), but for the ids."""
+    was, fixed, client = await older_store(settings)
+    first = await export_of(settings)
+    again = load_settings(data_dir=tmp_path / "again", backend=kind)
+    o = Orchestrator.from_settings(again)
+    try:
+        report = await o.transfer().restore(first)
+        ids = {r.id: report.ids.get(r.id, r.id) for r in first.memories}
+        assert report.marks == 1
+        stored = {m.id: m for m in await o.memories(list(ids.values()))}
+        assert stored[ids[was]].superseded_by == ids[fixed]
+        if kind == "embedded":
+            assert stored[ids[fixed]].metadata == {SUPERSEDES_KEY: was}
+            assert stored[ids[client]].metadata == {"client:supersedes": fixed}
+        now = SearchRequest(query="Lisbon office gate code", top_k=10)
+        found = [i.memory_id for i in (await o.search(now)).items]
+        assert ids[was] not in found
+        assert {ids[fixed], ids[client]} <= set(found)
+        if kind == "embedded":  # a read as_of knows the correction by its key
+            asked = now.model_copy(update={"as_of": BETWEEN})
+            found = [i.memory_id for i in (await o.search(asked)).items]
+            assert ids[was] in found
+            assert ids[fixed] not in found
+            assert ids[client] in found
+    finally:
+        await o.close()
+    second = await export_of(again)
+    back = {new: old for old, new in ids.items()}
+
+    def mapped(i: str | None) -> str | None:
+        return None if i is None else back[i]
+
+    if kind == "embedded":
+        assert second.memories == first.memories
+    marks = [(r.content, r.superseded_by) for r in first.memories]
+    assert [(r.content, mapped(r.superseded_by)) for r in second.memories] == marks
+
+
+async def test_an_older_stores_export_imports_judged_with_the_clients_key_kept(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`import` of that export: nothing refused for the keys (the client's was moved aside);
+    the correction is the write path's own judgement, under the orchestrator's key."""
+    _, fixed, _ = await older_store(settings)
+    o = Orchestrator.from_settings(settings)
+    exported = tmp_path / "older.jsonl"
+    try:
+        with exported.open("w", encoding="utf-8") as out:
+            await o.transfer().export(out.write)
+    finally:
+        await o.close()
+    chosen, incoming = read_source(exported)
+    other = Orchestrator.from_settings(load_settings(data_dir=tmp_path / "other"))
+    try:
+        summary = ImportSummary(str(exported), chosen, len(incoming))
+        await other.transfer().bring_in(incoming, summary, Ledger(None))
+        assert summary.counts == {"added": 2, "updated": 1}
+        made = {i.where.rsplit(":", 1)[1]: i.id for i in summary.items}  # line -> memory
+        first_id, fixed_id, client_id = (str(made[n]) for n in ("2", "3", "4"))
+        stored = {m.id: m for m in await other.memories([fixed_id, client_id])}
+        assert stored[fixed_id].metadata == {SUPERSEDES_KEY: first_id}
+        assert stored[client_id].metadata == {"client:supersedes": fixed}
+    finally:
+        await other.close()
