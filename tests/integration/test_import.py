@@ -13,11 +13,12 @@ import pytest
 
 from memory_orchestrator.backends.mnemon import MnemonBackend
 from memory_orchestrator.backends.mnemonic import MnemonicBackend
-from memory_orchestrator.models import MemoryType, NewMemory
+from memory_orchestrator.models import MemoryType, NewMemory, WriteRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service.importing import ImportSummary, quiet_settings
 from memory_orchestrator.settings import MnemonSettings, Settings, load_settings
 from memory_orchestrator.state.imports import Ledger
+from memory_orchestrator.state.traces import TraceStore
 from memory_orchestrator.transfer.sources import read_source
 
 pytestmark = pytest.mark.integration
@@ -87,6 +88,49 @@ async def test_memories_as_json_lines_are_judged_and_refused_with_why(
     assert again.counts == {"skipped": 4, "refused": 2}
     assert again.why["skipped"] == {"imported before": 4}
     assert (await live(settings)).keys() == stored.keys()
+
+
+async def test_each_record_is_judged_as_memory_write_judges_it_in_one_trace(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The import's writes give what `memory_write` gives for the same records written one
+    by one (actions and reasons, ids aside: each store has its own), and leave one trace,
+    the import's, with its counts, not one per record."""
+    records = [
+        {"content": "The billing job runs at 02:00 every night.", "entities": ["billing"]},
+        {"content": "Omar leads the data team.", "entities": ["Omar"]},
+        {"content": "Every night the billing job runs at 02:00.", "entities": ["billing"]},
+        {"content": "The billing job runs at 03:00 every night.", "entities": ["billing"]},
+        {"content": "Omar leads the web team.", "entities": ["Omar"]},
+        {"content": "Omar no longer leads the data team.", "entities": ["Omar"]},
+    ]
+    source = jsonl(tmp_path / "m.jsonl", *records)
+    imported = await bring_in(settings, source)
+    alone = Orchestrator.from_settings(load_settings(data_dir=tmp_path / "alone"))
+    try:
+        written = [await alone.write(WriteRequest(memory=NewMemory(**r))) for r in records]
+    finally:
+        await alone.close()
+
+    def plain(reason: str, ids: list[str | None]) -> str:
+        for n, memory_id in enumerate(ids):
+            reason = reason.replace(memory_id or "-", f"#{n}")
+        return reason
+
+    mine = [i.id for i in imported.items]
+    theirs = [r.id for r in written]
+    assert [(i.action, plain(i.reason, mine)) for i in imported.items] == [
+        (r.action.value, plain(r.reason, theirs)) for r in written
+    ]
+    assert imported.counts == {"added": 3, "skipped": 1, "updated": 2}
+    kept = TraceStore(settings.trace_path())
+    try:
+        (trace,) = kept.recent(50)
+    finally:
+        kept.close()
+    assert (trace.tool, trace.request["records"]) == ("import", 6)
+    assert trace.notes[0] == "6 of 6 records: 3 added, 1 skipped, 2 updated"
+    assert trace.backend_calls > 6
 
 
 async def test_importing_twice_adds_nothing_where_the_judge_alone_would(

@@ -8,9 +8,10 @@ so is a record the same source gives twice. A record that cannot be a memory is 
 the reason, and the import goes on; a store that fails stops it (what was done is kept, and
 running it again goes on where it stopped).
 
-Run with `quiet_settings`: traces in memory (an import's thousands of writes would push the
-requests people look at out of the kept traces) and no outbox (a store that fails stops the
-import instead of queueing the rest).
+The import leaves one trace (tool `import`: the source, the counts and the reasons), not one
+per write: thousands would push the requests people look at out of the kept traces, and what
+became of each record is in the summary. Run with `quiet_settings`: no outbox (a store that
+fails stops the import instead of queueing the rest).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Literal
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import BackendError, InvalidRequest, OutboxError, describe
-from memory_orchestrator.models import WriteAction, WriteReport, WriteRequest
+from memory_orchestrator.models import Trace, WriteAction, WriteReport, WriteRequest
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.imports import Ledger
@@ -32,6 +33,7 @@ Outcome = Literal["added", "updated", "skipped", "refused"]
 Progress = Callable[[str, int, int | None], None]
 _CHUNK = 500  # ids per lookup of what earlier imports brought in
 _RECORD_EVERY = 200  # ledger rows committed together
+_TRACE_REASONS = 10  # reasons per action in the import's trace (the summary has them all)
 
 
 @dataclass(frozen=True)
@@ -70,10 +72,7 @@ class ImportSummary:
 def quiet_settings(settings: Settings) -> Settings:
     """`settings` for an import (see the module docstring)."""
     return settings.model_copy(
-        update={
-            "traces": settings.traces.model_copy(update={"enabled": False}),
-            "outbox": settings.outbox.model_copy(update={"enabled": False}),
-        }
+        update={"outbox": settings.outbox.model_copy(update={"enabled": False})}
     )
 
 
@@ -90,6 +89,25 @@ class Importer:
         progress: Progress,
     ) -> ImportSummary:
         started, cpu = time.perf_counter(), time.process_time()
+        asked = {"source": summary.source, "format": summary.format, "records": len(incoming)}
+        trace = self._writes.begin_many("import", asked)
+        try:
+            await self._each(incoming, summary, progress, trace)
+        finally:
+            summary.seconds = round(time.perf_counter() - started, 3)
+            summary.cpu_seconds = round(time.process_time() - cpu, 3)
+            trace.notes = [*trace.notes, *_lines(summary)]
+            trace.error = summary.stopped
+            self._writes.finish_many(trace, started)
+        return summary
+
+    async def _each(
+        self,
+        incoming: Sequence[Incoming],
+        summary: ImportSummary,
+        progress: Progress,
+        trace: Trace,
+    ) -> None:
         before = await self._imported_before([i.key for i in incoming])
         done: dict[str, str] = {}  # key -> where, for a record the source gives twice
         rows: list[tuple[str, str, str]] = []
@@ -98,7 +116,7 @@ class Importer:
             outcome = self._known(item, before, done)
             if outcome is None and item.memory is not None:
                 try:
-                    report = await self._writes.write(WriteRequest(memory=item.memory))
+                    report = await self._writes.write_one(WriteRequest(memory=item.memory), trace)
                 except InvalidRequest as exc:
                     outcome = ImportedItem(item.where, "refused", str(exc), str(exc))
                 except (BackendError, OutboxError, TimeoutError) as exc:
@@ -115,9 +133,6 @@ class Importer:
                 rows.clear()
             progress("import", number, len(incoming))
         self._ledger.record(rows, summary.source)
-        summary.seconds = round(time.perf_counter() - started, 3)
-        summary.cpu_seconds = round(time.process_time() - cpu, 3)
-        return summary
 
     async def _imported_before(self, keys: Sequence[str]) -> dict[str, str]:
         """key -> memory id, for the keys an earlier import recorded whose memory the store
@@ -154,6 +169,18 @@ def _written(where: str, report: WriteReport) -> ImportedItem:
         why = "the store holds its text already"
     done: dict[WriteAction, Outcome] = {WriteAction.ADDED: "added", WriteAction.UPDATED: "updated"}
     return ImportedItem(where, done.get(action, "skipped"), why, report.reason, report.id)
+
+
+def _lines(summary: ImportSummary) -> list[str]:
+    """What the import's trace says: the counts, then each action's reasons, counted."""
+    counts = ", ".join(f"{n} {action}" for action, n in summary.counts.items())
+    out = [f"{len(summary.items)} of {summary.records} records: {counts or 'nothing done'}"]
+    for action, reasons in summary.why.items():
+        ranked = sorted(reasons.items(), key=lambda kv: -kv[1])
+        out.extend(f"{action} {n}: {why}" for why, n in ranked[:_TRACE_REASONS])
+        if len(ranked) > _TRACE_REASONS:
+            out.append(f"{action}: {len(ranked) - _TRACE_REASONS} other reasons (--json)")
+    return out
 
 
 def _not_written(item: Incoming) -> ImportedItem:

@@ -7,12 +7,15 @@ store cannot take the write now (a timeout, a transient error, or a permanent on
 health check confirms), the write is queued in the outbox and answered `queued`; it is
 delivered exactly once later (`replay`: before a queued write is sent, the store is searched
 for its content hash). Both the first try and the replay use one policy builder (`policy`).
+`write_one` writes one of many (an import) the same way, without the outbox, counted in one
+trace for them all (`begin_many`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 
@@ -148,27 +151,46 @@ class WritePath:
             if why is None:  # the store is up and refused this write: an error, not queued
                 raise
             return await self._queued(trace, request, why, started)
-        self._on_written()
-        if self._taken is not None and written.action is not WriteAction.SKIPPED:
-            await self._taken()
+        await self._taken_in(written)
         trace.backend_calls = written.calls
         trace.notes = [*trace.notes, written.reason, *written.notes]
         trace.result_ids = [written.id] if written.id else []
         trace.timings_ms["total"] = _ms(started)
         self._recorder.finish(trace)
-        return WriteReport(
-            id=written.id,
-            action=written.action,
-            reason=written.reason,
-            duplicate_of=written.duplicate_of,
-            similarity=written.similarity,
-            links=tuple(written.links),
-            trace_id=trace.trace_id,
-            entities=request.memory.entities,
-            dry_run=request.dry_run,
-            supersedes=written.supersedes,
-            changed=written.changed,
-        )
+        return _report(written, request, trace.trace_id)
+
+    # ------------------------------------------------------------------ many writes
+
+    def begin_many(self, tool: str, request: dict[str, Any]) -> Trace:
+        """One trace for many writes (`write_one`, an import), in place of one each: thousands
+        would push the requests people look at out of the kept traces, and building each
+        costs a write as much as its own store write; what became of each record is the
+        caller's summary. Ended by `finish_many`."""
+        return self._recorder.begin(tool, request)
+
+    def finish_many(self, trace: Trace, started: float) -> None:
+        trace.timings_ms["total"] = _ms(started)
+        self._recorder.finish(trace)
+
+    async def write_one(self, request: WriteRequest, trace: Trace) -> WriteReport:
+        """`request` judged and written as `write` does it (the same limits, entities,
+        judgement, links and marks), counted in `trace` (`begin_many`), with no outbox: a
+        store that fails raises. Raises InvalidRequest as `write` does."""
+        self.check(request.memory)
+        memory = request.memory
+        if not memory.entities and self._settings.write.extract_entities:
+            (memory,) = await self.with_entities([memory], trace)
+            request = request.model_copy(update={"memory": memory})
+        written = await write_memory(self._store, memory, self.policy(request))
+        await self._taken_in(written)
+        trace.backend_calls += written.calls
+        return _report(written, request, trace.trace_id)
+
+    async def _taken_in(self, written: Written) -> None:
+        """The derived indexes told of a write (see `taken`)."""
+        self._on_written()
+        if self._taken is not None and written.action is not WriteAction.SKIPPED:
+            await self._taken()
 
     async def with_entities(self, memories: Sequence[NewMemory], trace: Trace) -> list[NewMemory]:
         """`memories`, each written without entities given the names its text carries
@@ -346,3 +368,19 @@ class WritePath:
             trace_id=trace.trace_id,
             outbox_seq=item.seq,
         )
+
+
+def _report(written: Written, request: WriteRequest, trace_id: str) -> WriteReport:
+    return WriteReport(
+        id=written.id,
+        action=written.action,
+        reason=written.reason,
+        duplicate_of=written.duplicate_of,
+        similarity=written.similarity,
+        links=tuple(written.links),
+        trace_id=trace_id,
+        entities=request.memory.entities,
+        dry_run=request.dry_run,
+        supersedes=written.supersedes,
+        changed=written.changed,
+    )
