@@ -201,28 +201,16 @@ _AFFIX_ENDS = (*_SUFFIX_PAIRS, *((q, p) for p, q in _SUFFIX_PAIRS))
 
 class Opposites:
     """Lower-case words (a memory's), indexed by every key an opposite could be found by:
-    `of(x)` finds the opposites of `x` among them without comparing `x` with each."""
+    `of(x)` finds the opposites of `x` among them without comparing `x` with each. The keys
+    of a word are worked out once per word (`_filed_under`, `_looked_up_by`): the same words
+    come back memory after memory, and an import compares thousands."""
 
     def __init__(self, words: Sequence[str]) -> None:
         self.words = tuple(words)
         self._keys: dict[tuple[str, str], set[int]] = {}
         for j, y in enumerate(words):
-            self._add(("stem", stem(y)), j)
-            self._add(("text", y), j)
-            for form in forms(y):
-                self._add(("form", form), j)
-            for _, q in _AFFIX_PAIRS:
-                if y.startswith(q):
-                    self._add(("pre" + q, y[len(q) :].lstrip("-")), j)
-            for _, q in _AFFIX_ENDS:
-                if y.endswith(q):
-                    self._add(("suf" + q, y[: -len(q)].rstrip("-")), j)
-
-    def _add(self, key: tuple[str, str], j: int) -> None:
-        self._keys.setdefault(key, set()).add(j)
-
-    def _get(self, kind: str, value: str) -> set[int]:
-        return self._keys.get((kind, value), set())
+            for key in _filed_under(y):
+                self._keys.setdefault(key, set()).add(j)
 
     def of(self, x: str) -> list[int]:
         """The places of the words that are `x`'s opposites (`opposed`), in order."""
@@ -232,19 +220,33 @@ class Opposites:
         """The places of the words that may be `x`'s opposites: every key an opposite of `x`
         could be filed under, looked up."""
         found: set[int] = set()
-        for other in _OPPOSITE.get(stem(x), frozenset()):
-            found |= self._get("stem", other)
-        for other in antonyms_of(x):
-            found |= self._get("form", other)
-        for p in _NEGATING_PREFIXES:  # x negated, or x the negation of another
-            found |= self._get("text", p + x) | self._get("text", p + "-" + x)
-            for rest in (x[len(p) :], x[len(p) + 1 :] if x[len(p) : len(p) + 1] == "-" else ""):
-                if x.startswith(p) and len(rest) > 2:
-                    found |= self._get("text", rest)
-        for p, q in _AFFIX_PAIRS:
-            if x.startswith(p):
-                found |= self._get("pre" + q, x[len(p) :].lstrip("-"))
-        for p, q in _AFFIX_ENDS:
-            if x.endswith(p):
-                found |= self._get("suf" + q, x[: -len(p)].rstrip("-"))
+        keys = self._keys
+        for key in _looked_up_by(x):
+            if (places := keys.get(key)) is not None:
+                found |= places
         return found
+
+
+@lru_cache(maxsize=65_536)
+def _filed_under(y: str) -> tuple[tuple[str, str], ...]:
+    """The keys `Opposites` files the word `y` under: its stem, itself, its WordNet forms,
+    and what is left of it without each affix that makes an opposite."""
+    keys = [("stem", stem(y)), ("text", y), *(("form", form) for form in forms(y))]
+    keys += [("pre" + q, y[len(q) :].lstrip("-")) for _, q in _AFFIX_PAIRS if y.startswith(q)]
+    keys += [("suf" + q, y[: -len(q)].rstrip("-")) for _, q in _AFFIX_ENDS if y.endswith(q)]
+    return tuple(dict.fromkeys(keys))
+
+
+@lru_cache(maxsize=65_536)
+def _looked_up_by(x: str) -> tuple[tuple[str, str], ...]:
+    """Every key an opposite of the word `x` could be filed under (`_filed_under`)."""
+    keys = [("stem", other) for other in _OPPOSITE.get(stem(x), frozenset())]
+    keys += [("form", other) for other in antonyms_of(x)]
+    for p in _NEGATING_PREFIXES:  # x negated, or x the negation of another
+        keys += [("text", p + x), ("text", p + "-" + x)]
+        for rest in (x[len(p) :], x[len(p) + 1 :] if x[len(p) : len(p) + 1] == "-" else ""):
+            if x.startswith(p) and len(rest) > 2:
+                keys.append(("text", rest))
+    keys += [("pre" + q, x[len(p) :].lstrip("-")) for p, q in _AFFIX_PAIRS if x.startswith(p)]
+    keys += [("suf" + q, x[: -len(p)].rstrip("-")) for p, q in _AFFIX_ENDS if x.endswith(p)]
+    return tuple(dict.fromkeys(keys))
