@@ -90,6 +90,44 @@ async def test_memories_as_json_lines_are_judged_and_refused_with_why(
     assert (await live(settings)).keys() == stored.keys()
 
 
+async def one_by_one(
+    records: list[dict[str, Any]], data_dir: Path
+) -> list[tuple[str, str, int | None]]:
+    """What `memory_write` makes of `records` written one by one into a fresh store: each
+    one's action and reason, the ids in the reason numbered in the order they were given."""
+    alone = Orchestrator.from_settings(load_settings(data_dir=data_dir))
+    try:
+        written = [await alone.write(WriteRequest(memory=NewMemory(**r))) for r in records]
+    finally:
+        await alone.close()
+    return numbered([(r.action.value, r.reason, r.id) for r in written])
+
+
+def numbered(done: list[tuple[str, str, str | None]]) -> list[tuple[str, str, int | None]]:
+    """Each write's action, reason and memory, each memory id (in the reason too) replaced by
+    the place of the write that made it ("#n"): each store has its own ids."""
+    places: dict[str, int] = {}
+    for n, (_, _, memory_id) in enumerate(done):
+        if memory_id is not None:
+            places.setdefault(memory_id, n)
+    out = []
+    for action, reason, memory_id in done:
+        for known, n in places.items():
+            reason = reason.replace(known, f"#{n}")
+        out.append((action, reason, places.get(memory_id or "")))
+    return out
+
+
+def identifier_pairs() -> list[dict[str, Any]]:
+    """The memories of the first case of the identifier-pairs set (rooms, desks, lockers):
+    pairs that differ only in an identifier (two facts), restatements and corrections."""
+    lines = (REPO / "src/memory_orchestrator/eval/identifier_pairs.jsonl").read_text()
+    rows = [json.loads(line) for line in lines.splitlines() if line and line[0] != "#"]
+    first = [i for i, row in enumerate(rows) if "case" in row][:2]
+    memories = [row["memory"] for row in rows[first[0] : first[1]] if "memory" in row]
+    return [{"content": m["content"], "created_at": m["created_at"]} for m in memories]
+
+
 async def test_each_record_is_judged_as_memory_write_judges_it_in_one_trace(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -104,24 +142,9 @@ async def test_each_record_is_judged_as_memory_write_judges_it_in_one_trace(
         {"content": "Omar leads the web team.", "entities": ["Omar"]},
         {"content": "Omar no longer leads the data team.", "entities": ["Omar"]},
     ]
-    source = jsonl(tmp_path / "m.jsonl", *records)
-    imported = await bring_in(settings, source)
-    alone = Orchestrator.from_settings(load_settings(data_dir=tmp_path / "alone"))
-    try:
-        written = [await alone.write(WriteRequest(memory=NewMemory(**r))) for r in records]
-    finally:
-        await alone.close()
-
-    def plain(reason: str, ids: list[str | None]) -> str:
-        for n, memory_id in enumerate(ids):
-            reason = reason.replace(memory_id or "-", f"#{n}")
-        return reason
-
-    mine = [i.id for i in imported.items]
-    theirs = [r.id for r in written]
-    assert [(i.action, plain(i.reason, mine)) for i in imported.items] == [
-        (r.action.value, plain(r.reason, theirs)) for r in written
-    ]
+    imported = await bring_in(settings, jsonl(tmp_path / "m.jsonl", *records))
+    mine = numbered([(i.action, i.reason, i.id) for i in imported.items])
+    assert mine == await one_by_one(records, tmp_path / "alone")
     assert imported.counts == {"added": 3, "skipped": 1, "updated": 2}
     kept = TraceStore(settings.trace_path())
     try:
@@ -131,6 +154,19 @@ async def test_each_record_is_judged_as_memory_write_judges_it_in_one_trace(
     assert (trace.tool, trace.request["records"]) == ("import", 6)
     assert trace.notes[0] == "6 of 6 records: 3 added, 1 skipped, 2 updated"
     assert trace.backend_calls > 6
+
+
+async def test_identifier_pairs_restatements_and_corrections_as_memory_write(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Facts that differ only in an identifier (a room, a desk, a locker: two facts, both
+    added), restatements (skipped) and corrections (superseding): the import decides each
+    as `memory_write` does, with the same reasons."""
+    records = identifier_pairs()
+    imported = await bring_in(settings, jsonl(tmp_path / "ids.jsonl", *records))
+    mine = numbered([(i.action, i.reason, i.id) for i in imported.items])
+    assert mine == await one_by_one(records, tmp_path / "alone")
+    assert imported.counts == {"added": 20, "skipped": 2, "updated": 2}
 
 
 async def test_importing_twice_adds_nothing_where_the_judge_alone_would(
