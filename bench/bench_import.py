@@ -16,7 +16,9 @@ test: it asserts nothing.
 
 `--breakdown N`: in this process instead, the store loaded with the first count - N memories
 (bulk, unjudged), then the last N imported through the service with timers around the write
-path's judge and its store calls: per record, wall and CPU, and each part's calls and time.
+path's judge and its store calls: per record, wall and CPU, and each part's calls, wall and
+CPU time (the store's searches apart: the near-duplicate lookup, and "search (entities)", the
+lookup of memories sharing an entity to link).
 """
 
 from __future__ import annotations
@@ -73,8 +75,10 @@ def run(data: Path, source: Path) -> dict[str, Any]:
 
 
 def timers() -> tuple[dict[str, float], Counter[str]]:
-    """Seconds spent and calls made, per part, from now on: the write path's judge and the
-    store calls (every store goes through `GuardedBackend`)."""
+    """Seconds spent (wall, and the process's CPU as "<part> cpu") and calls made, per part,
+    from now on: the write path's judge and the store calls (every store goes through
+    `GuardedBackend`). The parts run one after the other, so the process's CPU time over one
+    is that part's (its worker thread's included)."""
     from memory_orchestrator.pipeline import writer
     from memory_orchestrator.service.resilience import GuardedBackend
 
@@ -83,27 +87,31 @@ def timers() -> tuple[dict[str, float], Counter[str]]:
     judge = writer.judge
 
     def timed_judge(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return judge(*args, **kwargs)
         finally:
             spent["judge"] += time.perf_counter() - started
+            spent["judge cpu"] += time.process_time() - cpu
             calls["judge"] += 1
 
     writer.judge = timed_judge
 
     def timed(original: Any, name: str) -> Any:
         async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
+            filtered = name == "search" and len(args) > 2 and args[2] is not None
+            part = name + (" (entities)" if filtered else "")
             try:
                 return await original(self, *args, **kwargs)
             finally:
-                spent[name] += time.perf_counter() - started
-                calls[name] += 1
+                spent[part] += time.perf_counter() - started
+                spent[part + " cpu"] += time.process_time() - cpu
+                calls[part] += 1
 
         return call
 
-    for name in ("search", "write", "link", "get_memories"):
+    for name in ("search", "write", "link", "get_memories", "supersede"):
         setattr(GuardedBackend, name, timed(getattr(GuardedBackend, name), name))
     return spent, calls
 
@@ -139,9 +147,11 @@ def breakdown(count: int, last: int) -> None:
                 await orchestrator.close()
             print(f"{summary.counts}; load {os.getloadavg()[0]:.1f}")
             print(f"per record: {wall / last * 1000:.1f} ms wall, {cpu / last * 1000:.1f} ms CPU")
-            for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
-                each = seconds / last * 1000
-                print(f"  {name}: {calls[name] / last:.2f} calls, {each:.2f} ms wall")
+            parts = [n for n in spent if not n.endswith(" cpu")]
+            for name in sorted(parts, key=lambda n: -spent[n + " cpu"]):
+                wall, cpu = (spent[n] / last * 1000 for n in (name, name + " cpu"))
+                made = calls[name] / last
+                print(f"  {name}: {made:.2f} calls, {wall:.2f} ms wall, {cpu:.2f} ms CPU")
 
         anyio.run(run)
 
