@@ -73,7 +73,7 @@ async def compare(count: int, last: int) -> None:
                     break
             index.prepare()
             spent = {"store": 0.0, "local": 0.0}
-            same_set = same_verdict = 0
+            same_set = same_verdict = same_kind = 0
             for memory in memories[-last:]:
                 cpu = time.process_time()
                 theirs = await store.search(memory.content, policy.candidates)
@@ -84,9 +84,9 @@ async def compare(count: int, last: int) -> None:
                 mine = [SearchHit(memory=found[i], rank=n, score=0.0) for n, i in enumerate(ids, 1)]
                 spent["local"] += time.process_time() - cpu
                 same_set += {h.memory.id for h in theirs} == {h.memory.id for h in mine}
-                same_verdict += verdict(judge(memory, theirs, policy)) == verdict(
-                    judge(memory, mine, policy)
-                )
+                a, b = verdict(judge(memory, theirs, policy)), verdict(judge(memory, mine, policy))
+                same_verdict += a == b
+                same_kind += a[:2] == b[:2]
                 written = await store.write(memory)
                 cpu = time.process_time()
                 index.add([untimed(m) for m in await store.get_memories([written.id])])
@@ -96,6 +96,7 @@ async def compare(count: int, last: int) -> None:
     each = {k: round(v / last * 1000, 2) for k, v in spent.items()}
     print(f"{count - last} memories, then {last}: CPU per lookup {each} ms")
     print(f"same ten closest: {same_set}/{last}; same verdict: {same_verdict}/{last}")
+    print(f"same kind and memory restated or corrected (look-alike aside): {same_kind}/{last}")
 
 
 def main() -> None:
