@@ -242,6 +242,10 @@ def test_the_pairs_found_by_lookup_are_the_pairs_opposed_finds() -> None:
         "careless",
         "able",
         "unable",
+        "shallow",  # opposites by WordNet alone (not in the table of opposites)
+        "deep",
+        "rich",
+        "poor",
         *_vocabulary()[:200],
     ]
     for _ in range(30):
@@ -252,6 +256,16 @@ def test_the_pairs_found_by_lookup_are_the_pairs_opposed_finds() -> None:
         ]
         assert wording.opposite_pairs(xs, ys) == brute
     assert wording.opposite_pairs(["enable", "lock"], ["unlock", "disable"]) == [(0, 1), (1, 0)]
+    # each way an opposite is found: WordNet, a prefix, a suffix, a negating prefix
+    assert wording.opposite_pairs(["shallow", "rich"], ["poor", "deep"]) == [(0, 1), (1, 0)]
+    assert wording.opposite_pairs(["preorder", "careful"], ["careless", "postorder"]) == [
+        (0, 1),
+        (1, 0),
+    ]
+    assert wording.opposite_pairs(["zorble", "checkin"], ["checkout", "unzorble"]) == [
+        (0, 1),
+        (1, 0),
+    ]
 
 
 def test_the_reading_of_names_changing_places_still_holds() -> None:
