@@ -163,9 +163,9 @@ class WritePath:
 
     def begin_many(self, tool: str, request: dict[str, Any]) -> Trace:
         """One trace for many writes (`write_one`, an import), in place of one each: thousands
-        would push the requests people look at out of the kept traces, and building each
-        costs a write as much as its own store write; what became of each record is the
-        caller's summary. Ended by `finish_many`."""
+        would push the requests people look at out of the kept traces, each built and kept
+        for nobody to read; what became of each record is the caller's summary. Ended by
+        `finish_many`."""
         return self._recorder.begin(tool, request)
 
     def finish_many(self, trace: Trace, started: float) -> None:
