@@ -127,12 +127,17 @@ def test_each_client_gets_its_documented_answers(tmp_path: Path) -> None:
     assert FACT in answer["additionalContext"]
 
     codex = {**claude_prompt(root), "turn_id": "t1", "model": "gpt-5-codex"}
-    done = hook("prompt", "codex", codex, cwd=tmp_path, env=env)
+    # Each call below may run out of its time budget on a loaded machine and add nothing (as
+    # it should); what is checked is the answer's format once one comes.
+    done = until_started(lambda: hook("prompt", "codex", codex, cwd=tmp_path, env=env))
     assert memory_id in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 
     start = {"session_id": "s", "cwd": str(root), "hook_event_name": "SessionStart"}
     for client in ("claude-code", "codex"):
-        done = hook("session-start", client, {**start, "source": "startup"}, cwd=root, env=env)
+        payload = {**start, "source": "startup"}
+        done = until_started(
+            lambda: hook("session-start", client, payload, cwd=root, env=env)  # noqa: B023
+        )
         answer = json.loads(done.stdout)["hookSpecificOutput"]
         assert answer["hookEventName"] == "SessionStart"
         assert memory_id in answer["additionalContext"]
@@ -143,7 +148,7 @@ def test_each_client_gets_its_documented_answers(tmp_path: Path) -> None:
         "workspace_roots": [str(root)],
         "session_id": "c1",
     }
-    done = hook("session-start", "cursor", cursor, cwd=tmp_path, env=env)
+    done = until_started(lambda: hook("session-start", "cursor", cursor, cwd=tmp_path, env=env))
     assert memory_id in json.loads(done.stdout)["additional_context"]
 
     compact = {"session_id": "s", "cwd": str(root), "hook_event_name": "PreCompact"}
