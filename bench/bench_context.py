@@ -47,7 +47,6 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import ContextRequest, MemoryType, NewMemory, SearchRequest
 from memory_orchestrator.postgres.scratch import scratch_store
 from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.service.heap import settle_heap
 from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state.traces import TraceStore
 
@@ -256,7 +255,6 @@ async def bench_size(
         for q in questions[1:5]:  # warm caches (known entities, statements)
             await orch.context(ContextRequest(query=q))
         semantic = await settled(orch)  # the derived indexes have embedded every memory
-        settle_heap()  # as the servers do once warmed up (`Orchestrator.warming`)
         settled_s = time.perf_counter() - started
         for turn, q in enumerate(questions):
             runs: dict[str, Callable[[], Awaitable[Any]]] = {

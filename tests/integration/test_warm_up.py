@@ -3,7 +3,6 @@ serving reads meanwhile: a real embedded store and the real wordllama model."""
 
 from __future__ import annotations
 
-import gc
 import io
 import threading
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from memory_orchestrator.models import (
     Status,
 )
 from memory_orchestrator.service import Orchestrator
-from memory_orchestrator.service.heap import YOUNG
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.observability import Observer
 from memory_orchestrator.state.traces import TraceStore
@@ -133,10 +131,6 @@ async def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_
         gate.set()
         observer.release.set()
         await o.warm_up()
-        with anyio.fail_after(30):  # the heap settled once the warm-up behind is done
-            while gc.get_threshold()[0] != YOUNG:
-                await anyio.sleep(0.01)
-        assert gc.get_freeze_count() > 0
     await o.close()
 
 

@@ -75,7 +75,6 @@ from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.forgetting import ForgetPath, ForgettingStore, redact
 from memory_orchestrator.service.health import service_checks
-from memory_orchestrator.service.heap import settle_heap
 from memory_orchestrator.service.inspecting import Inspection
 from memory_orchestrator.service.reading import ReadPath, ReadRequest
 from memory_orchestrator.service.recorder import TraceRecorder
@@ -241,18 +240,13 @@ class Orchestrator:
     @asynccontextmanager
     async def warming(self) -> AsyncIterator[None]:
         """`warm_up` in the background while the block runs (the servers' lifespans: the
-        server answers at once and loads behind), then the heap settled for a long-lived
-        process (`heap.settle_heap`); cancelled when the block ends."""
+        server answers at once and loads behind); cancelled when the block ends."""
         async with anyio.create_task_group() as group:
-            group.start_soon(self._warm_then_settle)
+            group.start_soon(self.warm_up)
             try:
                 yield
             finally:
                 group.cancel_scope.cancel()
-
-    async def _warm_then_settle(self) -> None:
-        await self.warm_up()
-        settle_heap()
 
     @property
     def store_name(self) -> str:

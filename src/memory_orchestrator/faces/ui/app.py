@@ -6,7 +6,6 @@ default), prints the URL and runs it with uvicorn until Ctrl-C.
 
 from __future__ import annotations
 
-import gc
 import logging
 import socket
 import sys
@@ -183,21 +182,10 @@ def _lifespan(
 
 async def _say_ready(orchestrator: Orchestrator, ui: UiState, started: float) -> None:
     """One line on stdout once the store is listed, the traces read and health checked:
-    from then on no page answers from a part (the tests wait for it).
-
-    Meanwhile Python's cyclic garbage collector is off: the listing makes millions of short-lived
-    objects, and each full collection over the growing caches stopped every request for as long as
-    it walked them. Once done, what is alive (the catalog, the trace lines, the store's caches: kept
-    for the life of the server) is frozen out of later collections."""
+    from then on no page answers from a part (the tests wait for it)."""
     inspection = orchestrator.inspection()
-    gc.disable()
-    try:
-        await inspection.settled()
-        checked = await ui.health.first()
-    finally:
-        gc.collect()
-        gc.freeze()
-        gc.enable()
+    await inspection.settled()
+    checked = await ui.health.first()
     listed = len(inspection.catalog) if inspection.catalog.listing else None
     status = checked.report.status.value if checked is not None else "unknown"
     detail = ready_detail(listed, len(inspection.traces), status)
