@@ -37,17 +37,17 @@ from memory_orchestrator.eval.tune import Step, Workbench, coordinate_search, wi
 from memory_orchestrator.settings import Settings
 
 GRID: dict[str, list[Any]] = {
-    "local_index.weight": [2.0, 3.0, 4.0],
+    "ranking.local_list_weight": [2.0, 3.0, 4.0],
     "local_index.candidates": [20, 30, 40],
-    "local_index.context_weight": [0.5, 1.0],
-    "local_index.k1": [0.9, 1.2],
-    "local_index.b": [0.5, 0.75],
+    "ranking.local_context_weight": [0.5, 1.0],
+    "ranking.bm25_k1": [0.9, 1.2],
+    "ranking.bm25_b": [0.5, 0.75],
     "ranking.local_share": [0.2, 0.4, 0.6],
     "ranking.lexical_share": [0.6, 0.7, 0.8],
     "ranking.context_seeds": [3, 4, 5],
     "ranking.neighbor_share": [0.6, 0.8, 0.9],
     "ranking.context_window": [0.4, 0.6],
-    "retrieval.rrf_k": [10, 30, 60],
+    "ranking.rrf_k": [10, 30, 60],
     "ranking.weights.cross_reference": [0.15, 0.3],
     "ranking.weights.recency": [0.05, 0.1],
     "ranking.when_time_boost": [0.1, 0.2],

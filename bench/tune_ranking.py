@@ -29,14 +29,12 @@ DEFAULT_GRID: dict[str, list[Any]] = {
     "ranking.neighbor_share": [0.9, 0.7, 0.8, 1.0],
     "ranking.context_window": [0.0, 0.2, 0.4],
     "ranking.weights.graph": [0.1, 0.0, 0.05],
-    "retrieval.rrf_k": [60, 20, 10, 5],
+    "ranking.rrf_k": [60, 20, 10, 5],
     "ranking.store_score_share": [0.0, 0.5, 1.0],
     "ranking.lexical_share": [0.6, 0.4, 0.5, 0.7, 0.8],
     "ranking.weights.recency": [0.1, 0.0, 0.05],
     "ranking.weights.cross_reference": [0.15, 0.05, 0.1, 0.2],
     "ranking.when_time_boost": [0.0, 0.1, 0.2],
-    "ranking.common_entity_share": [1.0, 0.7, 0.5],
-    "ranking.neighbor_slots": [0, 1],
     "retrieval.candidate_k": [40, 60],
 }
 

@@ -20,7 +20,10 @@ async def search(
     settings = settings.model_copy(deep=True)
     settings.ranking.context_seeds = 0  # the store's own neighbour step off: only the index
     for key, value in local.items():
-        setattr(settings.local_index, key, value)
+        if key == "context_weight":  # (the profile's: the local index's BM25 with context)
+            settings.ranking.local_context_weight = value  # type: ignore[assignment]
+        else:
+            setattr(settings.local_index, key, value)
 
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, traces=TraceStore(None))
     if not await o.store_search("lake", 1):  # an empty store: write the chat once

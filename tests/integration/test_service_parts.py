@@ -38,7 +38,7 @@ from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.service.store_calls import StoreCalls
 from memory_orchestrator.service.writing import WritePath
-from memory_orchestrator.settings import RankingSettings, Settings
+from memory_orchestrator.settings import RankingProfile, Settings
 from memory_orchestrator.state.observability import Observer
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.traces import TraceStore
@@ -268,7 +268,7 @@ async def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
 ) -> None:
     hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
-    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
+    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingProfile())
     got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.5, 5.0))
     added = [c for c in got.candidates if c.memory.id != seed.memory.id]
     assert added
@@ -284,7 +284,7 @@ async def test_without_a_neighbour_share_context_neighbours_only_lend_their_word
 ) -> None:
     hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
-    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingSettings())
+    ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingProfile())
     got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.0, 5.0))
     assert got.candidates == [seed]
     assert got.ctx.around[seed.memory.id]

@@ -67,7 +67,7 @@ async def test_a_kept_candidate_changed_or_deleted_by_another_process_is_read_an
     settings: Settings,
 ) -> None:
     settings.ranking.context_seeds = 0  # the store's neighbour step off: only the index
-    settings.local_index.context_weight = 1.0  # the turn after a match comes from the index
+    settings.ranking.local_context_weight = 1.0  # the turn after a match comes from the index
     db = settings.embedded_path()
 
     async def ask(o: Orchestrator) -> tuple[list[str], int]:

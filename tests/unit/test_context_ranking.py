@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
-from memory_orchestrator.models import Candidate, Memory, QuestionType, Source
+from memory_orchestrator.models import Candidate, QuestionType, Source
 from memory_orchestrator.pipeline.relevance import RankContext
-from memory_orchestrator.pipeline.reranker import rerank, slot_neighbors
-from memory_orchestrator.settings import RankingSettings, Settings
+from memory_orchestrator.pipeline.reranker import rerank
+from memory_orchestrator.settings import RankingProfile, Settings
 from memory_orchestrator.settings.presets import PRESETS
 from tests.factories import NOW, candidate, memory, plan
 
 
-def ctx(query: str, settings: RankingSettings | None = None, **kwargs: Any) -> RankContext:
-    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=settings or RankingSettings())
+def ctx(query: str, settings: RankingProfile | None = None, **kwargs: Any) -> RankContext:
+    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=settings or RankingProfile())
 
 
 def by_id(items: Sequence[Any]) -> dict[str, Any]:
@@ -29,8 +29,8 @@ def by_id(items: Sequence[Any]) -> dict[str, Any]:
 def test_a_neighbours_words_count_toward_a_memorys_term_match_at_the_window_weight() -> None:
     turn = candidate(memory("t", "Caroline: I went there yesterday"))
     before = memory("b", "Melanie: How was the pottery class?")
-    off = ctx("pottery class", RankingSettings(context_window=0.0))
-    on = ctx("pottery class", RankingSettings(context_window=0.5))
+    off = ctx("pottery class", RankingProfile(context_window=0.0))
+    on = ctx("pottery class", RankingProfile(context_window=0.5))
     around = {"t": [before]}
     assert rerank([turn], replace(off, around=around))[0].breakdown.lexical == 0.0
     assert rerank([turn], replace(on, around=around))[0].breakdown.lexical == pytest.approx(0.5)
@@ -39,7 +39,7 @@ def test_a_neighbours_words_count_toward_a_memorys_term_match_at_the_window_weig
 def test_a_fetched_neighbour_inherits_its_share_of_the_seeds_relevance() -> None:
     seed = candidate(memory("s", "pottery class on Sunday"), rank=1)
     near = candidate(memory("n", "it was lovely"), hops=1, expanded_from="s")
-    settings = RankingSettings(neighbor_share=0.9, expansion_decay=0.1)
+    settings = RankingProfile(neighbor_share=0.9, expansion_decay=0.1)
     items = by_id(
         rerank([seed, near], replace(ctx("pottery class", settings), context_of={"n": "s"}))
     )
@@ -49,53 +49,10 @@ def test_a_fetched_neighbour_inherits_its_share_of_the_seeds_relevance() -> None
     assert items["n"].breakdown.relevance == pytest.approx(0.1 * items["s"].breakdown.relevance)
 
 
-def test_neighbours_are_slotted_right_after_the_best_results_only() -> None:
-    ranked = rerank(
-        [
-            candidate(memory("a", "pottery class pottery"), rank=1),
-            candidate(memory("b", "pottery"), rank=2),
-            candidate(memory("c", "class"), rank=3),
-            candidate(memory("na", "nice"), hops=1, expanded_from="a"),
-            candidate(memory("nc", "fine"), hops=1, expanded_from="c"),
-        ],
-        ctx("pottery class"),
-    )
-    top = [i for i in ranked if i.id in {"a", "b", "c"}]
-    around: dict[str, Sequence[Memory]] = {
-        "a": [memory("na", "nice")],
-        "c": [memory("nc", "fine")],
-    }
-    assert [i.id for i in slot_neighbors(top, ranked, around, 1)] == ["a", "na", "b", "c"]
-    assert [i.id for i in slot_neighbors(top, ranked, around, 0)] == ["a", "b", "c"]
-
-
-def participants() -> list[Candidate]:
-    named = [
-        candidate(memory(f"c{n}", f"Caroline: note {n}", entities=("Caroline",)), rank=n)
-        for n in range(1, 5)
-    ]
-    other = candidate(
-        memory("m", "Melanie: I invited her to the trails", entities=("Melanie",)), rank=5
-    )
-    return [*named, other]
-
-
-def test_a_participant_named_in_the_question_does_not_bury_the_other_speakers_turns() -> None:
-    query = "Who invited Caroline to the trails?"
-    plain = by_id(rerank(participants(), ctx(query, entities=("Caroline",))))
-    aware_settings = RankingSettings(common_entity_share=0.5)
-    aware = by_id(rerank(participants(), ctx(query, aware_settings, entities=("Caroline",))))
-    # Caroline is on 4 of 5 candidates: a participant, not a discriminating entity
-    assert plain["c1"].breakdown.cross_reference > 0
-    assert aware["c1"].breakdown.cross_reference == 0
-    assert aware["m"].breakdown.lexical > plain["m"].breakdown.lexical
-    assert aware["m"].score - aware["c1"].score > plain["m"].score - plain["c1"].score
-
-
 def test_when_questions_lift_memories_that_carry_a_time_expression() -> None:
     dated = candidate(memory("d", "We adopted the puppy from the shelter last week"), rank=2)
     undated = candidate(memory("u", "We adopted the puppy from the shelter"), rank=1)
-    settings = RankingSettings(when_time_boost=0.2)
+    settings = RankingProfile(when_time_boost=0.2)
     # "kitten" matches neither, so relevance stays under its cap and the boost can show
     when = replace(
         ctx("adopt puppy kitten", settings),
@@ -114,8 +71,8 @@ def test_the_store_score_share_keeps_how_far_apart_the_stores_hits_are() -> None
         )
 
     hits = [hit("a", 1, 10.0), hit("b", 2, 9.9), hit("c", 3, 1.0)]
-    by_rank = by_id(rerank(hits, ctx("query", RankingSettings(store_score_share=0.0))))
-    by_score = by_id(rerank(hits, ctx("query", RankingSettings(store_score_share=1.0))))
+    by_rank = by_id(rerank(hits, ctx("query", RankingProfile(store_score_share=0.0))))
+    by_score = by_id(rerank(hits, ctx("query", RankingProfile(store_score_share=1.0))))
     assert by_rank["c"].breakdown.fused > 0.9  # ranks 1 and 3 look alike under RRF
     assert by_score["c"].breakdown.fused == 0.0
     assert by_score["b"].breakdown.fused == pytest.approx(8.9 / 9.0)
@@ -178,18 +135,6 @@ def test_a_preset_fills_in_only_what_the_configuration_does_not_set(
 def test_every_shipped_preset_is_valid() -> None:
     for name in PRESETS:
         assert Settings(preset=name).preset == name
-
-
-def test_length_normalization_lowers_a_long_memorys_chance_match_only() -> None:
-    short = candidate(memory("s", "pottery class today"))
-    long = candidate(
-        memory("l", "pottery class " + " ".join(f"word{n}" for n in range(30))), rank=2
-    )
-    plain = by_id(rerank([short, long], ctx("pottery class")))
-    normed = by_id(rerank([short, long], ctx("pottery class", RankingSettings(length_norm=0.75))))
-    assert plain["l"].breakdown.lexical == plain["s"].breakdown.lexical == 1.0
-    assert normed["s"].breakdown.lexical == 1.0
-    assert normed["l"].breakdown.lexical < 0.8
 
 
 def test_a_name_the_content_contradicts_loses_its_boost() -> None:

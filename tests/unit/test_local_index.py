@@ -93,17 +93,6 @@ def test_around_follows_the_index_when_a_text_changes_or_a_memory_comes_in_betwe
     assert [m.content for m in around["t1"]] == [edited.content]
 
 
-def test_a_hybrid_with_meaning_can_bring_in_a_memory_sharing_no_word() -> None:
-    index = LocalIndex(context_weight=0.0)
-    index.add(CHAT)
-    assert "t4" not in ids(index, "painting")
-    meaning = {"t4": 0.9, "t1": 0.1}  # e.g. cosines from the semantic index
-    mixed = [i for i, _ in index.search("painting", 5, meaning=meaning, share=0.5)]
-    assert mixed[:2] in (["t1", "t4"], ["t4", "t1"])
-    only_words = [i for i, _ in index.search("painting", 5, meaning=meaning, share=0.0)]
-    assert only_words == ["t1"]
-
-
 def test_a_wider_radius_reaches_the_second_neighbour_at_a_lower_weight() -> None:
     near = LocalIndex(context_weight=1.0, radius=1)
     near.add(CHAT)

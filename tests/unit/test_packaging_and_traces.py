@@ -22,7 +22,7 @@ from memory_orchestrator.pipeline.explainer import explain_text, summarize
 from memory_orchestrator.pipeline.packager import Budget, package, shorten
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
-from memory_orchestrator.settings import RankingSettings
+from memory_orchestrator.settings import RankingProfile
 from memory_orchestrator.state.traces import TraceStore
 from tests.factories import NOW, candidate, memory, plan
 from tests.faults import FailingTraceStore
@@ -43,7 +43,7 @@ def ranked_items(count: int, query: str = "atlas vendor", **plan_args: object) -
         for i in range(count)
     ]
     p = plan(query, **plan_args)  # type: ignore[arg-type]
-    return rerank(cands, RankContext(plan=p, now=NOW, settings=RankingSettings()))
+    return rerank(cands, RankContext(plan=p, now=NOW, settings=RankingProfile()))
 
 
 def test_shorten_cuts_at_a_word_boundary_with_an_ellipsis() -> None:
@@ -230,7 +230,7 @@ def test_an_old_memory_is_not_called_recent(
     days: int, half_life: float, reason: str | None
 ) -> None:
     """ "recent (112 days old)" read wrong."""
-    ranking = RankingSettings()
+    ranking = RankingProfile()
     ranking = ranking.model_copy(update={"half_life_days": {MemoryType.EPISODIC: float(half_life)}})
     cand = candidate(
         memory(

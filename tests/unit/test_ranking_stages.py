@@ -15,12 +15,12 @@ from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
 from memory_orchestrator.pipeline.reranker import rank, rerank, weighted_total, with_reasons
 from memory_orchestrator.pipeline.scored import Ranked
-from memory_orchestrator.settings import RankingSettings, Weights
+from memory_orchestrator.settings import RankingProfile, Weights
 from tests.factories import NOW, candidate, memory, plan
 
 
 def ctx(query: str, **kwargs: object) -> RankContext:
-    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=RankingSettings())  # type: ignore[arg-type]
+    return RankContext(plan=plan(query, **kwargs), now=NOW, settings=RankingProfile())  # type: ignore[arg-type]
 
 
 def test_rrf_sums_reciprocal_ranks_across_lists() -> None:
@@ -286,10 +286,10 @@ def test_local_share_blends_in_the_local_index_score_scaled_to_its_best_hit() ->
         return replace(c, sources=(*c.sources, extra))
 
     cands = [found("a", 8.0), found("b", 2.0), found("c", None)]
-    off_settings = RankingSettings(local_share=0.0)
+    off_settings = RankingProfile(local_share=0.0)
     off = rerank(cands, RankContext(plan=plan("sunset lake"), now=NOW, settings=off_settings))  # type: ignore[arg-type]
     assert len({i.breakdown.relevance for i in off}) == 1  # same words, same store rank
-    settings = RankingSettings(local_share=0.5)
+    settings = RankingProfile(local_share=0.5)
     on = rerank(cands, RankContext(plan=plan("sunset lake"), now=NOW, settings=settings))  # type: ignore[arg-type]
     relevance = {i.id: i.breakdown.relevance for i in on}
     base = off[0].breakdown.relevance

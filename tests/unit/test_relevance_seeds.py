@@ -24,7 +24,7 @@ from memory_orchestrator.pipeline.relevance import (
     relevance_scores,
 )
 from memory_orchestrator.pipeline.reranker import by_relevance
-from memory_orchestrator.settings import RankingSettings
+from memory_orchestrator.settings import RankingProfile
 from tests.factories import NOW, memory, plan
 
 WORDS = ("ana", "hike", "lake", "paint", "sunset", "dog", "garden", "bo", "yesterday", "may")
@@ -65,7 +65,7 @@ def context(cosines: dict[str, float], when: bool) -> RankContext:
     asked = plan(QUESTION, entities=("Ana",))
     if when:
         asked = asked.model_copy(update={"question_type": QuestionType.WHEN})
-    return RankContext(plan=asked, now=NOW, settings=RankingSettings(), semantic=cosines)
+    return RankContext(plan=asked, now=NOW, settings=RankingProfile(), semantic=cosines)
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,14 +15,14 @@ from memory_orchestrator.models import Capabilities, Memory, Neighbor
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance, rerank
-from memory_orchestrator.settings import RankingSettings
+from memory_orchestrator.settings import RankingProfile
 from tests.factories import NOW, candidate, memory, plan
 
 EARLY, LATE = NOW - timedelta(days=3), NOW - timedelta(days=3) + timedelta(seconds=1)
 
 
 def ctx() -> RankContext:
-    return RankContext(plan=plan("painted sunrise"), now=NOW, settings=RankingSettings())
+    return RankContext(plan=plan("painted sunrise"), now=NOW, settings=RankingProfile())
 
 
 def test_equal_scores_rank_the_newer_memory_first_whatever_the_ids() -> None:

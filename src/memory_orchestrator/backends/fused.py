@@ -393,6 +393,6 @@ def from_settings(settings: Settings) -> FusedBackend:
         members,
         primary=section.primary,
         timeout_s=section.timeout_s,
-        rrf_k=settings.retrieval.rrf_k,
+        rrf_k=settings.ranking.rrf_k,
         mirror_writes=section.mirror_writes,
     )

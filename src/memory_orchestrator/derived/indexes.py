@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_HYBRID_DEPTH = 200  # nearest memories in meaning blended into the local index's ranking
 Embedding = Callable[[int, int], None]  # told (memories embedded, memories to embed)
 
 
@@ -236,16 +235,11 @@ class DerivedIndexes:
     ) -> list[tuple[SubQuery, list[Listed]]]:
         """The indexes' candidate lists for `query`, read back from the store in one call."""
         li, sem = self._settings.local_index, self._settings.semantic
+        profile = self._settings.ranking
         lists: list[tuple[str, float, list[tuple[str, float]]]] = []  # (label, weight, ids)
         if indexes.local is not None:
-            meaning = None
-            if indexes.semantic is not None and li.semantic_share > 0:
-                await _finished(indexes.semantic.pending(query, _HYBRID_DEPTH))
-                meaning = indexes.semantic.nearest(query, _HYBRID_DEPTH)
-            local = indexes.local.search(
-                query, li.candidates, meaning=meaning, share=li.semantic_share
-            )
-            lists.append((LOCAL_SOURCE, li.weight, local))
+            local = indexes.local.search(query, li.candidates)
+            lists.append((LOCAL_SOURCE, profile.local_list_weight, local))
         if indexes.semantic is not None and sem.candidates > 0:
             # by id: vectors kept from an earlier run count before the store lists them again;
             # only memories close enough in meaning to be worth a look
@@ -254,7 +248,13 @@ class DerivedIndexes:
                 floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
             await _finished(indexes.semantic.pending(query, sem.candidates))
             near = indexes.semantic.ranked(query, sem.candidates)
-            lists.append((SEMANTIC_SOURCE, sem.weight, [(i, s) for i, s in near if s >= floor]))
+            lists.append(
+                (
+                    SEMANTIC_SOURCE,
+                    profile.semantic_list_weight,
+                    [(i, s) for i, s in near if s >= floor],
+                )
+            )
         wanted = list(dict.fromkeys(i for _, _, found in lists for i, _ in found))
         if not wanted:
             return []
@@ -317,18 +317,18 @@ class DerivedIndexes:
     # ------------------------------------------------------------------ internals
 
     def _local_index(self) -> LocalIndex | None:
-        li = self._settings.local_index
+        li, profile = self._settings.local_index, self._settings.ranking
         if not li.enabled:
             return None
         if self._local is None:
             self._local = LocalIndex(max_memories=li.max_memories)
         emptied = self._local.configure(
-            context_weight=li.context_weight,
-            k1=li.k1,
-            b=li.b,
-            radius=li.radius,
+            context_weight=profile.local_context_weight,
+            k1=profile.bm25_k1,
+            b=profile.bm25_b,
+            radius=profile.local_radius,
             date_terms=li.date_terms,
-            context_gap_s=self._settings.ranking.context_gap_s,
+            context_gap_s=profile.context_gap_s,
         )
         if emptied:  # its texts are analysed anew: the store's whole listing again
             self._feed = Feed()

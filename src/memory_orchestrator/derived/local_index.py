@@ -29,7 +29,7 @@ import hashlib
 import math
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -296,22 +296,14 @@ class LocalIndex:
             out[memory_id] = list(near)
         return out
 
-    def search(
-        self, query: str, k: int, *, meaning: Mapping[str, float] | None = None, share: float = 0.0
-    ) -> list[tuple[str, float]]:
-        """The ids of the `k` best memories for `query`, best first, with their score: BM25,
-        or with `meaning` (a semantic similarity per memory id) a weighted hybrid of the two,
-        each min-max scaled over the memories it scores (`share` is the semantic weight)."""
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ids of the `k` best memories for `query`, best first, with their BM25 score."""
         self.prepare()
         wanted = list(dict.fromkeys(terms(query)))
         if not wanted or k < 1 or self._order is None or not len(self._order):
             return []
         positions, scores = self._bm25(wanted)
         order = self._order
-        if meaning and share > 0:
-            found = (self._ids[int(order[p])] for p in positions.tolist())
-            lexical = dict(zip(found, scores.tolist(), strict=True))
-            return self._best_of(_hybrid(lexical, meaning, share), k)
         best = top(positions, scores, order, k)
         return [
             (self._ids[int(order[p])], round(s, 6))
@@ -347,12 +339,6 @@ class LocalIndex:
                 touched[position] = True
         found = np.flatnonzero(touched)
         return found, scores[found]
-
-    def _best_of(self, scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
-        # ties: in the order the store listed them (ids are often random)
-        last = len(self._seq)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], self._seq.get(item[0], last)))
-        return [(i, round(score, 6)) for i, score in ranked if i in self._seq][:k]
 
 
 def _digest(text: str) -> int:
@@ -407,21 +393,3 @@ def date_words(when: datetime) -> str:
     locale), so "What did she do in May 2023?" matches what was said then even though the
     words are not in the text."""
     return f"{when.day} {calendar.month_name[when.month]} {when.year}"
-
-
-def _scaled(values: Mapping[str, float]) -> dict[str, float]:
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    span = high - low
-    return {i: (v - low) / span if span > 0 else 1.0 for i, v in values.items()}
-
-
-def _hybrid(
-    lexical: Mapping[str, float], meaning: Mapping[str, float], share: float
-) -> dict[str, float]:
-    words, sense = _scaled(lexical), _scaled(meaning)
-    return {
-        i: (1 - share) * words.get(i, 0.0) + share * sense.get(i, 0.0)
-        for i in words.keys() | sense.keys()
-    }

@@ -23,11 +23,8 @@ from memory_orchestrator.models import (
     QueryPlan,
     QuestionType,
 )
-from memory_orchestrator.settings import RankingSettings
+from memory_orchestrator.settings import RankingProfile
 from memory_orchestrator.text import content_word_count, term_set
-
-_ENTITY_SHARE = 0.25  # share of the term match that comes from the query's entities
-
 
 _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -109,7 +106,7 @@ class RankContext:
 
     plan: QueryPlan
     now: datetime
-    settings: RankingSettings
+    settings: RankingProfile
     around: Mapping[str, Sequence[Text]] = field(default_factory=dict)
     context_of: Mapping[str, str] = field(default_factory=dict)
     semantic: Mapping[str, float] = field(default_factory=dict)
@@ -215,10 +212,8 @@ class _Lexical:
         plan, settings = ctx.plan, ctx.settings
         words = {c.memory.id: w for c, w in zip(candidates, listed, strict=True)}
         idf = _idf(plan.terms, [w.terms for w in words.values()])
-        entity_weights = _entity_weights(plan, listed, settings.common_entity_share)
-        window, self.b = settings.context_window, settings.length_norm
-        self.average = sum(len(w.terms) for w in words.values()) / len(words) if words else 0.0
-        self.match = _TermMatch(plan, idf, entity_weights, window)
+        window = settings.context_window
+        self.match = _TermMatch(plan, idf, settings.entity_share, window)
         self.around = ctx.around if window > 0 else {}
         self.words = words
 
@@ -227,11 +222,7 @@ class _Lexical:
         if memory_id in self.around:  # (each text's terms, cached: neighbours recur question
             # after question, their combinations much less; no term spans two texts)
             near = [term_set(m.content) for m in self.around[memory_id]]
-        own, b, average = self.words[memory_id], self.b, self.average
-        # BM25's length normalization, as a penalty only: a long memory covers more of the
-        # query's words by chance than a short one
-        norm = min(1.0, 1.0 / (1 - b + b * len(own.terms) / average)) if b > 0 and average else 1.0
-        return self.match.score(own, near, norm)
+        return self.match.score(self.words[memory_id], near)
 
 
 def best_by_relevance(
@@ -364,18 +355,16 @@ class _TermMatch:
         self,
         plan: QueryPlan,
         idf: dict[str, float],
-        entity_weights: Mapping[str, float],
+        entity_share: float,
         window: float,
     ) -> None:
         self.idf = list(idf.items())
         self.total = sum(idf.values())
         self.window = window
         self.entities = [e.casefold() for e in plan.entities]
-        self.entity_weights = [entity_weights.get(e, 1.0) for e in self.entities]
-        weight_sum = sum(entity_weights.values())
-        self.weight_sum = weight_sum
+        self.distinct = float(len(set(self.entities)))  # (the entities' total weight)
         self.entity_share = (
-            _ENTITY_SHARE * weight_sum / len(plan.entities) if plan.entities else 0.0
+            entity_share * self.distinct / len(plan.entities) if plan.entities else 0.0
         )
 
     @property
@@ -386,11 +375,11 @@ class _TermMatch:
         for _, w in self.idf:
             found += w
         hit = 0.0
-        for weight in self.entity_weights:
-            hit += weight
-        return self._combined(found, 1.0, hit)
+        for _ in self.entities:
+            hit += 1.0
+        return self._combined(found, hit)
 
-    def score(self, own: Words, near: Sequence[frozenset[str]], norm: float) -> float:
+    def score(self, own: Words, near: Sequence[frozenset[str]]) -> float:
         """`near`: the term sets of the memories next to it (a term in any counts)."""
         window, terms = self.window, own.terms
         found = 0.0  # (the same sum, in the same order, as sum() over the terms)
@@ -404,34 +393,16 @@ class _TermMatch:
                         break
         memory_entities, text = own.entities, own.text
         hit = 0.0
-        for e, weight in zip(self.entities, self.entity_weights, strict=True):
+        for e in self.entities:
             if e in memory_entities or e in text:
-                hit += weight
-        return self._combined(found, norm, hit)
+                hit += 1.0
+        return self._combined(found, hit)
 
-    def _combined(self, found: float, norm: float, hit: float) -> float:
-        """The term match from the terms' found IDF and the entities' hit weight."""
-        coverage = norm * found / self.total if self.total else 0.0
+    def _combined(self, found: float, hit: float) -> float:
+        """The term match from the terms' found IDF and the entities named."""
+        coverage = found / self.total if self.total else 0.0
         if not self.entities:
             return coverage
         share = self.entity_share
-        hit_share = hit / self.weight_sum if share else 0.0
+        hit_share = hit / self.distinct if share else 0.0
         return (1 - share) * coverage + share * hit_share
-
-
-def _entity_weights(
-    plan: QueryPlan, folded: Sequence[Words], common_share: float
-) -> dict[str, float]:
-    """Weight of each query entity in the term match: 1, or for an entity carried by more
-    than `common_share` of the candidates (`folded`: their words; a conversation's
-    participant, found in most of them), its rarity among them, so that it cannot bury the
-    other participant's turns."""
-    weights = {e.casefold(): 1.0 for e in plan.entities}
-    if common_share >= 1.0 or not weights or not folded:
-        return weights
-    n = len(folded)
-    for entity in weights:
-        carried = sum(1 for w in folded if entity in w.entities or entity in w.text)
-        if carried / n > common_share:
-            weights[entity] = 1.0 - carried / n
-    return weights

@@ -30,19 +30,16 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.relevance import (
     RankContext,
-    Text,
     Words,
     best_by_relevance,
     relevance_scores,
     words_of,
 )
 from memory_orchestrator.pipeline.scored import Ranked, Scored
-from memory_orchestrator.settings import Weights
+from memory_orchestrator.settings import RankingProfile, Weights
 
 _DAY = 86_400.0
 RECENT_DAYS = 14  # "recent" in a reason: at most this many days old
-_SHORT_WORDS = 3  # fewer content words than this looks like chatter ("ok thanks")
-_XREF_SATURATION = 3  # an entity shared with this many other results gives the full boost
 _DERIVED_LISTS = {SEMANTIC_SOURCE: "semantic index", LOCAL_SOURCE: "local index"}
 _CLOSE_IN_MEANING = 0.5  # cosine from which "close in meaning" is worth saying
 
@@ -139,7 +136,7 @@ def rank(
         return []
     words = [words_of(c.memory) for c in candidates]
     lexical, relevance, store = relevance_scores(candidates, ctx, words)
-    entity_counts = _xref_counts(words, ctx)
+    entity_counts = _xref_counts(words)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     power = ctx.settings.name_trust_power
     trust = _name_trust(candidates, words, relevance, query_entities, power)
@@ -151,7 +148,7 @@ def rank(
             lexical[c.memory.id],
             relevance[c.memory.id],
             store.get(c.memory.id, 0.0),
-            _xref(w, entity_counts, query_entities, trust),
+            _xref(w, entity_counts, query_entities, ctx.settings.xref_saturation, trust),
         )
         for c, w in zip(candidates, words, strict=True)
     ]
@@ -188,9 +185,10 @@ def with_reasons(
             recency_reason, xref_entity = row.recency_reason, row.xref_entity
         else:
             if counts is None:
-                counts = _xref_counts([words_of(m.memory) for m in candidates], ctx)
+                counts = _xref_counts([words_of(m.memory) for m in candidates])
             _, recency_reason = _recency(c, ctx)
-            _, xref_entity = _xref(words_of(c.memory), counts, query_entities)
+            saturation = ctx.settings.xref_saturation
+            _, xref_entity = _xref(words_of(c.memory), counts, query_entities, saturation)
         own = _reasons(c, ctx.plan, lexical, recency_reason, xref_entity, noise, semantic)
         reasons = (*own, *item.reasons)
         if isinstance(item, Scored):
@@ -200,43 +198,13 @@ def with_reasons(
     return out
 
 
-def _xref_counts(words: Sequence[Words], ctx: RankContext) -> Counter[str]:
+def _xref_counts(words: Sequence[Words]) -> Counter[str]:
     """How many candidates (`words`: theirs) carry each entity, case-folded."""
-    entity_counts = _entity_counts(words)
-    common_share = ctx.settings.common_entity_share
-    if common_share < 1.0:  # participants earn no cross-reference boost
-        limit = common_share * len(words)
-        entity_counts = Counter({e: n for e, n in entity_counts.items() if n <= limit})
-    return entity_counts
-
-
-def slot_neighbors(
-    items: Sequence[ScoredItem],
-    pool: Sequence[ScoredItem] | Mapping[str, ScoredItem],
-    around: Mapping[str, Sequence[Text]],
-    slots: int,
-) -> list[ScoredItem]:
-    """`items` in order, except that each of the first `slots` is followed at once by its
-    neighbours in time (from `around`, scored in `pool`: items, or items by id), best first:
-    the turn that answers a question is often the one just before or after the turn that
-    matches it."""
-    scored = pool if isinstance(pool, Mapping) else {i.id: i for i in pool}
-    out: list[ScoredItem] = []
-    placed: set[str] = set()
-    for index, item in enumerate(items):
-        if item.id in placed:
-            continue
-        out.append(item)
-        placed.add(item.id)
-        if index >= slots:
-            continue
-        near = [scored[m.id] for m in around.get(item.id, ()) if m.id in scored]
-        near.sort(key=lambda n: (-n.breakdown.total, *tie_order(n.candidate.memory)))
-        for neighbor in near:
-            if neighbor.id not in placed:
-                out.append(neighbor)
-                placed.add(neighbor.id)
-    return out
+    counts: Counter[str] = Counter()
+    for w in words:
+        for entity in w.entities:
+            counts[entity] += 1
+    return counts
 
 
 def tie_order(memory: Memory) -> tuple[float, str, str]:
@@ -297,7 +265,7 @@ class _Scorer:
         self.preferred = ctx.plan.preferred_types
         self.semantic = ctx.semantic
         self.window = ctx.plan.time_window
-        self.half_lives = settings.half_life_days
+        self.profile = settings
         self.now = to_utc(ctx.now)
 
     def __call__(
@@ -310,10 +278,10 @@ class _Scorer:
         xref: tuple[float, str | None],
     ) -> Scored:
         memory = c.memory
-        recency, recency_reason = _recency_at(memory, self.now, self.window, self.half_lives)
+        recency, recency_reason = _recency_at(memory, self.now, self.window, self.profile)
         graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
         type_match = _type_match(memory.type, self.preferred)
-        noise = _noise(c, lexical, words.content_words)
+        noise = _noise(c, lexical, words.content_words, self.profile.short_words)
         gate = self.gate
         cross = (1.0 - gate + gate * relevance) * xref[0]
         # (no duplicate penalty yet: the deduper gives it)
@@ -327,14 +295,6 @@ class _Scorer:
             )
         why = (recency_reason, xref[1])
         return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons, why)
-
-
-def _entity_counts(words: Sequence[Words]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for w in words:
-        for entity in w.entities:
-            counts[entity] += 1
-    return counts
 
 
 def _name_trust(
@@ -363,7 +323,11 @@ def _name_trust(
 
 
 def _xref(
-    words: Words, counts: Counter[str], query_entities: set[str], trust: float = 1.0
+    words: Words,
+    counts: Counter[str],
+    query_entities: set[str],
+    saturation: int,
+    trust: float = 1.0,
 ) -> tuple[float, str | None]:
     """Entities this memory (`words`: its words) shares with other results (Memory Fabric's
     cross-reference boost); an entity the question names counts double, as far as the name
@@ -373,7 +337,7 @@ def _xref(
         others = counts.get(folded, 0) - 1
         if others <= 0:
             continue
-        value = min(1.0, others / _XREF_SATURATION)
+        value = min(1.0, others / saturation)
         value *= 0.5 + 0.5 * trust if folded in query_entities else 0.5
         if value > best:
             best, best_entity = value, entity
@@ -381,14 +345,14 @@ def _xref(
 
 
 def _recency(c: Candidate, ctx: RankContext) -> tuple[float, str | None]:
-    return _recency_at(c.memory, to_utc(ctx.now), ctx.plan.time_window, ctx.settings.half_life_days)
+    return _recency_at(c.memory, to_utc(ctx.now), ctx.plan.time_window, ctx.settings)
 
 
 def _recency_at(
     memory: Memory,
     now: datetime,
     window: TimeRange | None,
-    half_lives: Mapping[MemoryType, float | None],
+    profile: RankingProfile,
 ) -> tuple[float, str | None]:
     """1 inside an asked time window (fading outside it); else halving every half-life of its
     type (`now` in UTC); 0.5 without a time."""
@@ -396,8 +360,8 @@ def _recency_at(
     if created is None:
         return 0.5, None
     if window is not None:
-        return _window_score(to_utc(created), window)
-    half_life = half_lives.get(memory.type)
+        return _window_score(to_utc(created), window, profile.window_fade_days)
+    half_life = profile.half_life_days.get(memory.type)
     if half_life is None:
         return 1.0, None
     age_days = max(0.0, (now - to_utc(created)).total_seconds() / _DAY)
@@ -413,7 +377,7 @@ def _age_reason(age_days: float, half_life: float) -> str:
     return f"{days} days old, within its {half_life:g}-day half-life"
 
 
-def _window_score(when: datetime, window: TimeRange) -> tuple[float, str | None]:
+def _window_score(when: datetime, window: TimeRange, fade_days: float) -> tuple[float, str | None]:
     start = to_utc(window.start) if window.start else None
     end = to_utc(window.end) if window.end else None
     if (start is None or when >= start) and (end is None or when <= end):
@@ -421,7 +385,7 @@ def _window_score(when: datetime, window: TimeRange) -> tuple[float, str | None]
     edge = start if start is not None and when < start else end
     assert edge is not None
     days_out = abs((edge - when).total_seconds()) / _DAY
-    return 0.5 ** (days_out / 7.0), None
+    return 0.5 ** (days_out / fade_days), None
 
 
 def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
@@ -430,12 +394,12 @@ def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
     return 1.0 if kind in preferred else 0.0
 
 
-def _noise(c: Candidate, lexical: float, content_words: int) -> float:
+def _noise(c: Candidate, lexical: float, content_words: int, short_words: int) -> float:
     if c.hops == 0 and lexical == 0.0 and not any(s.query == SEMANTIC_SOURCE for s in c.sources):
         # the store returned it, but it shares nothing with the question (a memory the
         # semantic index proposed is close in meaning: its list keeps only those)
         return 1.0
-    if content_words < _SHORT_WORDS:
+    if content_words < short_words:
         return 0.5
     return 0.0
 

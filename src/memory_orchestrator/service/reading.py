@@ -2,7 +2,7 @@
 
     plan -> retrieve (store subqueries + derived indexes, fused) -> context neighbours
          -> expand along the graph -> rerank -> relevance floor -> dedupe
-         -> neighbour slots -> reasons
+         -> newest first -> reasons
 
 A run takes one frozen `ReadRequest` and returns the plan, the items and the trace being built;
 `search`, `context` and `explain` are runs with other limits and other packaging. Every stage
@@ -18,7 +18,7 @@ says that part of the memory could not be searched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -51,16 +51,14 @@ from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
-from memory_orchestrator.pipeline.reranker import by_relevance, rank, slot_neighbors, with_reasons
+from memory_orchestrator.pipeline.reranker import by_relevance, rank, with_reasons
 from memory_orchestrator.pipeline.retriever import Hit, Lost, SubQuery, retrieve
-from memory_orchestrator.pipeline.scored import Items, Ranked, Scored
+from memory_orchestrator.pipeline.scored import Items, Scored
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import unreadable
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.learned import load_learned_cached
 from memory_orchestrator.text import cut_at_word
-
-_SUBQUERY_WEIGHT = 0.7
 
 
 @dataclass(frozen=True)
@@ -313,7 +311,7 @@ class ReadPath:
             self._subqueries(plan, run.req.filters),
             per_query=max(ret.candidate_k, run.req.limit),
             timeout_s=ret.timeout_s,
-            rrf_k=ret.rrf_k,
+            rrf_k=self._settings.ranking.rrf_k,
             prefetch=prefetch,
             max_chars=self._settings.limits.max_query_chars,
             list_budget_s=ret.list_budget_s or None,
@@ -397,13 +395,7 @@ class ReadPath:
             limit=limit,
         )
         trace.dropped.extend(deduped.dropped)
-        found: list[Ranked] = deduped.items
-        slots = self._settings.ranking.neighbor_slots
-        if slots > 0 and ctx.around:
-            merged = {d.id for d in deduped.dropped}
-            pool = _Pool(Items(deduped.items), [row for row in kept if row.id not in merged])
-            found = [*slot_neighbors(Items(found), pool, ctx.around, slots)]
-        found = newest_first(found[: 2 * limit], apart)[:limit]
+        found = newest_first(deduped.items[: 2 * limit], apart)[:limit]
         items = with_reasons(found, current.candidates, ctx, {row.id: row for row in ranked})
         # Later entries win: an item the deduper penalised is traced with that penalty, even
         # when the penalty pushed it out of the result. The records are made as it is stored.
@@ -435,38 +427,17 @@ class ReadPath:
         return kept
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
+        part = self._settings.ranking.subquery_weight
         subs = [
-            SubQuery(text, weight=1.0 if index == 0 else _SUBQUERY_WEIGHT, filters=filters)
+            SubQuery(text, weight=1.0 if index == 0 else part, filters=filters)
             for index, text in enumerate(plan.subqueries)
         ]
         window = plan.time_window
         has_window = filters is not None and filters.time_range is not None
         if window is not None and not has_window and self._store.capabilities.time_filter:
             windowed = (filters or SearchFilters()).model_copy(update={"time_range": window})
-            subs.append(SubQuery(plan.subqueries[-1], weight=_SUBQUERY_WEIGHT, filters=windowed))
+            subs.append(SubQuery(plan.subqueries[-1], weight=part, filters=windowed))
         return subs
-
-
-class _Pool(Mapping[str, ScoredItem]):
-    """The items a neighbour can be slotted from, by id: as `{i.id: i for i in [*deduped,
-    *kept]}` read them (a kept row over the deduper's copy of it), made only when looked up."""
-
-    def __init__(self, deduped: Sequence[ScoredItem], kept: Sequence[Scored]) -> None:
-        self._deduped = {i.id: i for i in deduped}
-        self._kept = {row.id: row for row in kept}
-
-    def __getitem__(self, memory_id: str) -> ScoredItem:
-        row = self._kept.get(memory_id)
-        return row.item if row is not None else self._deduped[memory_id]
-
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._kept or memory_id in self._deduped
-
-    def __iter__(self) -> Iterator[str]:
-        return iter({**self._deduped, **self._kept})
-
-    def __len__(self) -> int:
-        return len(self._deduped.keys() | self._kept.keys())
 
 
 class _Chain(Iterable[ScoredItem]):

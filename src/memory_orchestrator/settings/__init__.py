@@ -7,7 +7,8 @@ else `./orchestrator.toml` when it exists), then the defaults below.
 Only the entry points (CLI, MCP server, eval) build settings; the core receives them.
 
 The package: `base` (checked paths and names), `stores` (one section per store), `tuning`
-(the pipeline's sections), `root` (the `Settings` model and `load_settings`).
+(the pipeline's sections), `profile` (the ranking profile: every coefficient of the order),
+`root` (the `Settings` model and `load_settings`).
 """
 
 from memory_orchestrator.settings.base import (
@@ -20,6 +21,7 @@ from memory_orchestrator.settings.base import (
     check_store_name,
     default_data_dir,
 )
+from memory_orchestrator.settings.profile import RankingProfile, Weights
 from memory_orchestrator.settings.root import (
     Settings,
     find_config,
@@ -42,13 +44,11 @@ from memory_orchestrator.settings.tuning import (
     LocalIndexSettings,
     OutboxSettings,
     PackagingSettings,
-    RankingSettings,
     RetrievalSettings,
     RetrySettings,
     SemanticSettings,
     SharedProcessSettings,
     TraceSettings,
-    Weights,
     WriteSettings,
 )
 
@@ -71,7 +71,7 @@ __all__ = [
     "NpmServerSettings",
     "OutboxSettings",
     "PackagingSettings",
-    "RankingSettings",
+    "RankingProfile",
     "RetrievalSettings",
     "RetrySettings",
     "Section",

@@ -1,5 +1,6 @@
 """Named presets: tuned values for a kind of data, chosen with `preset = "NAME"` in the config
-(or `ORCHESTRATOR_PRESET=NAME`). A preset fills in only the settings the configuration does
+(or `ORCHESTRATOR_PRESET=NAME`). Mostly a ranking profile (`[ranking]`, `settings/profile.py`).
+A preset fills in only the settings the configuration does
 not set itself, so any value given in the file, the environment or code still wins.
 
 Every preset records the command that produced it; re-running that command on the same data
@@ -19,27 +20,26 @@ __all__ = ["PRESETS", "apply_preset"]
 # nDCG@10 and MRR of `expanded`), in six passes, each starting from the last one's values;
 # each pass's grid and what it gave: bench/results/2026-11-23-locomo-dev-preset.md.
 _LOCOMO: dict[str, dict[str, Any]] = {
-    "retrieval": {"candidate_k": 20, "rrf_k": 10},
+    "retrieval": {"candidate_k": 20},
     "ranking": {
-        "common_entity_share": 1.0,
+        "rrf_k": 10,
         "context_seeds": 5,
         "context_window": 0.6,
         "lexical_share": 0.7,
         "local_share": 0.4,
         "neighbor_share": 0.8,
-        "neighbor_slots": 0,
         "store_score_share": 0.0,
         "when_time_boost": 0.2,
         "weights": {"cross_reference": 0.3, "graph": 0.05, "recency": 0.05},
+        "local_list_weight": 4.0,
+        "local_context_weight": 1.0,
+        "local_radius": 2,
+        "bm25_k1": 0.9,
+        "bm25_b": 0.5,
     },
     "local_index": {
         "enabled": True,
         "candidates": 30,
-        "weight": 4.0,
-        "context_weight": 1.0,
-        "radius": 2,
-        "k1": 0.9,
-        "b": 0.5,
         "lend_context": True,
     },
 }

@@ -32,6 +32,8 @@ from memory_orchestrator.errors import ConfigError
 from memory_orchestrator.settings.base import _dir_path, default_data_dir
 from memory_orchestrator.settings.postgres import PostgresSettings, SharedSettings
 from memory_orchestrator.settings.presets import apply_preset
+from memory_orchestrator.settings.profile import RankingProfile
+from memory_orchestrator.settings.renamed import renamed
 from memory_orchestrator.settings.stores import (
     EmbeddedSettings,
     FusedSettings,
@@ -47,7 +49,6 @@ from memory_orchestrator.settings.tuning import (
     LocalIndexSettings,
     OutboxSettings,
     PackagingSettings,
-    RankingSettings,
     RetrievalSettings,
     RetrySettings,
     SemanticSettings,
@@ -93,7 +94,7 @@ class Settings(BaseSettings):
     shared: SharedSettings = Field(default_factory=SharedSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
-    ranking: RankingSettings = Field(default_factory=RankingSettings)
+    ranking: RankingProfile = Field(default_factory=RankingProfile)
     dedup: DedupSettings = Field(default_factory=DedupSettings)
     packaging: PackagingSettings = Field(default_factory=PackagingSettings)
     traces: TraceSettings = Field(default_factory=TraceSettings)
@@ -109,7 +110,7 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data: Any) -> Any:
-        return apply_preset(data) if isinstance(data, dict) else data
+        return apply_preset(renamed(data)) if isinstance(data, dict) else data
 
     @field_validator("backend")
     @classmethod

@@ -17,7 +17,6 @@ from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
     MAX_LIST_ITEMS,
     MAX_QUERY_CHARS,
-    MemoryType,
 )
 from memory_orchestrator.settings.base import DirPath, FilePath, Section
 
@@ -33,7 +32,6 @@ class RetrievalSettings(Section):
     max_subqueries: int = Field(
         default=4, ge=1, le=12, description="searches a question is split into, at most"
     )
-    rrf_k: int = Field(default=60, ge=1, description="RRF constant: 1 / (rrf_k + rank)")
     timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
     list_budget_s: float = Field(
         default=0.3,
@@ -67,149 +65,6 @@ class ExpansionSettings(Section):
     edge_types: list[str] = Field(
         default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"],
         description="the edge types an expansion may follow (the store's own, where it has some)",
-    )
-
-
-class Weights(Section):
-    """The re-ranking formula. Penalties are subtracted."""
-
-    relevance: float = Field(default=0.60, description="weight of relevance to the question")
-    recency: float = Field(default=0.05, description="weight of how recent a memory is")
-    graph: float = Field(
-        default=0.10, description="weight of closeness in the graph (1 when searched directly)"
-    )
-    type_match: float = Field(
-        default=0.05, description="weight of a memory type the question asks for"
-    )
-    cross_reference: float = Field(
-        default=0.30, description="weight of naming entities that recur across the candidates"
-    )
-    duplicate: float = Field(
-        default=0.40, description="penalty for a near-duplicate of a better item (subtracted)"
-    )
-    noise: float = Field(
-        default=0.30,
-        description="penalty for a memory that shares no term with the question, or is a few"
-        " words only (subtracted)",
-    )
-
-
-class RankingSettings(Section):
-    """The re-ranking of the candidates: the weights of the score, how relevance is made of
-    its signals, recency, the relevance floor."""
-
-    weights: Weights = Field(default_factory=Weights)
-    learned_weights: FilePath = Field(
-        default=None,
-        description="weights per question type from `orchestrator tune` (off when unset)",
-    )
-    relevance_floor: float = Field(
-        default=0.05, ge=0, le=1, description="items with less relevance are dropped as noise"
-    )
-    lexical_share: float = Field(
-        default=0.6, ge=0, le=1, description="share of relevance from own term match vs store rank"
-    )
-    half_life_days: dict[MemoryType, float | None] = Field(
-        default_factory=lambda: {
-            MemoryType.EPISODIC: 30.0,
-            MemoryType.SEMANTIC: None,
-            MemoryType.PROCEDURAL: None,
-            MemoryType.RESOURCE: 180.0,
-        },
-        description="recency half-life per memory type; null = never fades",
-    )
-    expansion_decay: float = Field(
-        default=0.7, ge=0, le=1, description="relevance carried over one hop"
-    )
-    store_score_share: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="share of the store signal taken from the store's own scores (min-max "
-        "scaled per subquery) rather than from the fused rank",
-    )
-    length_norm: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="BM25-like length normalization (b) of the term match; longer-than-average "
-        "memories lose a share; 0 = off",
-    )
-    context_seeds: int = Field(
-        default=3,
-        ge=0,
-        le=200,
-        description="best candidates whose neighbours in time are fetched (one store call); "
-        "0 = off",
-    )
-    context_window: float = Field(
-        default=0.4,
-        ge=0,
-        le=1,
-        description="weight of a neighbour's words in a memory's term match (context window)",
-    )
-    neighbor_share: float = Field(
-        default=0.6,
-        ge=0,
-        le=1,
-        description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
-        "only lend context",
-    )
-    context_gap_s: float = Field(
-        default=1800.0,
-        ge=0,
-        description="memories are context for each other (a neighbour's words, a context "
-        "neighbour joining the candidates, the local index's context window) only within a "
-        "session: no pause longer than this between them (30 min, the usual session timeout). "
-        "Conversation turns share context; facts written hours or days apart do not; 0 = no "
-        "sessions (every neighbour in time is context)",
-    )
-    neighbor_slots: int = Field(
-        default=0,
-        ge=0,
-        le=100,
-        description="the best N results each get their fetched neighbours placed right after "
-        "them; 0 = neighbours rank by their own score",
-    )
-    name_trust_power: float = Field(
-        default=4.0,
-        ge=0,
-        le=32,
-        description="how fast a name in the question loses its boost when memories of someone"
-        " else match the question better (0: never)",
-    )
-    xref_gate: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="share of the cross-reference boost that scales with the memory's own"
-        " relevance (1: a memory that matches little gains little from naming an entity)",
-    )
-    common_entity_share: float = Field(
-        default=1.0,
-        ge=0,
-        le=1,
-        description="an entity carried by more than this share of the candidates (a conversation "
-        "participant) counts as weak: no cross-reference boost, little entity-match weight",
-    )
-    when_time_boost: float = Field(
-        default=0.2,
-        ge=0,
-        le=1,
-        description="'when' questions: relevance added to memories carrying a time expression",
-    )
-    semantic_share: float = Field(
-        default=0.3,
-        ge=0,
-        le=1,
-        description="share of relevance from semantic similarity (only with [semantic] on)",
-    )
-    local_share: float = Field(
-        default=0.6,
-        ge=0,
-        le=1,
-        description="with [local_index] on: share of relevance from the local index's own "
-        "score (its BM25 with context, scaled to its best hit) rather than from ranks alone",
     )
 
 
@@ -290,9 +145,6 @@ class SemanticSettings(Section):
     candidates: int = Field(
         default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"
     )
-    weight: float = Field(
-        default=1.0, ge=0, le=4, description="RRF weight of the semantic candidate list"
-    )
     min_similarity: float | None = Field(
         default=None,
         ge=-1,
@@ -318,22 +170,6 @@ class LocalIndexSettings(Section):
         default=True, description="needs a store that can list its memories (all stores here can)"
     )
     candidates: int = Field(default=30, ge=1, le=500, description="hits added as a candidate list")
-    weight: float = Field(default=4.0, ge=0, le=4, description="RRF weight of that list")
-    context_weight: float = Field(
-        default=0.75, ge=0, le=1, description="weight of the neighbours' terms in a memory's score"
-    )
-    radius: int = Field(
-        default=3, ge=1, le=5, description="neighbours on each side that lend their terms"
-    )
-    k1: float = Field(default=0.9, ge=0, le=3, description="BM25 term-frequency saturation")
-    b: float = Field(default=0.75, ge=0, le=1, description="BM25 length normalization")
-    semantic_share: float = Field(
-        default=0.0,
-        ge=0,
-        le=1,
-        description="with [semantic] on: weight of meaning in the index's min-max scaled "
-        "hybrid of BM25 and semantic similarity",
-    )
     date_terms: bool = Field(
         default=True,
         description='index each memory\'s date as words ("8 May 2023"), so a question that '
