@@ -34,6 +34,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.relevance import RankContext
+from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.service.store_calls import StoreCalls
@@ -269,12 +270,14 @@ async def test_context_neighbours_join_with_their_seed_and_lend_it_their_words(
     hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
     ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingProfile())
-    got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.5, 5.0))
-    added = [c for c in got.candidates if c.memory.id != seed.memory.id]
+    got = await add_context_neighbours(
+        store, CandidateTable.of([seed]), ctx, NeighbourLimits(4, 0.5, 5.0)
+    )
+    added = [c for c in got.table.candidates if c.memory.id != seed.memory.id]
     assert added
     assert all(c.expanded_from == seed.memory.id for c in added)
-    assert {m.id for m in got.ctx.around[seed.memory.id]} == {c.memory.id for c in added}
-    assert all(got.ctx.context_of[c.memory.id] == seed.memory.id for c in added)
+    assert {m.id for m in got.table.around[seed.memory.id]} == {c.memory.id for c in added}
+    assert all(got.table.context_of[c.memory.id] == seed.memory.id for c in added)
     assert [d.neighbor_id for d in got.decisions] == [c.memory.id for c in added]
     assert got.calls == 1
 
@@ -285,9 +288,11 @@ async def test_without_a_neighbour_share_context_neighbours_only_lend_their_word
     hits = await store.search("firmware workshop", 1)
     seed = Candidate(memory=hits[0].memory, fused_score=1.0)
     ctx = RankContext(plan=plan("firmware workshop"), now=NOW, settings=RankingProfile())
-    got = await add_context_neighbours(store, [seed], ctx, NeighbourLimits(4, 0.0, 5.0))
-    assert got.candidates == [seed]
-    assert got.ctx.around[seed.memory.id]
+    got = await add_context_neighbours(
+        store, CandidateTable.of([seed]), ctx, NeighbourLimits(4, 0.0, 5.0)
+    )
+    assert got.table.candidates == (seed,)
+    assert got.table.around[seed.memory.id]
     assert got.decisions == []
 
 

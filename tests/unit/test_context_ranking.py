@@ -13,6 +13,7 @@ from memory_orchestrator.eval.tune import Step, coordinate_search, with_value
 from memory_orchestrator.models import Candidate, QuestionType, Source
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import rerank
+from memory_orchestrator.pipeline.table import CandidateTable, column
 from memory_orchestrator.settings import RankingProfile, Settings
 from memory_orchestrator.settings.presets import PRESETS
 from tests.factories import NOW, candidate, memory, plan
@@ -32,17 +33,17 @@ def test_a_neighbours_words_count_toward_a_memorys_term_match_at_the_window_weig
     off = ctx("pottery class", RankingProfile(context_window=0.0))
     on = ctx("pottery class", RankingProfile(context_window=0.5))
     around = {"t": [before]}
-    assert rerank([turn], replace(off, around=around))[0].breakdown.lexical == 0.0
-    assert rerank([turn], replace(on, around=around))[0].breakdown.lexical == pytest.approx(0.5)
+    table = CandidateTable.of([turn], around=around)
+    assert rerank(table, off)[0].breakdown.lexical == 0.0
+    assert rerank(table, on)[0].breakdown.lexical == pytest.approx(0.5)
 
 
 def test_a_fetched_neighbour_inherits_its_share_of_the_seeds_relevance() -> None:
     seed = candidate(memory("s", "pottery class on Sunday"), rank=1)
     near = candidate(memory("n", "it was lovely"), hops=1, expanded_from="s")
     settings = RankingProfile(neighbor_share=0.9, expansion_decay=0.1)
-    items = by_id(
-        rerank([seed, near], replace(ctx("pottery class", settings), context_of={"n": "s"}))
-    )
+    table = CandidateTable.of([seed, near], context_of={"n": "s"})
+    items = by_id(rerank(table, ctx("pottery class", settings)))
     assert items["n"].breakdown.relevance == pytest.approx(0.9 * items["s"].breakdown.relevance)
     # the same neighbour reached by plain graph expansion decays instead
     items = by_id(rerank([seed, near], ctx("pottery class", settings)))
@@ -148,7 +149,7 @@ def test_a_name_the_content_contradicts_loses_its_boost() -> None:
         memory("m", "Melanie: I ran the charity race for mental health", entities=("Melanie",)),
         rank=1,
     )
-    relevance = {"c": 0.2, "m": 0.9}
+    relevance = column([0.2, 0.9])
     both = [caroline, melanie]
     words = [words_of(c.memory) for c in both]
     assert _name_trust(both, words, relevance, {"caroline"}, 0.0) == 1.0

@@ -8,19 +8,27 @@ from datetime import timedelta
 
 import pytest
 
-from memory_orchestrator.models import MemoryType, ScoredItem, TimeRange
+from memory_orchestrator.models import Candidate, MemoryType, ScoredItem, TimeRange
 from memory_orchestrator.pipeline.currency import newest_first
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.relevance import RankContext, has_time_expression
 from memory_orchestrator.pipeline.reranker import rank, rerank, weighted_total, with_reasons
-from memory_orchestrator.pipeline.scored import Ranked
+from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.settings import RankingProfile, Weights
 from tests.factories import NOW, candidate, memory, plan
 
 
 def ctx(query: str, **kwargs: object) -> RankContext:
     return RankContext(plan=plan(query, **kwargs), now=NOW, settings=RankingProfile())  # type: ignore[arg-type]
+
+
+def ranked(cands: Sequence[Candidate], context: RankContext) -> CandidateTable:
+    return rank(CandidateTable.of(cands), context)
+
+
+def items(table: CandidateTable) -> list[ScoredItem]:
+    return [table.item(row) for row in range(len(table))]
 
 
 def test_rrf_sums_reciprocal_ranks_across_lists() -> None:
@@ -120,10 +128,11 @@ def test_near_duplicates_merge_into_the_better_item_marked_cross_validated() -> 
     second = candidate(
         memory("b", "Vendor X missed the March milestone", entities=("Atlas",)), rank=2
     )
-    ranked = rerank([first, second], ctx("vendor milestone"))
-    result = dedupe(ranked, threshold=0.85, soft_threshold=0.6, weights=Weights())
-    assert [i.id for i in result.items] == ["a"]
-    kept = result.items[0]
+    result = dedupe(
+        ranked([first, second], ctx("vendor milestone")), threshold=0.85, soft_threshold=0.6
+    )
+    assert [i.id for i in items(result.table)] == ["a"]
+    kept = items(result.table)[0]
     assert kept.cross_validated
     assert kept.merged_ids == ("b",)
     assert set(kept.candidate.memory.entities) == {"Vendor X", "Atlas"}
@@ -134,14 +143,14 @@ def test_near_duplicates_merge_into_the_better_item_marked_cross_validated() -> 
 def test_dedup_threshold_is_configurable() -> None:
     texts = ["Dana prefers short written updates", "Short written updates are preferred by Dana"]
     cands = [candidate(memory(str(i), t), rank=i + 1) for i, t in enumerate(texts)]
-    ranked = rerank(cands, ctx("dana updates"))
+    table = ranked(cands, ctx("dana updates"))
     sim = similarity(*texts)
     assert 0.6 < sim < 0.95
-    strict = dedupe(ranked, threshold=0.99, soft_threshold=0.5, weights=Weights())
-    loose = dedupe(ranked, threshold=0.6, soft_threshold=0.5, weights=Weights())
-    assert len(strict.items) == 2
-    assert strict.items[1].breakdown.duplicate_penalty > 0  # kept, but penalised
-    assert len(loose.items) == 1
+    strict = items(dedupe(table, threshold=0.99, soft_threshold=0.5).table)
+    loose = items(dedupe(table, threshold=0.6, soft_threshold=0.5).table)
+    assert len(strict) == 2
+    assert strict[1].breakdown.duplicate_penalty > 0  # kept, but penalised
+    assert len(loose) == 1
 
 
 @pytest.mark.parametrize(
@@ -160,12 +169,12 @@ def test_two_facts_alike_in_words_are_neither_merged_nor_penalised(first: str, t
     """Merged only where the write path would have skipped the second: a number, a code, a
     user or a word that differs is another fact, shown as it ranks."""
     cands = [candidate(memory("a", first)), candidate(memory("b", then), rank=2)]
-    ranked = rerank(cands, ctx("design team wiki backup dana"))
+    table = ranked(cands, ctx("design team wiki backup dana"))
     assert similarity(first, then) >= 0.85
-    result = dedupe(ranked, threshold=0.85, soft_threshold=0.6, weights=Weights())
-    assert [i.id for i in result.items] == ["a", "b"]
+    result = dedupe(table, threshold=0.85, soft_threshold=0.6)
+    assert [i.id for i in items(result.table)] == ["a", "b"]
     assert not result.dropped
-    assert all(i.breakdown.duplicate_penalty == 0 for i in result.items)
+    assert all(i.breakdown.duplicate_penalty == 0 for i in items(result.table))
 
 
 def test_distinct_memories_are_not_merged() -> None:
@@ -173,15 +182,13 @@ def test_distinct_memories_are_not_merged() -> None:
         candidate(memory("a", "Atlas launch moved to December")),
         candidate(memory("b", "Priya joined the infra team"), rank=2),
     ]
-    result = dedupe(
-        rerank(cands, ctx("atlas")), threshold=0.85, soft_threshold=0.6, weights=Weights()
-    )
-    assert {i.id for i in result.items} == {"a", "b"}
+    result = dedupe(ranked(cands, ctx("atlas")), threshold=0.85, soft_threshold=0.6)
+    assert {i.id for i in items(result.table)} == {"a", "b"}
     assert not result.dropped
 
 
 def test_reasons_added_later_match_the_ones_rerank_gives_and_keep_later_ones() -> None:
-    """The service ranks without reasons and adds them to the items it returns: they must
+    """The read path ranks without reasons and adds them to the rows it returns: they must
     be the reasons `rerank` gives, followed by any a later stage (the deduper) added."""
     old = NOW - timedelta(days=2)
     cands = [
@@ -197,17 +204,17 @@ def test_reasons_added_later_match_the_ones_rerank_gives_and_keep_later_ones() -
     bare = rerank(cands, context, reasons=False)
     assert all(not item.reasons for item in bare)
     assert [i.breakdown for i in bare] == [i.breakdown for i in full]
-    later = [bare[0].model_copy(update={"reasons": ("penalised: 90% like x",)}), *bare[1:]]
-    added = with_reasons(later, cands, context)
+    table = ranked(cands, context)
+    noted = replace(table, notes=(("penalised: 90% like x",), *[()] * (len(table) - 1)))
+    added = with_reasons(noted, context)
     assert added[0].reasons == (*full[0].reasons, "penalised: 90% like x")
     assert [i.reasons for i in added[1:]] == [i.reasons for i in full[1:]]
 
 
-def test_reasons_from_ranks_rows_are_reranks_even_where_the_name_is_not_trusted() -> None:
-    """Given `rank`'s rows, `with_reasons` takes each item's age and shared entity from its
-    row, not from a second count: the reasons `rerank` gives, also where the question's name
-    is not trusted (another's memory matches better) and so shares less than another
-    entity; a merged item (its memory carries its duplicate's entities) is worked out anew."""
+def test_a_merged_rows_shared_entity_is_worked_out_anew_among_the_candidates() -> None:
+    """A row's reasons take its age and shared entity from its columns (where the question's
+    name is not trusted, another entity may be named); a merged row (its memory carries its
+    duplicate's entities) has its shared entity worked out anew, among the candidates."""
     cands = [
         candidate(memory("m1", "Ana and Bo went out", entities=("Ana", "Bo")), rank=2),
         candidate(memory("m2", "Ana cooked", entities=("Ana",)), rank=3),
@@ -216,29 +223,24 @@ def test_reasons_from_ranks_rows_are_reranks_even_where_the_name_is_not_trusted(
         candidate(memory("m5", "Cy hiked the mountains near the lake", entities=("Cy",)), rank=1),
     ]
     context = ctx("when did Ana hike the mountains near the lake", entities=("Ana",))
-    full = {i.id: i for i in rerank(cands, context)}
-    rows = rank(cands, context, reasons=False)
-    bare = [row.item for row in rows]
-    by_id = {row.id: row for row in rows}
-    assert "recurring entity: Bo" in full["m1"].reasons  # the name is not trusted
-    assert [i.reasons for i in with_reasons(bare, cands, context, by_id)] == [
-        full[i.id].reasons for i in bare
-    ]
-    # (counted again, with the name fully trusted, m1's shared entity would be Ana)
-    assert "recurring entity: Ana" in with_reasons([full["m1"]], cands, context)[0].reasons
-    merged = full["m1"].candidate.memory.model_copy(update={"entities": ("Ana", "Bo", "Cy")})
-    item = by_id["m1"].item.model_copy(
-        update={"candidate": replace(full["m1"].candidate, memory=merged)}
+    table = ranked(cands, context)
+    row = table.ids.index("m1")
+    assert "recurring entity: Bo" in with_reasons(table, context)[row].reasons  # not trusted
+    memory_ = table.candidates[row].memory.model_copy(update={"entities": ("Ana", "Bo", "Cy")})
+    merged = replace(
+        table,
+        candidates=tuple(
+            replace(c, memory=memory_) if i == row else c for i, c in enumerate(table.candidates)
+        ),
+        merged_ids=tuple(("x",) if i == row else () for i in range(len(table))),
     )
-    again = with_reasons([item], cands, context, by_id)[0]
-    assert again.reasons == with_reasons([item], cands, context)[0].reasons
+    # (counted again, with the name fully trusted, the shared entity is Ana)
+    assert "recurring entity: Ana" in with_reasons(merged, context, candidates=cands)[row].reasons
 
 
-def test_rows_through_the_deduper_newest_first_and_reasons_give_the_items_answer() -> None:
-    """`rank`'s rows go through the deduper, `newest_first` and `with_reasons` as they are
-    (a row is made its `ScoredItem` only where a stage changes it, or with its reasons at
-    the end): the same answer as their `ScoredItem`s would give, merges, penalties and
-    replaced facts included; a row no stage changed is made once."""
+def test_the_deduper_newest_first_and_reasons_over_one_table() -> None:
+    """A ranked table through the deduper, `newest_first` and `with_reasons`: merges,
+    penalties (each total the formula's over the row's breakdown) and replaced facts."""
     old = NOW - timedelta(days=3)
     cands = [
         candidate(memory("a", "Vendor X missed the March milestone.", entities=("Vendor X",))),
@@ -252,20 +254,26 @@ def test_rows_through_the_deduper_newest_first_and_reasons_give_the_items_answer
         candidate(memory("i", "Kim reviews the firmware"), rank=9),
     ]
     context = ctx("vendor milestone dana updates launch budget priya rota")
-
-    def tail(entries: Sequence[Ranked]) -> list[ScoredItem]:
-        found = dedupe(entries, threshold=0.9, soft_threshold=0.6, weights=Weights())
-        return with_reasons(newest_first(found.items, 0.75), cands, context)
-
-    rows = rank(cands, context, reasons=False)
-    by_rows = tail(rows)
-    by_items = tail([row.item for row in rank(cands, context, reasons=False)])
-    assert by_rows == by_items
-    assert any(i.merged_ids for i in by_rows)
-    assert any(i.changed for i in by_rows)
-    assert any(i.breakdown.duplicate_penalty > 0 for i in by_rows)
-    untouched = next(r for r in rows if r.id == "i")
-    assert untouched._item is None  # made only with its reasons, never for the deduper
+    found = dedupe(ranked(cands, context), threshold=0.9, soft_threshold=0.6)
+    out = with_reasons(newest_first(found.table, 0.75), context, candidates=cands)
+    assert any(i.merged_ids for i in out)
+    assert any(i.changed for i in out)
+    penalised = [i for i in out if i.breakdown.duplicate_penalty > 0]
+    assert penalised
+    for item in penalised:
+        b = item.breakdown
+        total = weighted_total(
+            Weights(),
+            relevance=b.relevance,
+            recency=b.recency,
+            graph=b.graph,
+            type_match=b.type_match,
+            cross_reference=b.cross_reference,
+            duplicate_penalty=b.duplicate_penalty,
+            noise_penalty=b.noise_penalty,
+        )
+        assert b.total == round(total, 6)
+        assert any(r.startswith("penalised: ") for r in item.reasons)
 
 
 def test_time_expressions_are_found_in_memory_text() -> None:

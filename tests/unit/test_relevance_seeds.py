@@ -1,6 +1,6 @@
-"""The seeds' short cut: the best few candidates by relevance without every term match, and
-the store's signals worked out once a request. Both must give what the full computation
-gives, to the last bit."""
+"""The seeds' short cut: the best few candidates by relevance without every term match must
+give what the full computation gives, to the last bit; and the lists' signals of the rows no
+list found are 0, the others' unchanged by them."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ from memory_orchestrator.models import (
     QuestionType,
     Source,
 )
-from memory_orchestrator.pipeline import relevance
 from memory_orchestrator.pipeline.relevance import (
     RankContext,
     best_by_relevance,
+    list_signals,
     relevance_scores,
 )
 from memory_orchestrator.pipeline.reranker import by_relevance
+from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.settings import RankingProfile
 from tests.factories import NOW, memory, plan
 
@@ -61,11 +62,17 @@ def candidate_sets(draw: st.DrawFn) -> tuple[list[Candidate], dict[str, float]]:
     return out, cosines
 
 
-def context(cosines: dict[str, float], when: bool) -> RankContext:
+def context(when: bool) -> RankContext:
     asked = plan(QUESTION, entities=("Ana",))
     if when:
         asked = asked.model_copy(update={"question_type": QuestionType.WHEN})
-    return RankContext(plan=asked, now=NOW, settings=RankingProfile(), semantic=cosines)
+    return RankContext(plan=asked, now=NOW, settings=RankingProfile())
+
+
+def table(
+    candidates: list[Candidate], cosines: dict[str, float] | None = None, **kwargs: object
+) -> CandidateTable:
+    return CandidateTable.of(candidates, known=cosines or {}, **kwargs)  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)
@@ -74,13 +81,14 @@ def test_the_best_few_by_relevance_are_the_full_orderings_first(
     found: tuple[list[Candidate], dict[str, float]], when: bool, limit: int
 ) -> None:
     candidates, cosines = found
-    ctx = context(cosines, when)
-    full = by_relevance(candidates, ctx)
-    assert by_relevance(candidates, context(cosines, when), limit) == full[:limit]
-    scored = best_by_relevance(candidates, context(cosines, when), limit)
+    ctx, rows = context(when), table(candidates, cosines)
+    full = by_relevance(rows, ctx)
+    assert by_relevance(rows, ctx, limit) == full[:limit]
+    scored = best_by_relevance(rows, ctx, limit)
     if scored is not None:  # each relevance it worked out is the full computation's
-        _, every, _ = relevance_scores(candidates, context(cosines, when))
-        assert {i: every[i] for i in scored} == scored
+        _, every, _ = relevance_scores(rows, ctx)
+        by_id = dict(zip(rows.ids, every.tolist(), strict=True))
+        assert {i: by_id[i] for i in scored} == scored
 
 
 def test_the_best_few_skip_the_term_match_of_candidates_that_cannot_reach_them() -> None:
@@ -96,29 +104,28 @@ def test_the_best_few_skip_the_term_match_of_candidates_that_cannot_reach_them()
         Candidate(memory=memory(f"w{n}", "the dog dug in the garden"), sources=(), fused_score=0)
         for n in range(20)
     ]
-    ctx = context({}, when=False)
-    scored = best_by_relevance([*strong, *weak], ctx, 3)
+    ctx = context(when=False)
+    scored = best_by_relevance(table([*strong, *weak]), ctx, 3)
     assert scored is not None
     assert set(scored) == {"s0", "s1", "s2"}  # no weak one's term match was worked out
-    assert by_relevance([*strong, *weak], context({}, when=False), 3) == ["s0", "s1", "s2"]
+    assert by_relevance(table([*strong, *weak]), ctx, 3) == ["s0", "s1", "s2"]
 
 
 def test_inherited_relevance_and_a_memory_twice_take_the_full_computation() -> None:
     first = Candidate(memory=memory("a", "Ana hiked"), sources=(Source("q1", 1, 1.0),))
     hop = Candidate(memory=memory("b", "the lake"), hops=1, expanded_from="a")
-    ctx = context({}, when=False)
-    assert best_by_relevance([first, hop, first], ctx, 1) is None
-    assert best_by_relevance([first, hop], replace(ctx, context_of={"b": "a"}), 1) is None
+    ctx = context(when=False)
+    assert best_by_relevance(table([first, hop, first]), ctx, 1) is None
+    assert best_by_relevance(table([first, hop], context_of={"b": "a"}), ctx, 1) is None
     again = replace(first, sources=(Source("q2", 1, 1.0),))
     other = Candidate(memory=memory("c", "the lake"), sources=(Source("q1", 2, 0.5),))
-    assert best_by_relevance([first, other, again], ctx, 1) is None  # one memory twice
-    assert by_relevance([first, other, again], ctx, 0) == []
+    assert best_by_relevance(table([first, other, again]), ctx, 1) is None  # one memory twice
+    assert by_relevance(table([first, other, again]), ctx, 0) == []
 
 
-def test_store_signals_are_kept_for_candidates_added_without_a_list() -> None:
-    """Neighbours and graph hops (found by no list) added after the retrieval keep every
-    retrieved candidate's store signal and local score, and get 0; a list's candidate added,
-    one changed or one dropped has them worked out anew."""
+def test_rows_no_list_found_get_no_list_signal_and_change_no_others() -> None:
+    """Neighbours and graph hops (found by no list) added below the retrieved rows get a
+    store signal and a local score of 0, and leave the retrieved rows' as they were."""
     retrieved = [
         Candidate(
             memory=memory(f"m{n}", f"note {n}"),
@@ -128,20 +135,8 @@ def test_store_signals_are_kept_for_candidates_added_without_a_list() -> None:
         for n in range(4)
     ]
     neighbour = Candidate(memory=memory("n", "next turn"))
-    listed = Candidate(
-        memory=memory("x", "found late"), sources=(Source("q1", 9, 9.0),), fused_score=0.5
-    )
-    changed = replace(retrieved[0], sources=(Source("q1", 1, 50.0), Source(LOCAL_SOURCE, 1, 7.0)))
-    signals = relevance._StoreSignals()
-    _, first = signals.of(retrieved, 0.5)
-    for later, kept in (
-        ([*retrieved, neighbour], True),
-        ([*retrieved, neighbour, listed], False),  # a list's candidate
-        ([changed, *retrieved[1:], neighbour, listed], False),  # another candidate first
-        (retrieved[1:], False),  # one dropped
-    ):
-        store, local = signals.of(later, 0.5)
-        assert store == relevance._store_signal(later, 0.5)
-        assert local == relevance._local_scores(later)
-        assert (local is first) is kept
-        first = local
+    store, local = list_signals(retrieved, 0.5)
+    grown_store, grown_local = list_signals([*retrieved, neighbour], 0.5)
+    assert grown_store.tolist() == [*store.tolist(), 0.0]
+    assert grown_local.tolist() == [*local.tolist(), 0.0]
+    assert local.max() == 1.0  # scaled to the local index's best hit

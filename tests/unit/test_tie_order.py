@@ -15,6 +15,7 @@ from memory_orchestrator.models import Capabilities, Memory, Neighbor
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance, rerank
+from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.settings import RankingProfile
 from tests.factories import NOW, candidate, memory, plan
 
@@ -32,7 +33,8 @@ def test_equal_scores_rank_the_newer_memory_first_whatever_the_ids() -> None:
         items = rerank([candidate(first, fused=0.01), candidate(second, fused=0.01)], ctx())
         assert items[0].breakdown.total == items[1].breakdown.total
         assert [i.id for i in items] == ["mem_z", "mem_a"]
-        seeds = by_relevance([candidate(first, fused=0.01), candidate(second, fused=0.01)], ctx())
+        both = CandidateTable.of([candidate(first, fused=0.01), candidate(second, fused=0.01)])
+        seeds = by_relevance(both, ctx())
         assert seeds == ["mem_z", "mem_a"]
 
 

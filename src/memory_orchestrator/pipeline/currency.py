@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy
@@ -23,14 +23,13 @@ from memory_orchestrator.models import (
     Dropped,
     DropReason,
     Memory,
-    ScoredItem,
     legacy_supersedes,
     supersedes,
     to_utc,
 )
 from memory_orchestrator.pipeline.conflicts import compare, values_only
 from memory_orchestrator.pipeline.deduper import similarity_key
-from memory_orchestrator.pipeline.scored import Ranked
+from memory_orchestrator.pipeline.table import CandidateTable
 
 _WAS_CHARS = 120
 
@@ -39,6 +38,7 @@ _WAS_CHARS = 120
 class Current:
     candidates: list[Candidate]
     dropped: list[Dropped] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)  # the kept candidates' places in the input
 
 
 def _day(moment: datetime | None) -> str:
@@ -92,13 +92,14 @@ def valid_at(
 def current_only(candidates: Sequence[Candidate], as_of: datetime | None, history: bool) -> Current:
     """The candidates that were current at `as_of` (all of them with `history`)."""
     if history:
-        return Current(list(candidates))
+        return Current(list(candidates), rows=list(range(len(candidates))))
     out = Current([])
     marks = marks_of([c.memory for c in candidates]) if as_of is not None else frozenset()
-    for candidate in candidates:
+    for row, candidate in enumerate(candidates):
         ok, why = valid_at(candidate.memory, as_of, marks)
         if ok:
             out.candidates.append(candidate)
+            out.rows.append(row)
         else:
             out.dropped.append(
                 Dropped(
@@ -122,67 +123,86 @@ def disagreement(a: Memory, b: Memory) -> bool:
     return change.kind == "update" and "word" not in change.what and change.what != ("name",)
 
 
-def newest_first(items: Sequence[Ranked], threshold: float) -> list[Ranked]:
-    """`items` with each newer memory of a disagreeing pair moved just above the older one,
+def newest_first(table: CandidateTable, threshold: float) -> CandidateTable:
+    """The rows with each newer memory of a disagreeing pair moved just above the older one,
     and saying what changed; corrected memories (history) say what corrected them."""
-    out = _corrections_first(items)
-    close = _close_pairs(out, threshold)
-    paired = {a for a, _ in close}  # (most items have no close pair: nothing to look at)
+    memories = [c.memory for c in table.candidates]
+    changed: dict[int, str] = {}
+    notes: dict[int, tuple[str, ...]] = {}
+    out = _corrections_first(memories, changed)
+    close = _close_pairs([memories[row] for row in out], threshold)
+    paired = {a for a, _ in close}  # (most rows have no close pair: nothing to look at)
     for first in range(len(out)):
-        a = out[first].candidate.memory
-        if a.id not in paired or a.superseded_by is not None or out[first].changed is not None:
+        a = memories[out[first]]
+        if a.id not in paired or a.superseded_by is not None or out[first] in changed:
             continue
         for second in range(first + 1, len(out)):
-            b = out[second].candidate.memory
+            b = memories[out[second]]
             if (a.id, b.id) not in close or b.superseded_by is not None:
                 continue
             if not disagreement(a, b):
                 continue
             if _newer(b, a):
-                out.insert(first, _changed(out.pop(second), a))
+                row = out.pop(second)
+                out.insert(first, row)
+                _changed(row, b, a, changed, notes)
             elif _newer(a, b):
-                out[first] = _changed(out[first], b)
+                _changed(out[first], a, b, changed, notes)
             break
-    return out
+    rows = table.take(out)
+    if not changed:
+        return rows
+    notes_before = table.notes or ((),) * len(table)
+    changed_before = table.changed or (None,) * len(table)
+    return replace(
+        rows,
+        changed=tuple(changed.get(row, changed_before[row]) for row in out),
+        notes=tuple((*notes_before[row], *notes.get(row, ())) for row in out),
+    )
 
 
-def _close_pairs(items: Sequence[Ranked], threshold: float) -> set[tuple[str, str]]:
+def _close_pairs(memories: Sequence[Memory], threshold: float) -> set[tuple[str, str]]:
     """The id pairs (both orders) at or above `threshold` similarity: one C call for all."""
-    if len(items) < 2:
+    if len(memories) < 2:
         return set()
-    keys = [similarity_key(i.candidate.memory.content) for i in items]
+    keys = [similarity_key(m.content) for m in memories]
     scores = process.cdist(
         keys, keys, scorer=fuzz.ratio, processor=None, score_cutoff=threshold * 100
     )
-    ids = [i.id for i in items]
+    ids = [m.id for m in memories]
     return {(ids[a], ids[b]) for a, b in zip(*numpy.nonzero(scores), strict=True) if a != b}
 
 
-def _corrections_first(items: Sequence[Ranked]) -> list[Ranked]:
-    """History: each corrected memory says what corrected it and ranks below it."""
-    out = list(items)
-    for item in items:
-        memory = item.candidate.memory
+def _corrections_first(memories: Sequence[Memory], changed: dict[int, str]) -> list[int]:
+    """History: each corrected memory says what corrected it (in `changed`, by row) and
+    ranks below it. The rows in their new order."""
+    out = list(range(len(memories)))
+    for row, memory in enumerate(memories):
         if memory.superseded_by is None:
             continue
-        at = out.index(item)
-        note = f"superseded by {memory.superseded_by} on {_day(memory.superseded_at)}"
-        out[at] = item.model_copy(update={"changed": note})
-        later = [i for i, x in enumerate(out) if x.id == memory.superseded_by]
+        at = out.index(row)
+        changed[row] = f"superseded by {memory.superseded_by} on {_day(memory.superseded_at)}"
+        later = [i for i, x in enumerate(out) if memories[x].id == memory.superseded_by]
         if later and later[0] > at:
             out.insert(at, out.pop(later[0]))
     return out
 
 
-def _changed(item: Ranked, older: Memory) -> ScoredItem:
-    """`item` saying which older memory it replaced and what changed."""
-    new = item.candidate.memory
+def _changed(
+    row: int,
+    new: Memory,
+    older: Memory,
+    changed: dict[int, str],
+    notes: dict[int, tuple[str, ...]],
+) -> None:
+    """Row `row` (memory `new`) says which older memory it replaced and what changed."""
     was = (
         older.content if len(older.content) <= _WAS_CHARS else older.content[: _WAS_CHARS - 3] + "…"
     )
     what = compare(older.content, new.content).detail
     note = f"changed on {_day(new.created_at)}: was {was!r} ({what}; {older.id})"
-    return item.model_copy(update={"changed": note, "reasons": (*item.reasons, note)})
+    changed[row] = note
+    notes[row] = (*notes.get(row, ()), note)
 
 
 def _newer(a: Memory, b: Memory) -> bool:

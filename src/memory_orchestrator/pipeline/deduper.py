@@ -20,11 +20,10 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz, process
 
-from memory_orchestrator.models import Dropped, DropReason, ScoredItem, to_utc
+from memory_orchestrator.models import Candidate, Dropped, DropReason, to_utc
 from memory_orchestrator.pipeline.conflicts import same_fact
-from memory_orchestrator.pipeline.reranker import best_first, with_penalties
-from memory_orchestrator.pipeline.scored import Ranked
-from memory_orchestrator.settings import Weights
+from memory_orchestrator.pipeline.reranker import best_first, penalised
+from memory_orchestrator.pipeline.table import CandidateTable, column
 from memory_orchestrator.text import normalize
 
 
@@ -47,94 +46,131 @@ def similarity(a: str, b: str) -> float:
 
 @dataclass
 class Dedup:
-    items: list[Ranked]  # `ScoredItem`s, or `rank`'s rows where nothing changed them
+    table: CandidateTable  # the rows kept, merged rows updated, best first
     dropped: list[Dropped] = field(default_factory=list)
 
 
+@dataclass
+class _Kept:
+    """A row kept so far, with what the deduper changed of it."""
+
+    row: int
+    candidate: Candidate
+    merged_ids: tuple[str, ...]
+    cross_validated: bool
+    notes: tuple[str, ...]
+    duplicate: float
+    total: float
+
+
 def dedupe(
-    items: Sequence[Ranked],
+    table: CandidateTable,
     *,
     threshold: float,
     soft_threshold: float,
-    weights: Weights,
     limit: int | None = None,
 ) -> Dedup:
-    """Merge restatements among `items` (best first); returns the survivors re-sorted.
+    """Merge restatements among the rows of a ranked table (best first); returns the
+    survivors re-sorted.
 
     With `limit`, work stops once that many survivors (plus a margin for re-sorting after
-    penalties) are found: what lies below can never be returned. Each item is read against
-    the kept item most alike, when at least `soft_threshold` alike: unless it states the same
+    penalties) are found: what lies below can never be returned. Each row is read against
+    the kept row most alike, when at least `soft_threshold` alike: unless it states the same
     fact (see the module docstring), it is kept as it is.
     """
-    kept: list[Ranked] = []
+    scores = table.scores
+    assert scores is not None, "the table is not ranked yet"
+    kept: list[_Kept] = []
     keys: list[str] = []
     dropped: list[Dropped] = []
     enough = None if limit is None else limit + max(5, limit // 2)
-    for item in items:
+    for row, candidate in enumerate(table.candidates):
         if enough is not None and len(kept) >= enough:
             break
-        key = _key(item.candidate.memory.content)
+        entry = _Kept(
+            row,
+            candidate,
+            table.merged_ids[row] if table.merged_ids else (),
+            table.cross_validated[row] if table.cross_validated else False,
+            table.notes[row] if table.notes else (),
+            float(scores.duplicate[row]),
+            float(scores.total[row]),
+        )
+        key = _key(candidate.memory.content)
         match = process.extractOne(
             key, keys, scorer=fuzz.ratio, processor=None, score_cutoff=soft_threshold * 100
         )
-        if match is None or not _restates(kept[match[2]], item):
-            kept.append(item)
+        if match is None or not _restates(kept[match[2]].candidate, candidate):
+            kept.append(entry)
             keys.append(key)
             continue
         best_sim, best_index = match[1] / 100.0, match[2]
+        winner = kept[best_index]
         if best_sim >= threshold:
-            kept[best_index] = _merge(kept[best_index], item)
+            _merge(winner, entry)
             dropped.append(
                 Dropped(
-                    id=item.id,
+                    id=candidate.memory.id,
                     reason=DropReason.DUPLICATE,
                     stage="deduper",
-                    detail=f"restates {kept[best_index].id} ({best_sim:.2f}); merged",
-                    score=item.score,
+                    detail=f"restates {winner.candidate.memory.id} ({best_sim:.2f}); merged",
+                    score=entry.total,
                 )
             )
             continue
-        penalty = (best_sim - soft_threshold) / max(1e-9, threshold - soft_threshold)
-        item = item.model_copy(
-            update={
-                "breakdown": with_penalties(item.breakdown, weights, duplicate=round(penalty, 6)),
-                "reasons": (*item.reasons, f"penalised: {best_sim:.0%} like {kept[best_index].id}"),
-            }
-        )
-        kept.append(item)
+        penalty = round((best_sim - soft_threshold) / max(1e-9, threshold - soft_threshold), 6)
+        entry.duplicate, entry.total = penalty, penalised(table, row, penalty)
+        like = winner.candidate.memory.id
+        entry.notes = (*entry.notes, f"penalised: {best_sim:.0%} like {like}")
+        kept.append(entry)
         keys.append(key)
-    best_first(kept, lambda i: i.score, lambda i: i.candidate.memory)
-    return Dedup(items=kept, dropped=dropped)
+    best_first(kept, lambda k: k.total, lambda k: k.candidate.memory)
+    return Dedup(_table(table, kept), dropped)
 
 
-def _restates(first: Ranked, then: Ranked) -> bool:
+def _table(table: CandidateTable, kept: Sequence[_Kept]) -> CandidateTable:
+    """`table`'s kept rows, in order, with what the deduper changed of them."""
+    rows = table.take([k.row for k in kept])
+    assert rows.scores is not None
+    scores = replace(
+        rows.scores,
+        duplicate=column([k.duplicate for k in kept]),
+        total=column([k.total for k in kept]),
+    )
+    return replace(
+        rows,
+        candidates=tuple(k.candidate for k in kept),
+        scores=scores,
+        merged_ids=tuple(k.merged_ids for k in kept),
+        cross_validated=tuple(k.cross_validated for k in kept),
+        notes=tuple(k.notes for k in kept),
+    )
+
+
+def _restates(first: Candidate, then: Candidate) -> bool:
     """Whether the write path would have skipped the later of two memories as a restatement
     of the earlier (by `created_at`; as ranked where either has none)."""
-    a, b = first.candidate.memory, then.candidate.memory
+    a, b = first.memory, then.memory
     dated = a.created_at is not None and b.created_at is not None
     if dated and to_utc(b.created_at) < to_utc(a.created_at):  # type: ignore[arg-type]
         a, b = b, a
     return same_fact(a.content, b.content)
 
 
-def _merge(winner: Ranked, loser: Ranked) -> ScoredItem:
-    memory = winner.candidate.memory
-    entities = tuple(dict.fromkeys((*memory.entities, *loser.candidate.memory.entities)))
+def _merge(winner: _Kept, loser: _Kept) -> None:
+    """`winner` takes `loser`'s entities, sources and merged ids, and is cross-validated."""
+    memory, lost = winner.candidate.memory, loser.candidate.memory
+    entities = tuple(dict.fromkeys((*memory.entities, *lost.entities)))
     sources = tuple(dict.fromkeys((*winner.candidate.sources, *loser.candidate.sources)))
-    candidate = replace(
+    winner.candidate = replace(
         winner.candidate, memory=memory.model_copy(update={"entities": entities}), sources=sources
     )
-    stores = {memory.store, loser.candidate.memory.store}
+    stores = {memory.store, lost.store}
     reason = (
         f"cross-validated: same fact in {len(stores)} stores"
         if len(stores) > 1
-        else f"cross-validated: merged near-duplicate {loser.id}"
+        else f"cross-validated: merged near-duplicate {lost.id}"
     )
-    return winner.model_copy(
-        update={
-            "candidate": candidate,
-            "merged_ids": (*winner.merged_ids, loser.id, *loser.merged_ids),
-            "cross_validated": True,
-            "reasons": (*winner.reasons, reason),
-        }
-    )
+    winner.merged_ids = (*winner.merged_ids, lost.id, *loser.merged_ids)
+    winner.cross_validated = True
+    winner.notes = (*winner.notes, reason)

@@ -2,9 +2,9 @@
 
 Conversations are local: the answer often sits in the turn next to the one that matches the
 question. In one store call this stage fetches the temporal neighbours of the best
-`context_seeds` candidates; they lend their words to the candidates' term match
-(`RankContext.around`, read by `context_window`) and, when `neighbor_share` > 0, join the
-candidates with a share of their seed's relevance (`RankContext.context_of`).
+`context_seeds` candidates; they lend their words to the candidates' term match (the table's
+`around`, read by `context_window`) and, when `neighbor_share` > 0, join the candidates with a
+share of their seed's relevance (the table's `context_of`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
+from memory_orchestrator.pipeline.table import CandidateTable, Similarity
 
 TEMPORAL = "temporal"
 
@@ -41,8 +42,7 @@ class NeighbourLimits:
 
 @dataclass
 class Neighbourhood:
-    candidates: list[Candidate]
-    ctx: RankContext
+    table: CandidateTable
     decisions: list[ExpansionDecision] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calls: int = 0
@@ -50,38 +50,51 @@ class Neighbourhood:
 
 async def add_context_neighbours(
     store: MemoryBackend,
-    candidates: list[Candidate],
+    table: CandidateTable,
     ctx: RankContext,
     limits: NeighbourLimits,
     filters: SearchFilters | None = None,
+    similarity: Similarity | None = None,
 ) -> Neighbourhood:
-    """`candidates` and `ctx` with the context neighbours of the best candidates added.
-    Never raises: a store without temporal links, or a failed call, leaves both as they were
-    with a note."""
+    """`table` with the context neighbours of the best candidates added (their similarity
+    from `similarity`). Never raises: a store without temporal links, or a failed call,
+    leaves it as it was with a note."""
     caps = store.capabilities
     if not caps.graph or (caps.edge_types and TEMPORAL not in caps.edge_types):
         return Neighbourhood(
-            candidates, ctx, notes=["store has no temporal links; context neighbours skipped"]
+            table, notes=["store has no temporal links; context neighbours skipped"]
         )
-    seeds = by_relevance(candidates, ctx, limits.seeds)
+    seeds = by_relevance(table, ctx, limits.seeds)
     try:
         with anyio.fail_after(limits.timeout_s):
             found = await store.neighbors(seeds, (TEMPORAL,), 1, 4 * len(seeds))
     except Exception as exc:  # an enrichment: a failure must not fail the request
         note = f"context neighbours unavailable: {describe(exc)}"
-        return Neighbourhood(candidates, ctx, notes=[note], calls=1)
-    return _joined(candidates, ctx, found, limits.share, filters, limits.gap_s)
+        return Neighbourhood(table, notes=[note], calls=1)
+    joined = _joined(table, found, limits.share, filters, limits.gap_s)
+    lent = replace(table, around=joined.around, context_of=joined.context_of)
+    return Neighbourhood(
+        lent.extended(joined.added, similarity), decisions=joined.decisions, calls=1
+    )
+
+
+@dataclass
+class _Joined:
+    around: dict[str, list[Memory]]
+    context_of: dict[str, str]
+    added: list[Candidate]
+    decisions: list[ExpansionDecision]
 
 
 def _joined(
-    candidates: list[Candidate],
-    ctx: RankContext,
+    table: CandidateTable,
     found: Sequence[Neighbor],
     share: float,
     filters: SearchFilters | None,
     gap_s: float | None = None,
-) -> Neighbourhood:
-    memories = {c.memory.id: c.memory for c in candidates}
+) -> _Joined:
+    """The neighbours `found` as `around` and `context_of`, and the candidates they add."""
+    memories = {c.memory.id: c.memory for c in table.candidates}
     around: dict[str, list[Memory]] = {}
     context_of: dict[str, str] = {}
     added: list[Candidate] = []
@@ -120,5 +133,4 @@ def _joined(
                 reason="context neighbour of a top candidate",
             )
         )
-    ctx = replace(ctx, around=around, context_of=context_of)
-    return Neighbourhood([*candidates, *added], ctx, decisions=decisions, calls=1)
+    return _Joined(around, context_of, added, decisions)

@@ -3,18 +3,19 @@ query, from its own words (a BM25-like term match with the query's entities weig
 its neighbours' words at a lower weight), the store's and the derived indexes' scores, its
 meaning (optional), and what it inherits from the candidate it was reached from.
 
-`RankContext` is what ranking reads besides the candidates.
+`RankContext` is what ranking reads besides the candidate table (`pipeline.table`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property, lru_cache
-from typing import Protocol
+
+import numpy as np
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -23,6 +24,7 @@ from memory_orchestrator.models import (
     QueryPlan,
     QuestionType,
 )
+from memory_orchestrator.pipeline.table import CandidateTable, Column, column
 from memory_orchestrator.settings import RankingProfile
 from memory_orchestrator.text import content_word_count, term_set
 
@@ -54,232 +56,201 @@ def has_time_expression(text: str) -> bool:
     return _TIME_EXPRESSION.search(text) is not None
 
 
-class _StoreSignals:
-    """Each candidate's store signal and local index score, worked out once a request: the
-    stages after the retrieval add candidates no list found (context neighbours, graph
-    hops), which change neither (no list's best or worst score, no best fused rank) and
-    get 0 from both; when the candidates are the ones seen before (the same objects, in
-    order) followed by only such, the values seen are kept, else worked out anew."""
-
-    def __init__(self) -> None:
-        self._seen: list[Candidate] = []
-        self._share = -1.0
-        self._store: dict[str, float] = {}
-        self._local: dict[str, float] = {}
-
-    def of(
-        self, candidates: Sequence[Candidate], score_share: float
-    ) -> tuple[dict[str, float], dict[str, float]]:
-        seen = len(self._seen)
-        if (
-            score_share != self._share
-            or len(candidates) < seen
-            or any(a is not b for a, b in zip(candidates, self._seen, strict=False))
-            or any(c.sources or c.fused_score for c in candidates[seen:])
-        ):
-            self._seen, self._share = list(candidates), score_share
-            self._store = _store_signal(candidates, score_share)
-            self._local = _local_scores(candidates)
-            return self._store, self._local
-        store = dict(self._store)
-        store.update((c.memory.id, 0.0) for c in candidates[seen:])
-        return store, self._local
-
-
-class Text(Protocol):
-    """What ranking reads of a memory next to another in time: its id and its text (a
-    `Memory`, or the local index's `Neighbour`)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def content(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class RankContext:
-    """What ranking reads besides the candidates. `around` maps a memory id to the memories
-    next to it in time (fetched by the service in one store call, when
-    `context_seeds` > 0, or from the local index); `context_of` maps a neighbour fetched
-    that way to its seed."""
+    """What ranking reads besides the candidate table: the question's plan, the moment of
+    the request and the ranking profile; one for a whole read (what changes as the read
+    goes, the candidates and what they lend each other, is the table)."""
 
     plan: QueryPlan
     now: datetime
     settings: RankingProfile
-    around: Mapping[str, Sequence[Text]] = field(default_factory=dict)
-    context_of: Mapping[str, str] = field(default_factory=dict)
-    semantic: Mapping[str, float] = field(default_factory=dict)
-    # what the store's lists say of the candidates, kept by `_StoreSignals` for the later
-    # stages of the request (a context made from this one with `replace` shares it)
-    signals: _StoreSignals = field(default_factory=_StoreSignals, compare=False)
 
     @cached_property
     def weights_dump(self) -> dict[str, float]:
         return self.settings.weights.model_dump()
 
 
+def list_signals(candidates: Sequence[Candidate], score_share: float) -> tuple[Column, Column]:
+    """Each candidate's store signal and local index score, from the lists that found it
+    (0 for a candidate no list found: a context neighbour, a graph hop)."""
+    if not candidates:
+        return column(), column()
+    fused = column([c.fused_score for c in candidates])
+    best = float(fused.max()) or 1.0
+    store = fused / best
+    if score_share > 0:
+        scores = _store_scores(candidates)
+        own = column([scores.get(c.memory.id, 0.0) for c in candidates])
+        store = (1 - score_share) * store + score_share * own
+    found = {c.memory.id: s.score for c in candidates for s in c.sources if s.query == LOCAL_SOURCE}
+    top = max(found.values(), default=0.0)
+    local = column([found.get(c.memory.id, 0.0) / top if top > 0 else 0.0 for c in candidates])
+    return store, local
+
+
 def relevance_scores(
-    candidates: Sequence[Candidate], ctx: RankContext, words: Sequence[Words] | None = None
-) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """Per candidate: own term match, relevance, and the store signal it was blended with.
-    `words`: each candidate's `words_of`, in order, when the caller has them already."""
-    settings = ctx.settings
+    table: CandidateTable, ctx: RankContext, words: Sequence[Words] | None = None
+) -> tuple[Column, Column, Column]:
+    """Per row: own term match, relevance, and the store signal it was blended with.
+    `words`: each row's `words_of`, in order, when the caller has them already."""
+    candidates = table.candidates
     if words is None:
         words = [words_of(c.memory) for c in candidates]
-    lexical = _lexicals(candidates, ctx, words)
-    store, local = ctx.signals.of(candidates, settings.store_score_share)
-    blend = _Blend(ctx, store, local)
-    relevance = {
-        c.memory.id: blend(c.memory.id, lexical[c.memory.id]) for c in candidates if c.hops == 0
-    }
-    semantic, semantic_share = blend.semantic, settings.semantic_share
-    base = dict(relevance)
-    for c in candidates:
-        seed = ctx.context_of.get(c.memory.id)
+    lexical = _Lexical(table, ctx, words).scores()
+    blend = _Blend(table, ctx)
+    relevance = blend.values(lexical)
+    inherits = table.context_of or any(c.hops for c in candidates)
+    if inherits:
+        relevance = _inherited(table, ctx, lexical, relevance)
+    if blend.boost:
+        relevance = blend.timed(relevance)
+    return lexical, relevance, blend.store
+
+
+def _inherited(
+    table: CandidateTable, ctx: RankContext, lexical: Column, relevance: Column
+) -> Column:
+    """`relevance` with what context neighbours and graph hops inherit from their seeds."""
+    settings, semantic = ctx.settings, table.semantic
+    share, semantic_share = settings.neighbor_share, settings.semantic_share
+    meaning = bool(semantic_share > 0 and not np.isnan(semantic).all())
+    base = {c.memory.id: float(relevance[i]) for i, c in enumerate(table.candidates) if not c.hops}
+    out = relevance.tolist()
+    for i, c in enumerate(table.candidates):
+        seed = table.context_of.get(c.memory.id)
         if c.hops == 0 and seed is not None:
             # a neighbour in time of a top candidate: a share of that candidate's relevance
-            inherited = base.get(seed, 0.0) * settings.neighbor_share
-            relevance[c.memory.id] = max(relevance[c.memory.id], inherited)
+            out[i] = max(out[i], base.get(seed, 0.0) * share)
         elif c.hops > 0:  # expanded items inherit part of their seed's relevance
             seed_relevance = base.get(c.expanded_from or "", 0.0)
             if seed is not None:
-                inherited = seed_relevance * settings.neighbor_share
+                inherited = seed_relevance * share
             else:
                 inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
-            own = lexical[c.memory.id]
-            if semantic is not None:
-                own = (1 - semantic_share) * own + semantic_share * semantic.get(c.memory.id, 0.0)
-            relevance[c.memory.id] = max(own, inherited)
-    if blend.boost:
-        for c in candidates:
-            relevance[c.memory.id] = blend.timed(c.memory, relevance[c.memory.id])
-    return lexical, relevance, store
+            own = float(lexical[i])
+            if meaning:
+                cosine = table.cosine(i)
+                own = (1 - semantic_share) * own + semantic_share * (cosine or 0.0)
+            out[i] = max(own, inherited)
+    return column(out)
 
 
 class _Blend:
-    """A candidate's relevance from its term match and what the lists say of it, step by
-    step (the one place the steps are written: `relevance_scores` and `best_by_relevance`
-    must agree to the last bit)."""
+    """A row's relevance from its term match and what the lists say of it, step by step,
+    over a column or one row (the one place the steps are written: `relevance_scores` and
+    `best_by_relevance` must agree to the last bit, and elementwise array arithmetic is the
+    same IEEE arithmetic, in the same order)."""
 
-    def __init__(
-        self, ctx: RankContext, store: Mapping[str, float], local: Mapping[str, float]
-    ) -> None:
+    def __init__(self, table: CandidateTable, ctx: RankContext) -> None:
         settings = ctx.settings
-        self.share, self.store = settings.lexical_share, store
+        self.share = settings.lexical_share
+        self.store, local = list_signals(table.candidates, settings.store_score_share)
         # the local index's score keeps how far apart its hits are
         self.local_share = settings.local_share
         self.local = local if self.local_share > 0 else None
         # meaning, not words: the optional semantic stage
         self.semantic_share = settings.semantic_share
-        self.semantic = ctx.semantic if ctx.semantic and self.semantic_share > 0 else None
+        known = ~np.isnan(table.semantic)
+        wanted = self.semantic_share > 0 and bool(known.any())
+        self.semantic = np.where(known, table.semantic, 0.0) if wanted else None
         boost = settings.when_time_boost
         self.boost = boost if boost > 0 and ctx.plan.question_type is QuestionType.WHEN else 0.0
+        self.timed_rows = (
+            column([has_time_expression(c.memory.content) for c in table.candidates]) > 0
+            if self.boost
+            else None
+        )
 
-    def __call__(self, memory_id: str, term_match: float) -> float:
+    def values(self, term_match: Column) -> Column:
         share = self.share
-        value = share * term_match + (1 - share) * self.store[memory_id]
+        value = share * term_match + (1 - share) * self.store
         if self.local is not None:
             share = self.local_share
-            value = (1 - share) * value + share * self.local.get(memory_id, 0.0)
+            value = (1 - share) * value + share * self.local
         if self.semantic is not None:
             share = self.semantic_share
-            value = (1 - share) * value + share * self.semantic.get(memory_id, 0.0)
+            value = (1 - share) * value + share * self.semantic
         return value
 
-    def timed(self, memory: Memory, value: float) -> float:
-        """`value`, lifted for a memory carrying a time expression on a "when" question."""
-        if self.boost and has_time_expression(memory.content):
-            return min(1.0, value + self.boost)
+    def one(self, row: int, term_match: float) -> float:
+        share = self.share
+        value = share * term_match + (1 - share) * float(self.store[row])
+        if self.local is not None:
+            share = self.local_share
+            value = (1 - share) * value + share * float(self.local[row])
+        if self.semantic is not None:
+            share = self.semantic_share
+            value = (1 - share) * value + share * float(self.semantic[row])
+        if self.timed_rows is not None and self.timed_rows[row]:
+            value = min(1.0, value + self.boost)
         return value
 
-
-def _lexicals(
-    candidates: Sequence[Candidate], ctx: RankContext, listed: Sequence[Words]
-) -> dict[str, float]:
-    lexical = _Lexical(candidates, ctx, listed)
-    return {c.memory.id: lexical.score(c.memory.id) for c in candidates}
+    def timed(self, values: Column) -> Column:
+        """`values`, lifted for the rows carrying a time expression on a "when" question."""
+        assert self.timed_rows is not None
+        return np.where(self.timed_rows, np.minimum(1.0, values + self.boost), values)
 
 
 class _Lexical:
-    """The term match of a request's candidates: what it reads of them all (the terms' IDF,
-    the entities' weights, the average length) worked out at once, each one's own score on
-    demand."""
+    """The term match of a read's rows: what it reads of them all (the terms' IDF, the
+    entities) worked out at once, each row's own score on demand."""
 
-    def __init__(
-        self, candidates: Sequence[Candidate], ctx: RankContext, listed: Sequence[Words]
-    ) -> None:
+    def __init__(self, table: CandidateTable, ctx: RankContext, listed: Sequence[Words]) -> None:
         plan, settings = ctx.plan, ctx.settings
-        words = {c.memory.id: w for c, w in zip(candidates, listed, strict=True)}
-        idf = _idf(plan.terms, [w.terms for w in words.values()])
+        self.ids = table.ids
+        # (the IDF counts each memory once)
+        idf = _idf(plan.terms, [w.terms for w in dict(zip(self.ids, listed, strict=True)).values()])
         window = settings.context_window
         self.match = _TermMatch(plan, idf, settings.entity_share, window)
-        self.around = ctx.around if window > 0 else {}
-        self.words = words
+        self.around = table.around if window > 0 else {}
+        self.words = listed
 
-    def score(self, memory_id: str) -> float:
+    def score(self, row: int) -> float:
         near: list[frozenset[str]] = []
+        memory_id = self.ids[row]
         if memory_id in self.around:  # (each text's terms, cached: neighbours recur question
             # after question, their combinations much less; no term spans two texts)
             near = [term_set(m.content) for m in self.around[memory_id]]
-        return self.match.score(self.words[memory_id], near)
+        return self.match.score(self.words[row], near)
+
+    def scores(self) -> Column:
+        return column([self.score(row) for row in range(len(self.ids))])
 
 
 def best_by_relevance(
-    candidates: Sequence[Candidate], ctx: RankContext, limit: int
+    table: CandidateTable, ctx: RankContext, limit: int
 ) -> dict[str, float] | None:
-    """The relevance `relevance_scores` gives of at least the `limit` most relevant
-    candidates, and of every other candidate that could tie with them, for a caller that
-    ranks only the best few (`reranker.by_relevance`). A candidate's ceiling, its relevance
-    were its term match the best possible, costs no term match: the term match is worked out
-    in the order of the ceilings, until the next ceiling is below the `limit`-th best
-    relevance found (each step of the blend is a rounded product or sum with weights >= 0,
-    so a larger term match never gives a smaller relevance, to the last bit). None where a
-    candidate inherits another's relevance (a graph hop or a context neighbour): the caller
-    scores them all (and where two candidates are one memory)."""
+    """The relevance `relevance_scores` gives of at least the `limit` most relevant rows,
+    and of every other row that could tie with them, for a caller that ranks only the best
+    few (`reranker.by_relevance`). A row's ceiling, its relevance were its term match the
+    best possible, costs no term match: the term match is worked out in the order of the
+    ceilings, until the next ceiling is below the `limit`-th best relevance found (each step
+    of the blend is a rounded product or sum with weights >= 0, so a larger term match never
+    gives a smaller relevance, to the last bit). None where a row inherits another's
+    relevance (a graph hop or a context neighbour): the caller scores them all (and where
+    two rows are one memory)."""
+    candidates = table.candidates
     if limit < 1:
         return {}
-    if limit >= len(candidates) or ctx.context_of or any(c.hops for c in candidates):
+    if limit >= len(candidates) or table.context_of or any(c.hops for c in candidates):
         return None
-    lexical = _Lexical(candidates, ctx, [words_of(c.memory) for c in candidates])
-    blend = _Blend(ctx, *ctx.signals.of(candidates, ctx.settings.store_score_share))
-
-    def blended(memory: Memory, term_match: float) -> float:
-        return blend.timed(memory, blend(memory.id, term_match))
-
+    ids = table.ids
+    if len(set(ids)) < len(ids):
+        return None
+    lexical = _Lexical(table, ctx, [words_of(c.memory) for c in candidates])
+    blend = _Blend(table, ctx)
     ceiling = lexical.match.ceiling
-    bounds = {c.memory.id: blended(c.memory, ceiling) for c in candidates}
-    if len(bounds) < len(candidates):
-        return None
+    bounds = [blend.one(row, ceiling) for row in range(len(ids))]
     found: dict[str, float] = {}
     best: list[float] = []  # the `limit` highest relevances found, highest first
-    for c in sorted(candidates, key=lambda c: bounds[c.memory.id], reverse=True):
-        memory_id = c.memory.id
-        if len(best) == limit and bounds[memory_id] < best[-1]:
+    for row in sorted(range(len(ids)), key=bounds.__getitem__, reverse=True):
+        if len(best) == limit and bounds[row] < best[-1]:
             break
-        value = found[memory_id] = blended(c.memory, lexical.score(memory_id))
+        value = found[ids[row]] = blend.one(row, lexical.score(row))
         if len(best) < limit or value > best[-1]:
             best = sorted([*best, value], reverse=True)[:limit]
     return found
-
-
-def _store_signal(candidates: Sequence[Candidate], score_share: float) -> dict[str, float]:
-    """The fused rank scaled to the best candidate, blended with the store's own scores."""
-    max_fused = max(c.fused_score for c in candidates) or 1.0
-    store = {c.memory.id: c.fused_score / max_fused for c in candidates}
-    if score_share > 0:
-        scores = _store_scores(candidates)
-        store = {
-            i: (1 - score_share) * v + score_share * scores.get(i, 0.0) for i, v in store.items()
-        }
-    return store
-
-
-def _local_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
-    """The local index's score of each candidate it found, scaled to its best hit."""
-    found = {c.memory.id: s.score for c in candidates for s in c.sources if s.query == LOCAL_SOURCE}
-    best = max(found.values(), default=0.0)
-    return {i: v / best for i, v in found.items()} if best > 0 else {}
 
 
 def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:

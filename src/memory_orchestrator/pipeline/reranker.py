@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TypeVar
+
+import numpy as np
 
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
@@ -23,7 +26,6 @@ from memory_orchestrator.models import (
     Memory,
     MemoryType,
     QueryPlan,
-    ScoreBreakdown,
     ScoredItem,
     TimeRange,
     to_utc,
@@ -35,7 +37,7 @@ from memory_orchestrator.pipeline.relevance import (
     relevance_scores,
     words_of,
 )
-from memory_orchestrator.pipeline.scored import Ranked, Scored
+from memory_orchestrator.pipeline.table import CandidateTable, Column, Scores, column
 from memory_orchestrator.settings import RankingProfile, Weights
 
 _DAY = 86_400.0
@@ -100,101 +102,128 @@ def _total(
     )
 
 
-def with_penalties(
-    breakdown: ScoreBreakdown, weights: Weights, *, duplicate: float | None = None
-) -> ScoreBreakdown:
-    """The same breakdown with a new duplicate penalty and its total recomputed."""
-    dup = breakdown.duplicate_penalty if duplicate is None else duplicate
+def penalised(table: CandidateTable, row: int, duplicate: float) -> float:
+    """Row `row`'s total with this duplicate penalty, from the signals its breakdown shows."""
+    b = table.breakdown(row)
     total = weighted_total(
-        weights,
-        relevance=breakdown.relevance,
-        recency=breakdown.recency,
-        graph=breakdown.graph,
-        type_match=breakdown.type_match,
-        cross_reference=breakdown.cross_reference,
-        duplicate_penalty=dup,
-        noise_penalty=breakdown.noise_penalty,
+        Weights(**table.scores.weights) if table.scores is not None else Weights(),
+        relevance=b.relevance,
+        recency=b.recency,
+        graph=b.graph,
+        type_match=b.type_match,
+        cross_reference=b.cross_reference,
+        duplicate_penalty=duplicate,
+        noise_penalty=b.noise_penalty,
     )
-    return breakdown.model_copy(update={"duplicate_penalty": dup, "total": round(total, 6)})
+    return round(total, 6)
 
 
 def rerank(
-    candidates: Sequence[Candidate], ctx: RankContext, *, reasons: bool = True
+    candidates: CandidateTable | Sequence[Candidate], ctx: RankContext, *, reasons: bool = True
 ) -> list[ScoredItem]:
     """Score every candidate; best first (ties: see `tie_order`), so the order is deterministic.
 
-    `reasons=False` leaves the human-readable reasons out (the service adds them with
+    `reasons=False` leaves the human-readable reasons out (the read path adds them with
     `with_reasons` to the few items it returns, not to every candidate)."""
-    return [row.item for row in rank(candidates, ctx, reasons=reasons)]
+    table = candidates if isinstance(candidates, CandidateTable) else CandidateTable.of(candidates)
+    ranked = rank(table, ctx)
+    if reasons:
+        return with_reasons(ranked, ctx)
+    return [ranked.item(row) for row in range(len(ranked))]
 
 
-def rank(
-    candidates: Sequence[Candidate], ctx: RankContext, *, reasons: bool = True
-) -> list[Scored]:
-    """`rerank` as plain rows (see `Scored`): the same scores, the same order."""
-    if not candidates:
-        return []
+def rank(table: CandidateTable, ctx: RankContext) -> CandidateTable:
+    """The table scored (its `scores` columns) and ordered best first (ties: `tie_order`)."""
+    candidates, profile = table.candidates, ctx.settings
     words = [words_of(c.memory) for c in candidates]
-    lexical, relevance, store = relevance_scores(candidates, ctx, words)
-    entity_counts = _xref_counts(words)
+    lexical, relevance, store = relevance_scores(table, ctx, words)
+    counts = _xref_counts(words)
     query_entities = {e.casefold() for e in ctx.plan.entities}
-    power = ctx.settings.name_trust_power
-    trust = _name_trust(candidates, words, relevance, query_entities, power)
-    score = _Scorer(ctx, reasons)
-    rows = [
-        score(
-            c,
-            w,
-            lexical[c.memory.id],
-            relevance[c.memory.id],
-            store.get(c.memory.id, 0.0),
-            _xref(w, entity_counts, query_entities, ctx.settings.xref_saturation, trust),
-        )
-        for c, w in zip(candidates, words, strict=True)
-    ]
-    best_first(rows, lambda row: row.total, lambda row: row.candidate.memory)
-    return rows
+    trust = _name_trust(candidates, words, relevance, query_entities, profile.name_trust_power)
+    saturation = profile.xref_saturation
+    xrefs = [_xref(w, counts, query_entities, saturation, trust) for w in words]
+    now, window = to_utc(ctx.now), ctx.plan.time_window
+    ages = [_recency_at(c.memory, now, window, profile) for c in candidates]
+    preferred, short = ctx.plan.preferred_types, profile.short_words
+    recency = column([score for score, _ in ages])
+    graph = column([1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops) for c in candidates])
+    type_match = column([_type_match(c.memory.type, preferred) for c in candidates])
+    noise = column(
+        [
+            _noise(c, value, w.content_words, short)
+            for c, value, w in zip(candidates, lexical.tolist(), words, strict=True)
+        ]
+    )
+    gate = profile.xref_gate  # the boost counts in proportion to own relevance
+    cross = (1.0 - gate + gate * relevance) * column([value for value, _ in xrefs])
+    w = profile.weights
+    # the formula, term by term in its order (elementwise: the same sums to the last bit);
+    # no duplicate penalty yet: the deduper gives it
+    total = (
+        w.relevance * relevance
+        + w.recency * recency
+        + w.graph * graph
+        + w.type_match * type_match
+        + w.cross_reference * cross
+        - w.duplicate * 0.0
+        - w.noise * noise
+    )
+    scores = Scores(
+        lexical=lexical,
+        store=store,
+        relevance=_rounded(relevance),
+        recency=recency,
+        graph=graph,
+        type_match=type_match,
+        cross_reference=cross,
+        noise=noise,
+        duplicate=np.zeros(len(candidates)),
+        total=_rounded(total),
+        weights=ctx.weights_dump,
+        recency_reason=tuple(why for _, why in ages),
+        xref_entity=tuple(entity for _, entity in xrefs),
+    )
+    totals = scores.total.tolist()
+    order = list(range(len(candidates)))
+    best_first(order, totals.__getitem__, lambda row: candidates[row].memory)
+    return replace(table, scores=scores).take(order)
+
+
+def _rounded(values: Column) -> Column:
+    """`values` rounded to 6 decimals as Python rounds (numpy's `round` may differ in the
+    last bit), as a breakdown shows them."""
+    return column([round(v, 6) for v in values.tolist()])
 
 
 def with_reasons(
-    items: Sequence[Ranked],
-    candidates: Sequence[Candidate],
+    table: CandidateTable,
     ctx: RankContext,
-    rows: Mapping[str, Scored] | None = None,
+    rows: Sequence[int] | None = None,
+    candidates: Sequence[Candidate] | None = None,
 ) -> list[ScoredItem]:
-    """`items` (scored by `rerank(..., reasons=False)` over `candidates`, or `rank`'s rows)
-    with the reasons `rerank` would have given them, ahead of any a later stage added (the
-    deduper's). `rows`: `rank`'s rows by id, when the caller has them: an item whose memory
-    is its row's takes what its row worked out (its age, the entity it shares) instead of
-    counting the candidates' entities again; a merged one (its memory carries its
-    duplicates' entities too) is worked out anew. A row is made its `ScoredItem` once, with
-    its reasons."""
-    counts: Counter[str] | None = None  # (counted only for an item that needs it)
+    """The `ScoredItem`s of `rows` (all, by default) of a ranked table, with the reasons
+    `rerank` gives, ahead of any a later stage added (the deduper's). A merged row (its
+    memory carries its duplicates' entities too) has the entity it shares worked out anew,
+    among `candidates` (the rows ranked; by default the table's)."""
+    scores = table.scores
+    assert scores is not None, "the table is not ranked yet"
+    counts: Counter[str] | None = None  # (counted only for a row that needs it)
     query_entities = {e.casefold() for e in ctx.plan.entities}
     out = []
-    for item in items:
-        c = item.candidate
-        row: Scored | None
-        if isinstance(item, Scored):
-            row, (lexical, noise, semantic) = item, item.reason_signals()
-        else:
-            row = rows.get(item.id) if rows is not None else None
-            b = item.breakdown
-            lexical, noise, semantic = b.lexical, b.noise_penalty, b.semantic
-        if row is not None and row.candidate.memory is c.memory:
-            recency_reason, xref_entity = row.recency_reason, row.xref_entity
-        else:
+    for row in range(len(table)) if rows is None else rows:
+        c = table.candidates[row]
+        xref_entity = scores.xref_entity[row]
+        if table.merged_ids and table.merged_ids[row]:
             if counts is None:
-                counts = _xref_counts([words_of(m.memory) for m in candidates])
-            _, recency_reason = _recency(c, ctx)
+                every = table.candidates if candidates is None else candidates
+                counts = _xref_counts([words_of(m.memory) for m in every])
             saturation = ctx.settings.xref_saturation
             _, xref_entity = _xref(words_of(c.memory), counts, query_entities, saturation)
-        own = _reasons(c, ctx.plan, lexical, recency_reason, xref_entity, noise, semantic)
-        reasons = (*own, *item.reasons)
-        if isinstance(item, Scored):
-            out.append(item.with_reasons(reasons))
-        else:
-            out.append(item.model_copy(update={"reasons": reasons}))
+        lexical = round(float(scores.lexical[row]), 6)
+        noise, semantic = float(scores.noise[row]), table.cosine(row)
+        why = scores.recency_reason[row]
+        own = _reasons(c, ctx.plan, lexical, why, xref_entity, noise, semantic)
+        out.append(table.item(row, tuple(own)))
     return out
 
 
@@ -236,71 +265,25 @@ def best_first(items: list[T], score: Callable[[T], float], memory: Callable[[T]
     items[:] = ranked
 
 
-def by_relevance(
-    candidates: Sequence[Candidate], ctx: RankContext, limit: int | None = None
-) -> list[str]:
+def by_relevance(table: CandidateTable, ctx: RankContext, limit: int | None = None) -> list[str]:
     """Ids ordered by relevance alone (the first `limit`): the cheap ordering used to pick
     expansion and context seeds."""
-    if not candidates:
+    if not len(table):
         return []
-    relevance = best_by_relevance(candidates, ctx, limit) if limit is not None else None
+    relevance = best_by_relevance(table, ctx, limit) if limit is not None else None
     if relevance is None:
-        _, relevance, _ = relevance_scores(candidates, ctx)
-    memories = {c.memory.id: c.memory for c in candidates}
+        _, column_, _ = relevance_scores(table, ctx)
+        relevance = dict(zip(table.ids, column_.tolist(), strict=True))
+    memories = {c.memory.id: c.memory for c in table.candidates}
     ids = list(relevance)
     best_first(ids, relevance.__getitem__, memories.__getitem__)
     return ids[:limit]
 
 
-class _Scorer:
-    """Scores candidates one by one against a request's `RankContext`: what does not depend
-    on the candidate (the weights, the question's time window and types, the moment of the
-    request) is read once, not once a candidate."""
-
-    def __init__(self, ctx: RankContext, explain: bool) -> None:
-        settings = ctx.settings
-        self.ctx, self.explain, self.dump = ctx, explain, ctx.weights_dump
-        self.weights = _weight_terms(settings.weights)
-        self.gate = settings.xref_gate  # the boost counts in proportion to own relevance
-        self.preferred = ctx.plan.preferred_types
-        self.semantic = ctx.semantic
-        self.window = ctx.plan.time_window
-        self.profile = settings
-        self.now = to_utc(ctx.now)
-
-    def __call__(
-        self,
-        c: Candidate,
-        words: Words,
-        lexical: float,
-        relevance: float,
-        store: float,
-        xref: tuple[float, str | None],
-    ) -> Scored:
-        memory = c.memory
-        recency, recency_reason = _recency_at(memory, self.now, self.window, self.profile)
-        graph = 1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops)
-        type_match = _type_match(memory.type, self.preferred)
-        noise = _noise(c, lexical, words.content_words, self.profile.short_words)
-        gate = self.gate
-        cross = (1.0 - gate + gate * relevance) * xref[0]
-        # (no duplicate penalty yet: the deduper gives it)
-        total = _total(self.weights, relevance, recency, graph, type_match, cross, 0.0, noise)
-        semantic = self.semantic.get(memory.id) if self.semantic else None
-        signals = (lexical, store, recency, graph, type_match, cross, noise, semantic)
-        reasons: tuple[str, ...] = ()
-        if self.explain:
-            reasons = tuple(
-                _reasons(c, self.ctx.plan, lexical, recency_reason, xref[1], noise, semantic)
-            )
-        why = (recency_reason, xref[1])
-        return Scored(c, round(relevance, 6), round(total, 6), signals, self.dump, reasons, why)
-
-
 def _name_trust(
     candidates: Sequence[Candidate],
     words: Sequence[Words],
-    relevance: Mapping[str, float],
+    relevance: Column,
     query_entities: set[str],
     power: float,
 ) -> float:
@@ -308,13 +291,13 @@ def _name_trust(
     the question as well as any other, less (by `power`) when memories of someone else match
     it much better. A question may name the wrong person ("what did Caroline realise after
     her charity race?" when Melanie ran it); then the name must not outrank the content."""
-    if power <= 0 or not query_entities:
+    if power <= 0 or not query_entities or not len(candidates):
         return 1.0
-    best = max((relevance.get(c.memory.id, 0.0) for c in candidates), default=0.0)
+    best = float(relevance.max())
     named = max(
         (
-            relevance.get(c.memory.id, 0.0)
-            for c, w in zip(candidates, words, strict=True)
+            float(relevance[row])
+            for row, w in enumerate(words)
             if not query_entities.isdisjoint(w.entities)
         ),
         default=0.0,
@@ -342,10 +325,6 @@ def _xref(
         if value > best:
             best, best_entity = value, entity
     return best, best_entity
-
-
-def _recency(c: Candidate, ctx: RankContext) -> tuple[float, str | None]:
-    return _recency_at(c.memory, to_utc(ctx.now), ctx.plan.time_window, ctx.settings)
 
 
 def _recency_at(

@@ -18,25 +18,25 @@ says that part of the memory could not be searched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 import anyio
+import numpy as np
 
 from memory_orchestrator.backends.base import MemoryBackend, on_left_out
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.derived.indexes import DerivedIndexes, Indexes
 from memory_orchestrator.derived.local_index import LocalIndex
-from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.errors import StoreUnreadable
 from memory_orchestrator.models import (
-    Candidate,
     ContextItem,
     Dropped,
     DropReason,
+    Memory,
     QueryPlan,
     ScoredItem,
     SearchFilters,
@@ -53,7 +53,7 @@ from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance, rank, with_reasons
 from memory_orchestrator.pipeline.retriever import Hit, Lost, SubQuery, retrieve
-from memory_orchestrator.pipeline.scored import Items, Scored
+from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import unreadable
 from memory_orchestrator.settings import Settings
@@ -102,35 +102,37 @@ def cut_query(text: str, what: str, limit: int, trace: Trace) -> str:
     return cut
 
 
-@dataclass
-class _Pass:
-    """The state one run carries from stage to stage."""
+@dataclass(frozen=True)
+class _Read:
+    """What the stages of one run read besides the candidate table: the request, its query
+    (cut to the limit), the plan, what ranking reads, the derived indexes and the trace
+    being built."""
 
     req: ReadRequest
-    trace: Trace
     query: str
-    now: datetime
+    plan: QueryPlan
+    ctx: RankContext
+    indexes: Indexes
+    trace: Trace
     started: float
-    plan: QueryPlan | None = None
-    indexes: Indexes = field(default_factory=lambda: Indexes(None, None))
-    candidates: list[Candidate] = field(default_factory=list)
-    ctx: RankContext | None = None
-    unread: Lost | None = None  # why no search reached the store (None: the store answered)
-    left_out: list[str] = field(default_factory=list)  # parts of the store that failed
+
+    def similarity(self, memories: Sequence[Memory]) -> Mapping[str, float]:
+        semantic = self.indexes.semantic
+        return semantic.similarities(self.query, memories) if semantic is not None else {}
 
 
-def _left_out_warning(run: _Pass) -> str | None:
+def _left_out_warning(left_out: Sequence[str], trace: Trace) -> str | None:
     """The answer's first line when a store made of several (`fused`) searched without some
     of them (`base.left_out`); None when every part answered."""
-    if not run.left_out:
+    if not left_out:
         return None
-    by_part = {why.partition(": ")[0]: why for why in run.left_out}  # one line per part
+    by_part = {why.partition(": ")[0]: why for why in left_out}  # one line per part
     short = cut_at_word("; ".join(by_part.values()), 200)
     warning = (
         f"Warning: part of the memory could not be searched ({short}); these memories come"
         " from the rest of it and may be incomplete."
     )
-    run.trace.notes.append(warning)
+    trace.notes.append(warning)
     return warning
 
 
@@ -157,54 +159,61 @@ class ReadPath:
         self._dispatching = dispatching
 
     async def run(self, req: ReadRequest, *, finish: bool = True) -> ReadOutcome:
-        """Plan, retrieve, widen, expand and rank. With `finish=False` the caller finishes the
-        trace (the context tool adds the packager's drops first)."""
+        """Plan, retrieve, widen, expand and rank: stages over one candidate table. With
+        `finish=False` the caller finishes the trace (the context tool adds the packager's
+        drops first)."""
+        started = time.perf_counter()
         trace = self._recorder.begin(req.tool, req.request)
         limit = self._settings.limits.max_query_chars
-        run = _Pass(
-            req=req,
-            trace=trace,
-            query=cut_query(req.query, "query", limit, trace),
-            now=req.as_of or self._clock(),
-            started=time.perf_counter(),
-        )
+        query = cut_query(req.query, "query", limit, trace)
+        now = req.as_of or self._clock()
         # the query's vector (when the semantic index will want it) is computed on a worker
         # thread while the request plans and waits for the store
-        self._indexes.encode_ahead(run.query)
+        self._indexes.encode_ahead(query)
         task = cut_query(req.task, "task", limit, trace) if req.task else req.task
-        with on_left_out(run.left_out.append):
-            plan = await self._plan(run, task)
-            await self._retrieve(run, plan)
-            await self._widen(run, plan)
-            await self._expand(run, plan)
-        items = self._rank(run)
+        left_out: list[str] = []  # parts of the store that failed
+        with on_left_out(left_out.append):
+            plan = await self._plan(req, query, task, now, trace, started)
+            indexes = await self._indexes.refresh(trace)
+            ctx = self.rank_context(plan, now, trace)
+            read = _Read(req, query, plan, ctx, indexes, trace, started)
+            table, unread = await self._retrieve(read)
+            table = await self._widen(table, read)
+            table = await self._expand(table, read)
+        items = self._rank(table, read)
         trace.result_ids = [i.id for i in items]
-        trace.timings_ms["total"] = ms_since(run.started)
-        warning = self._unread(run, items)
+        trace.timings_ms["total"] = ms_since(started)
+        warning = self._unread(unread, left_out, trace, items)
         if finish:
             self._recorder.finish(trace)
-        return ReadOutcome(trace, plan, items, len(run.candidates), warning)
+        return ReadOutcome(trace, plan, items, len(table), warning)
 
-    def _unread(self, run: _Pass, items: Sequence[ScoredItem]) -> str | None:
+    def _unread(
+        self,
+        unread: Lost | None,
+        left_out: Sequence[str],
+        trace: Trace,
+        items: Sequence[ScoredItem],
+    ) -> str | None:
         """None when the store was searched. Otherwise the warning that goes with what the
         derived indexes found, or, when they found nothing, `StoreUnreadable` (the trace
         finished with the error first, so that it can be explained)."""
-        if run.unread is None:
-            return _left_out_warning(run)
-        reason, transient = run.unread
+        if unread is None:
+            return _left_out_warning(left_out, trace)
+        reason, transient = unread
         if items:
             short = cut_at_word(reason.split("; ")[0], 160)  # the cause, not the remedy
             warning = (
                 f"Warning: the memory store could not be searched ({short}); these memories"
                 " come from the orchestrator's own indexes and may be incomplete."
             )
-            run.trace.notes.append(warning)
+            trace.notes.append(warning)
             return warning
         if self._indexes.loading:  # they may hold it once loaded
             reason += "; the local index was still loading"
             transient = True
-        error = unreadable(run.trace, Lost(reason, transient))
-        self._recorder.finish(run.trace)
+        error = unreadable(trace, Lost(reason, transient))
+        self._recorder.finish(trace)
         raise error
 
     def rank_context(
@@ -268,48 +277,54 @@ class ReadPath:
 
     # ------------------------------------------------------------------ stages
 
-    async def _plan(self, run: _Pass, task: str | None) -> QueryPlan:
+    async def _plan(
+        self,
+        req: ReadRequest,
+        query: str,
+        task: str | None,
+        now: datetime,
+        trace: Trace,
+        started: float,
+    ) -> QueryPlan:
         exp, ret = self._settings.expansion, self._settings.retrieval
         plan = plan_query(
-            run.query,
+            query,
             task=task,
-            now=run.now,
-            known_entities=await self._entities.names(run.trace),
+            now=now,
+            known_entities=await self._entities.names(trace),
             hop_budget=exp.hop_budget,
             max_hops=exp.max_hops,
             max_subqueries=ret.max_subqueries,
-            expand=run.req.expand,
+            expand=req.expand,
             fuzzy_names=ret.fuzzy_names,
             day_first=ret.date_order == "day-first",
         )
-        run.trace.plan = plan
-        run.trace.timings_ms["plan"] = ms_since(run.started)
+        trace.plan = plan
+        trace.timings_ms["plan"] = ms_since(started)
         return plan
 
-    async def _retrieve(self, run: _Pass, plan: QueryPlan) -> None:
-        ret, trace = self._settings.retrieval, run.trace
-        run.indexes = await self._indexes.refresh(trace)
+    async def _retrieve(self, read: _Read) -> tuple[CandidateTable, Lost | None]:
+        """The store's searches and the derived indexes' lists, fused: the table's first
+        rows, each with its semantic similarity; and why no search reached the store, if so."""
+        ret, trace, indexes = self._settings.retrieval, read.trace, read.indexes
         # the semantic ranking (a product with every memory's vector) on its worker thread,
         # while the store searches and the local index works on this one
-        self._indexes.rank_ahead(run.indexes, run.query)
-        lists = partial(
-            self._indexes.candidate_lists, run.indexes, run.query, run.req.filters, trace
-        )
+        self._indexes.rank_ahead(indexes, read.query)
+        lists = partial(self._indexes.candidate_lists, indexes, read.query, read.req.filters, trace)
         ahead: dict[str, float] = {}
 
         async def prefetch() -> Sequence[tuple[SubQuery, Sequence[Hit]]]:
             found = await lists()
-            if run.indexes.semantic is not None:
-                # the lists' memories' similarities now, while the store's searches run
-                # (the event loop's thread would otherwise wait for them)
-                memories = {h.memory.id: h.memory for _, hits in found for h in hits}
-                ahead.update(run.indexes.semantic.similarities(run.query, [*memories.values()]))
+            # the lists' memories' similarities now, while the store's searches run (the
+            # event loop's thread would otherwise wait for them)
+            memories = {h.memory.id: h.memory for _, hits in found for h in hits}
+            ahead.update(read.similarity([*memories.values()]))
             return found
 
         got = await retrieve(
             self._store,
-            self._subqueries(plan, run.req.filters),
-            per_query=max(ret.candidate_k, run.req.limit),
+            self._subqueries(read.plan, read.req.filters),
+            per_query=max(ret.candidate_k, read.req.limit),
             timeout_s=ret.timeout_s,
             rrf_k=self._settings.ranking.rrf_k,
             prefetch=prefetch,
@@ -319,87 +334,71 @@ class ReadPath:
         )
         trace.backend_calls += got.calls
         trace.notes.extend(got.notes)
-        trace.timings_ms["retrieve"] = ms_since(run.started)
-        run.candidates = got.candidates
-        run.unread = got.store_unread
-        ctx = self.rank_context(plan, run.now, trace)
-        if ahead:  # (only the candidates': the same keys and values as one call over them)
-            known = {i: ahead[i] for i in (c.memory.id for c in run.candidates) if i in ahead}
-            ctx = replace(ctx, semantic=known)
-        run.ctx = _with_semantic(ctx, run.indexes.semantic, run.query, run.candidates)
+        trace.timings_ms["retrieve"] = ms_since(read.started)
+        table = CandidateTable.of(got.candidates, read.similarity, known=ahead)
+        return table, got.store_unread
 
-    async def _widen(self, run: _Pass, plan: QueryPlan) -> None:
+    async def _widen(self, table: CandidateTable, read: _Read) -> CandidateTable:
         """Context neighbours from the store, then from the local index."""
-        assert run.ctx is not None
-        rk, trace = self._settings.ranking, run.trace
-        if rk.context_seeds > 0 and run.candidates:
+        rk, trace = self._settings.ranking, read.trace
+        if rk.context_seeds > 0 and len(table):
             limits = NeighbourLimits(
                 rk.context_seeds, rk.neighbor_share, self._timeout(), rk.context_gap_s
             )
             got = await add_context_neighbours(
-                self._store, run.candidates, run.ctx, limits, run.req.filters
+                self._store, table, read.ctx, limits, read.req.filters, read.similarity
             )
             trace.backend_calls += got.calls
             trace.notes.extend(got.notes)
             trace.expansions.extend(got.decisions)
-            run.candidates = got.candidates
-            run.ctx = _with_semantic(got.ctx, run.indexes.semantic, run.query, run.candidates)
-            trace.timings_ms["context"] = ms_since(run.started)
-        local = run.indexes.local
+            table = got.table
+            trace.timings_ms["context"] = ms_since(read.started)
+        local = read.indexes.local
         if local is not None and self._settings.local_index.lend_context:
-            run.ctx = _with_local_context(run.ctx, local, run.candidates)
+            table = _with_local_context(table, local)
+        return table
 
-    async def _expand(self, run: _Pass, plan: QueryPlan) -> None:
-        assert run.ctx is not None
-        exp, trace = self._settings.expansion, run.trace
-        if plan.strategy is Strategy.DIRECT or plan.hop_budget <= 0 or not run.candidates:
-            return
-        seeds = by_relevance(run.candidates, run.ctx, exp.seeds)
+    async def _expand(self, table: CandidateTable, read: _Read) -> CandidateTable:
+        exp, trace, plan = self._settings.expansion, read.trace, read.plan
+        if plan.strategy is Strategy.DIRECT or plan.hop_budget <= 0 or not len(table):
+            return table
+        seeds = by_relevance(table, read.ctx, exp.seeds)
         limits = ExpansionLimits(
             plan.hop_budget, tuple(exp.edge_types), exp.fanout, exp.max_expanded, self._timeout()
         )
         grown = await expand(
-            self._store,
-            seeds,
-            limits,
-            present=[c.memory.id for c in run.candidates],
-            filters=run.req.filters,
+            self._store, seeds, limits, present=table.ids, filters=read.req.filters
         )
         trace.backend_calls += grown.calls
         trace.expansions = [*trace.expansions, *grown.decisions]
         trace.notes.extend(grown.notes)
-        run.candidates = [*run.candidates, *grown.candidates]
-        run.ctx = _with_semantic(run.ctx, run.indexes.semantic, run.query, run.candidates)
-        trace.timings_ms["expand"] = ms_since(run.started)
+        trace.timings_ms["expand"] = ms_since(read.started)
+        return table.extended(grown.candidates, read.similarity)
 
-    def _rank(self, run: _Pass) -> list[ScoredItem]:
-        """Rerank, cut below the floor, merge near-duplicates, give neighbours their slots,
-        and say why each item was chosen."""
-        assert run.ctx is not None
-        ctx, limit, trace = run.ctx, run.req.limit, run.trace
-        current = current_only(run.candidates, run.req.as_of, run.req.history)
+    def _rank(self, table: CandidateTable, read: _Read) -> list[ScoredItem]:
+        """Leave out what was corrected, rerank, cut below the floor, merge near-duplicates,
+        put the newer of two disagreeing memories first, and say why each item was chosen."""
+        limit, trace = read.req.limit, read.trace
+        current = current_only(table.candidates, read.req.as_of, read.req.history)
         trace.dropped.extend(current.dropped)
         if current.dropped:
             trace.notes.append(f"{len(current.dropped)} superseded memory(ies) left out")
-        apart = self._settings.write.update_threshold
-        # plain rows; each one's ScoredItem is made when a stage reads it (most never are,
-        # but by the trace, behind the request)
-        ranked = rank(current.candidates, ctx, reasons=False)
+            table = table.take(current.rows)
+        ranked = rank(table, read.ctx)
         kept = self._above_floor(ranked, trace)
         dd = self._settings.dedup
-        deduped = dedupe(  # (rows in, rows out where it changed nothing)
-            kept,
-            threshold=dd.threshold,
-            soft_threshold=dd.soft_threshold,
-            weights=ctx.settings.weights,
-            limit=limit,
+        deduped = dedupe(
+            kept, threshold=dd.threshold, soft_threshold=dd.soft_threshold, limit=limit
         )
         trace.dropped.extend(deduped.dropped)
-        found = newest_first(deduped.items[: 2 * limit], apart)[:limit]
-        items = with_reasons(found, current.candidates, ctx, {row.id: row for row in ranked})
-        # Later entries win: an item the deduper penalised is traced with that penalty, even
-        # when the penalty pushed it out of the result. The records are made as it is stored.
-        self._recorder.defer_candidates(trace, items, _Chain(Items(ranked), Items(deduped.items)))
+        top = deduped.table.take(range(min(2 * limit, len(deduped.table))))
+        found = newest_first(top, self._settings.write.update_threshold)
+        shown = range(min(limit, len(found)))
+        items = with_reasons(found, read.ctx, shown, current.candidates)
+        # the trace records every row, each as the deduper left it where it read it (later
+        # entries win), made as the trace is stored, behind the request
+        records = (t.item(row) for t in (ranked, deduped.table) for row in range(len(t)))
+        self._recorder.defer_candidates(trace, items, records)
         return items
 
     # ------------------------------------------------------------------ helpers
@@ -407,24 +406,27 @@ class ReadPath:
     def _timeout(self) -> float:
         return self._settings.retrieval.timeout_s
 
-    def _above_floor(self, ranked: list[Scored], trace: Trace) -> list[Scored]:
+    def _above_floor(self, ranked: CandidateTable, trace: Trace) -> CandidateTable:
         """The rows at or above the relevance floor; the trace says what the floor cut."""
         floor = self._settings.ranking.relevance_floor
-        kept = [i for i in ranked if i.relevance >= floor]
-        cut = [i for i in ranked if i.relevance < floor]
+        assert ranked.scores is not None
+        relevance = ranked.scores.relevance
+        above = relevance >= floor
+        if above.all():
+            return ranked
+        cut = np.flatnonzero(~above).tolist()
         trace.dropped.extend(
             Dropped(
-                id=i.id,
+                id=ranked.candidates[row].memory.id,
                 reason=DropReason.BELOW_FLOOR,
                 stage="reranker",
-                score=i.total,
-                detail=f"relevance {i.relevance:.3f} < floor {floor:.3f}",
+                score=float(ranked.scores.total[row]),
+                detail=f"relevance {float(relevance[row]):.3f} < floor {floor:.3f}",
             )
-            for i in cut
+            for row in cut
         )
-        if cut:
-            trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
-        return kept
+        trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
+        return ranked.take(np.flatnonzero(above).tolist())
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         part = self._settings.ranking.subquery_weight
@@ -440,37 +442,11 @@ class ReadPath:
         return subs
 
 
-class _Chain(Iterable[ScoredItem]):
-    """Two sequences read one after the other, as often as asked, without copying (nor
-    making) their items now."""
-
-    def __init__(self, first: Iterable[ScoredItem], second: Iterable[ScoredItem]) -> None:
-        self._first, self._second = first, second
-
-    def __iter__(self) -> Iterator[ScoredItem]:
-        yield from self._first
-        yield from self._second
-
-
-def _with_semantic(
-    ctx: RankContext, index: SemanticIndex | None, query: str, candidates: Sequence[Candidate]
-) -> RankContext:
-    """`ctx` with the semantic similarity of every candidate not scored yet."""
-    if index is None:
-        return ctx
-    missing = [c.memory for c in candidates if c.memory.id not in ctx.semantic]
-    if not missing:
-        return ctx
-    return replace(ctx, semantic={**ctx.semantic, **index.similarities(query, missing)})
-
-
-def _with_local_context(
-    ctx: RankContext, local: LocalIndex, candidates: Sequence[Candidate]
-) -> RankContext:
-    """`ctx` with every candidate's neighbours in time from the local index (those the store
+def _with_local_context(table: CandidateTable, local: LocalIndex) -> CandidateTable:
+    """`table` with every row's neighbours in time from the local index (those the store
     did not already give), so that each one's term match can read its context."""
-    missing = [c.memory.id for c in candidates if c.memory.id not in ctx.around]
+    missing = [i for i in table.ids if i not in table.around]
     found = local.around(missing)
     if not found:
-        return ctx
-    return replace(ctx, around={**ctx.around, **found})
+        return table
+    return replace(table, around={**table.around, **found})
