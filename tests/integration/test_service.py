@@ -357,3 +357,29 @@ async def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
     what = await o.search(SearchRequest(query="what is the firmware problem?"))
     assert any("'default' questions" in n for n in what.trace.notes)
     await o.close()
+
+
+async def test_the_trace_records_a_penalised_restatement_with_its_penalty(
+    settings: Settings,
+) -> None:
+    """The deduper's changes reach the trace: a restatement it kept with a duplicate penalty
+    is recorded with that penalty, also when the penalty left it out of the result."""
+    from memory_orchestrator.models import NewMemory
+
+    backend = EmbeddedBackend(settings.embedded_path())
+    await backend.write_many(  # (the write path would skip the second as a restatement)
+        [
+            NewMemory(content="Dana prefers short written updates"),
+            NewMemory(content="Short written updates are preferred by Dana"),
+        ]
+    )
+    settings.dedup.threshold, settings.dedup.soft_threshold = 0.99, 0.5
+    o = Orchestrator(backend, settings, traces=TraceStore(settings.trace_path()), clock=lambda: NOW)
+    result = await o.search(SearchRequest(query="what updates does Dana prefer?", top_k=1))
+    found = await o.explain(ExplainRequest(trace_id=result.trace_id))
+    await o.close()
+    assert len(result.items) == 1
+    (record,) = [c for c in found.trace.candidates if c.id != result.items[0].memory_id]
+    assert record.final_rank is None
+    assert record.breakdown is not None
+    assert record.breakdown.duplicate_penalty > 0

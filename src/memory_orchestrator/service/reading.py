@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import anyio
@@ -395,9 +396,13 @@ class ReadPath:
         found = newest_first(top, self._settings.write.update_threshold)
         shown = range(min(limit, len(found)))
         items = with_reasons(found, read.ctx, shown, current.candidates)
-        # the trace records every row, each as the deduper left it where it read it (later
+        # the trace records every row, as the deduper left it where it changed it (later
         # entries win), made as the trace is stored, behind the request
-        records = (t.item(row) for t in (ranked, deduped.table) for row in range(len(t)))
+        changed = deduped.table
+        records = chain(
+            (ranked.item(row) for row in range(len(ranked))),
+            (changed.item(row) for row in range(len(changed)) if changed.notes[row]),
+        )
         self._recorder.defer_candidates(trace, items, records)
         return items
 
