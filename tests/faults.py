@@ -7,7 +7,9 @@ Named as what it is. It wraps a real backend and only misbehaves where told to:
 - "junk": acts, then answers with malformed records: objects of the wrong type, NaN scores
   and weights, ranks out of order, repeated ids, ids no other call knows, naive timestamps;
 - "die": acts (the write is stored, the edge made), then raises a transient `BackendError`
-  as if the connection broke before the answer came back.
+  as if the connection broke before the answer came back;
+- "bug": raises a `TypeError` before acting, as an adapter with a bug in it would (not a
+  store failure: the request has to fail with it, never answer without the store).
 `times=N` limits each fault to the first N calls of its operation.
 """
 
@@ -42,7 +44,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.traces import TraceStore
 
-Mode = Literal["hang", "error", "transient", "junk", "die"]
+Mode = Literal["hang", "error", "transient", "junk", "die", "bug"]
 T = TypeVar("T")
 JUNK_ID = "junk_unknown_id"
 
@@ -124,6 +126,8 @@ class FaultyBackend:
             await anyio.sleep(3600)
         if mode in ("error", "transient"):
             raise BackendError(f"injected {op} failure", transient=mode == "transient")
+        if mode == "bug":
+            raise TypeError(f"injected bug in {op}")
         result = await act()
         if mode == "die":
             raise BackendError(f"injected: connection lost after {op} acted", transient=True)

@@ -27,11 +27,21 @@ Each face maps this tree once: the MCP server to tool-error messages
 (`faces.mcp.tools.tool_error`), the CLI and its eval command to one stderr line and an exit code
 (`faces/cli/common.py`). Backends raise only `BackendError` and its subclasses; anything else that
 escapes a store is a bug and is reported as one.
+
+A bug is never caught where it happens: it fails the request that met it. Only the process
+edges (the MCP server's tool calls, the background workers) catch everything, and each hands
+what it caught to `unexpected`, which logs it with its traceback and counts it by place (the
+metrics' `orchestrator_unexpected_errors`, and a health check while any were counted).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import Counter
+
 __all__ = [
+    "STORE_ERRORS",
     "BackendError",
     "CapabilityMissing",
     "ConfigError",
@@ -52,6 +62,8 @@ __all__ = [
     "UnknownBackend",
     "UsageError",
     "describe",
+    "unexpected",
+    "unexpected_errors",
 ]
 
 
@@ -150,7 +162,33 @@ class ModelInstallError(OrchestratorError):
     than the pinned one, a disk that cannot hold it); one line says which."""
 
 
+STORE_ERRORS: tuple[type[Exception], ...] = (BackendError, OSError)
+"""What a call to a store can raise: its `BackendError`s, the caller's time limit (`TimeoutError`,
+an `OSError`) and an I/O error it let through. A caller that goes on without the answer catches
+these and nothing else: any other error is a bug, and fails the request."""
+
+
 def describe(exc: BaseException) -> str:
     """`ExcName: message` (or the name alone): how a trace note or health check names an
     error that was caught and survived."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+_bugs = logging.getLogger("memory_orchestrator.bugs")
+_tally: Counter[str] = Counter()
+_tally_lock = threading.Lock()
+
+
+def unexpected(place: str, exc: BaseException, *, logged: bool = False) -> None:
+    """A bug caught at a process edge (`place` names it): logged with its traceback (unless
+    `logged`: whoever caught it already did) and counted, for this process's lifetime."""
+    if not logged:
+        _bugs.error("unexpected error in %s: %s", place, describe(exc), exc_info=exc)
+    with _tally_lock:
+        _tally[place] += 1
+
+
+def unexpected_errors() -> dict[str, int]:
+    """How many bugs each process edge has caught so far (`unexpected`)."""
+    with _tally_lock:
+        return dict(_tally)

@@ -486,7 +486,7 @@ class EmbeddedBackend:
     async def health(self) -> list[HealthCheck]:
         try:
             return await anyio.to_thread.run_sync(self._health, abandon_on_cancel=True)
-        except Exception as exc:  # e.g. no worker thread; health never raises
+        except (BackendError, sqlite3.Error, OSError, RuntimeError) as exc:  # no worker thread
             return [HealthCheck(name="sqlite", status=Status.ERROR, detail=str(exc))]
 
     @property
@@ -517,7 +517,7 @@ class EmbeddedBackend:
             else:
                 try:
                     detail, status = probe(), Status.OK
-                except Exception as exc:
+                except (BackendError, sqlite3.Error, OSError) as exc:
                     detail, status = str(exc), Status.ERROR
             ms = round((time.perf_counter() - start) * 1000, 3)
             checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))
@@ -529,7 +529,7 @@ class EmbeddedBackend:
         start = time.perf_counter()
         try:
             locked = self._conns.probe_write_lock()
-        except Exception as exc:
+        except (BackendError, sqlite3.Error, OSError) as exc:
             return HealthCheck(name="writes", status=Status.ERROR, detail=str(exc))
         ms = round((time.perf_counter() - start) * 1000, 3)
         if locked is None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_orchestrator.backends.embedded_conn import Connections
-from memory_orchestrator.errors import BackendError, describe
+from memory_orchestrator.errors import BackendError, describe, unexpected
 from memory_orchestrator.text import duration
 
 __all__ = ["EVERY_S", "WAIT_S", "Integrity"]
@@ -140,7 +140,10 @@ class Integrity:
             seen, problems = self._conns.read(self._check, fresh=True)
         except BackendError as exc:  # "malformed": a fault found; "locked": checked again
             problems = (f"could not run: {exc}" if exc.transient else str(exc),)
-        except Exception as exc:  # not run to the end: checked again by the next health
+        except (sqlite3.Error, OSError) as exc:  # not run to the end: checked again later
+            problems = (f"could not run: {describe(exc)}",)
+        except Exception as exc:  # a process edge (a worker thread): a bug is reported
+            unexpected("embedded integrity check", exc)
             problems = (f"could not run: {describe(exc)}",)
         took = round((time.perf_counter() - started) * 1000, 1)
         with self._cond:

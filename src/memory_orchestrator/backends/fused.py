@@ -18,8 +18,10 @@ the primary's; listing never (whatever the members can do, the fused store lists
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NAME = "fused"
+log = logging.getLogger(__name__)
 SEP = ":"
 
 
@@ -155,7 +158,7 @@ class FusedBackend:
                 return
             except TimeoutError:
                 failed[member.label] = f"no answer within {limit:g}s"
-            except Exception as exc:
+            except (BackendError, OSError) as exc:
                 failed[member.label] = describe(exc)
             self.failures[member.label] = failed[member.label]
 
@@ -369,11 +372,17 @@ class FusedBackend:
         return [HealthCheck(name=NAME, status=status, detail=detail, latency_ms=ms), *checks]
 
     async def close(self) -> None:
-        for member in self.members:
-            try:
-                await member.backend.close()
-            except Exception:  # closing one must not keep the others open
-                continue
+        # each closed whatever the others raise (a bug in one is raised once all are closed)
+        async with AsyncExitStack() as closing:
+            for member in reversed(self.members):
+                closing.push_async_callback(_close, member)
+
+
+async def _close(member: Member) -> None:
+    try:
+        await member.backend.close()
+    except (BackendError, OSError) as exc:  # closing one must not keep the others open
+        log.warning("fused backend: closing %s failed: %s", member.label, exc)
 
 
 def from_settings(settings: Settings) -> FusedBackend:

@@ -23,9 +23,9 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
-from memory_orchestrator.errors import BackendError
+from memory_orchestrator.errors import BackendError, unexpected
 
 
 def find_npm_script(package: str, *, explicit: Path | None = None) -> Path | None:
@@ -47,6 +47,26 @@ class ToolError(BackendError):
 
 class _Crashed(Exception):
     """The process died or the connection broke during a call."""
+
+
+# What the MCP client raises when the server process cannot start, dies or answers garbage
+# (the SDK's protocol errors are RuntimeErrors and ValueErrors; the streams' are anyio's).
+_BROKEN: tuple[type[Exception], ...] = (
+    MCPError,
+    OSError,
+    RuntimeError,
+    ValueError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+
+def _broken(exc: BaseException) -> bool:
+    """Whether `exc` (or every error of a group of them) is one of `_BROKEN`."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_broken(e) for e in exc.exceptions)
+    return isinstance(exc, _BROKEN)
 
 
 class McpStdio:
@@ -106,7 +126,7 @@ class McpStdio:
             )
         except BackendError:
             raise
-        except Exception as exc:  # the portal itself failed
+        except _BROKEN as exc:  # the portal itself failed
             raise BackendError(
                 f"{self.label}: {type(exc).__name__}: {exc}", transient=True
             ) from exc
@@ -185,7 +205,7 @@ class McpStdio:
         except TimeoutError as exc:
             await self._drop(gen, f"{tool} took over {self.timeout_s}s")
             raise BackendError(f"{self.label}: {tool} timed out", transient=True) from exc
-        except Exception as exc:
+        except _BROKEN as exc:
             await self._drop(gen, f"{tool}: {type(exc).__name__}: {exc}")
             raise _Crashed(
                 f"{self.label}: server process failed during {tool} ({type(exc).__name__}:"
@@ -221,6 +241,8 @@ class McpStdio:
                 await ready.wait()
             if self._session is None:
                 stop.set()
+                if failure and not _broken(failure[0]):
+                    raise failure[0]  # a bug (reported by its owner task): not a store error
                 why = failure[0] if failure else f"no answer within {self.start_timeout_s}s"
                 self.last_error = f"start failed: {why}"
                 raise BackendError(
@@ -253,7 +275,9 @@ class McpStdio:
                 self._session = mine = session
                 ready.set()
                 await stop.wait()
-        except Exception as exc:
+        except Exception as exc:  # a process edge: the task that owns the server process
+            if not _broken(exc):
+                unexpected(f"{self.label}: the task owning the server process", exc)
             failure.append(exc)
             self.last_error = f"{type(exc).__name__}: {exc}"
         finally:

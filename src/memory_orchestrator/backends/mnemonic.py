@@ -508,7 +508,7 @@ class MnemonicBackend:
                 return len(self._by_id), self.skipped_files
 
             count, skipped = await self._run(run)
-        except Exception as exc:
+        except (BackendError, OSError) as exc:
             return [HealthCheck(name=NAME, status=Status.ERROR, detail=str(exc))]
         ms = round((time.perf_counter() - start) * 1000, 3)
         detail = f"{count} memories in {self.root}"

@@ -95,7 +95,7 @@ class NpmServer:
         start = time.perf_counter()
         try:
             status, detail = await probe()
-        except Exception as exc:
+        except (BackendError, OSError) as exc:
             ms = round((time.perf_counter() - start) * 1000, 3)
             return [
                 HealthCheck(name=self.name, status=Status.ERROR, detail=str(exc), latency_ms=ms)

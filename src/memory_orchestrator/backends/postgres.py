@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
+import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
@@ -459,7 +460,7 @@ class PostgresBackend:
     async def health(self) -> list[HealthCheck]:
         try:
             return await anyio.to_thread.run_sync(self._health, abandon_on_cancel=True)
-        except Exception as exc:  # e.g. no worker thread; health never raises
+        except (BackendError, psycopg.Error, OSError, RuntimeError) as exc:  # no worker thread
             return [HealthCheck(name="postgres", status=Status.ERROR, detail=str(exc))]
 
     def _health(self) -> list[HealthCheck]:
@@ -477,7 +478,7 @@ class PostgresBackend:
             else:
                 try:
                     detail, status = self._db.call(probe), Status.OK
-                except Exception as exc:
+                except (BackendError, psycopg.Error, OSError) as exc:
                     detail, status = str(exc), Status.ERROR
             ms = round((time.perf_counter() - start) * 1000, 3)
             checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))

@@ -24,7 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.errors import OrchestratorError, SemanticUnavailable
 from memory_orchestrator.hooks import Hook
 from memory_orchestrator.settings.base import default_data_dir
 from memory_orchestrator.text import content_words
@@ -196,6 +196,13 @@ class MiniLMEmbedder:
                 )
         try:
             tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except Exception as exc:  # a library edge: tokenizers raises bare `Exception` alone
+            if type(exc) is not Exception:
+                raise
+            raise SemanticUnavailable(
+                f"cannot load the model in {folder} (its tokenizer): {exc}; {_BUILD}"
+            ) from exc
+        try:
             options = ort.SessionOptions()
             options.log_severity_level = 3  # errors only: no warnings on stderr per session
             # Each run on the calling thread: a query is embedded on one core while the
@@ -215,7 +222,7 @@ class MiniLMEmbedder:
             self._session = ort.InferenceSession(
                 str(folder / model_file), options, providers=["CPUExecutionProvider"]
             )
-        except Exception as exc:  # a broken file: ONNX Runtime and tokenizers raise their own
+        except model_errors() as exc:  # a broken file
             raise SemanticUnavailable(
                 f"cannot load the model in {folder}: {exc}; {_BUILD}"
             ) from exc
@@ -229,7 +236,7 @@ class MiniLMEmbedder:
         self.dim = 0
         try:  # one run now: a model that cannot run fails here, and the first query is warm
             self.dim = int(self.embed(["warm up"]).shape[1])
-        except Exception as exc:
+        except model_errors() as exc:
             raise SemanticUnavailable(f"cannot run the model in {folder}: {exc}; {_BUILD}") from exc
 
     def embed(self, texts: Sequence[str]) -> Matrix:
@@ -269,6 +276,21 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         result: Matrix = out / np.maximum(norms, 1e-12)
         return result
+
+
+def model_errors() -> tuple[type[BaseException], ...]:
+    """What loading or running a model can raise that is not a bug: ONNX Runtime's own errors
+    (none of them a `RuntimeError`), runtime, I/O and memory errors, and ours."""
+    found: list[type[BaseException]] = [OrchestratorError, RuntimeError, OSError, MemoryError]
+    try:
+        from onnxruntime.capi import onnxruntime_pybind11_state as state
+    except ImportError:
+        return tuple(found)
+    for name in dir(state):
+        value = getattr(state, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            found.append(value)
+    return tuple(found)
 
 
 def _fingerprint(folder: Path, key: str = "onnx", model_file: str = "model.onnx") -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend
+from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.models import Memory
 
 _PAGE = 2000
@@ -47,7 +48,7 @@ class Feed:
         timeout_s: float,
     ) -> Pulled:
         """Hand the store's new memories to `add` (run in a worker thread; returns how many
-        it took). Never raises: a failure leaves the index as it was, with a note."""
+        it took). A store that fails leaves the index as it was, with a note."""
         if store is None:  # the store cannot list its memories
             return Pulled(0, listed=False)
         now = time.monotonic()
@@ -65,7 +66,7 @@ class Feed:
                     self._cursor = cursor
                     if len(page) < _PAGE:
                         break
-        except Exception as exc:  # a cache: a failed pull only leaves it older
+        except STORE_ERRORS as exc:  # a cache: a failed pull only leaves it older
             return Pulled(added, listed=True, note=f"local index sync failed: {exc}")
         self._pulled_at, self._generation = now, generation
         return Pulled(added, listed=True)

@@ -35,7 +35,12 @@ from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.derived.readback import ReadBack
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.derived.vectors import VectorFile, vector_path
-from memory_orchestrator.errors import EmbeddingFailed, SemanticUnavailable
+from memory_orchestrator.errors import (
+    EmbeddingFailed,
+    OrchestratorError,
+    SemanticUnavailable,
+    unexpected,
+)
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
     SEMANTIC_SOURCE,
@@ -197,8 +202,10 @@ class DerivedIndexes:
             indexes = Indexes(self._local_index(), self._semantic)
             await self._pull(indexes, wait=False)
             await self._prepare(indexes)
-        except Exception as exc:  # caches: the first query loads them as it would have
+        except (OrchestratorError, OSError) as exc:  # caches: the first query loads them
             log.warning("derived indexes: warm-up failed: %s", exc)
+        except Exception as exc:  # a process edge (a background task): a bug is reported
+            unexpected("derived indexes warm-up", exc)
         finally:
             self._warming = None
             done.set()

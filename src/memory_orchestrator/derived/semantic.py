@@ -41,10 +41,11 @@ from memory_orchestrator.derived.embedders import (
     WordLlamaEmbedder,
     embedding_text,
     load_embedder,
+    model_errors,
 )
 from memory_orchestrator.derived.query_vectors import QUERY_CACHE, QueryVectors
 from memory_orchestrator.derived.vectors import VectorFile
-from memory_orchestrator.errors import SemanticUnavailable
+from memory_orchestrator.errors import SemanticUnavailable, unexpected
 from memory_orchestrator.models import Memory
 from memory_orchestrator.text import duration
 
@@ -227,8 +228,12 @@ class SemanticIndex:
                 self._busy.update(m.id for m in batch)
             try:
                 self._rate.done(self.add(batch))
-            except Exception as exc:  # a cache: what fails is embedded when it is seen again
-                log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
+            except Exception as exc:  # a process edge (a worker thread); a cache: what fails
+                # is embedded when it is seen again, and a bug is reported, not only noted
+                if isinstance(exc, model_errors()):
+                    log.warning("semantic index: %d memories not embedded: %s", len(batch), exc)
+                else:
+                    unexpected("semantic index worker", exc)
                 with self._work:
                     self.failed += len(batch)
                     self.failure = str(exc) or type(exc).__name__

@@ -115,6 +115,7 @@ def serve_in_process(inputs: Inputs, reason: str | None = None) -> None:
     is added to every health report."""
     from pathlib import Path
 
+    from memory_orchestrator.errors import OrchestratorError
     from memory_orchestrator.faces.mcp import server
     from memory_orchestrator.settings import load_settings
 
@@ -123,7 +124,7 @@ def serve_in_process(inputs: Inputs, reason: str | None = None) -> None:
         config = Path(inputs.config) if inputs.config is not None else None
         settings = load_settings(config, backend=inputs.backend, data_dir=inputs.data_dir)
         server.run(settings, "stdio", notes=notes)
-    except Exception as exc:
+    except (OrchestratorError, ValueError) as exc:  # what a user can act on (`USER_ERRORS`)
         import typer
 
         from memory_orchestrator.faces.cli.common import fail, message_and_code

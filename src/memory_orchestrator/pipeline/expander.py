@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
+from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, ExpansionDecision, Neighbor, SearchFilters
 
@@ -64,7 +65,7 @@ async def expand(
     except TimeoutError:
         result.notes.append(f"expansion timed out after {limits.timeout_s:g}s; skipped")
         return result
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         result.notes.append(f"expansion failed: {type(exc).__name__}: {exc}; skipped")
         return result
     _decide(found, seeds, limits, set(present), filters, result)

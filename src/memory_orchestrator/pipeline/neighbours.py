@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import describe
+from memory_orchestrator.errors import STORE_ERRORS, describe
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
     Candidate,
@@ -57,8 +57,8 @@ async def add_context_neighbours(
     similarity: Similarity | None = None,
 ) -> Neighbourhood:
     """`table` with the context neighbours of the best candidates added (their similarity
-    from `similarity`). Never raises: a store without temporal links, or a failed call,
-    leaves it as it was with a note."""
+    from `similarity`). A store without temporal links, or a failed store call, leaves it as
+    it was with a note (anything else is a bug and is raised)."""
     caps = store.capabilities
     if not caps.graph or (caps.edge_types and TEMPORAL not in caps.edge_types):
         return Neighbourhood(
@@ -68,7 +68,7 @@ async def add_context_neighbours(
     try:
         with anyio.fail_after(limits.timeout_s):
             found = await store.neighbors(seeds, (TEMPORAL,), 1, 4 * len(seeds))
-    except Exception as exc:  # an enrichment: a failure must not fail the request
+    except STORE_ERRORS as exc:  # an enrichment: a store failure must not fail the request
         note = f"context neighbours unavailable: {describe(exc)}"
         return Neighbourhood(table, notes=[note], calls=1)
     joined = _joined(table, found, limits.share, filters, limits.gap_s)

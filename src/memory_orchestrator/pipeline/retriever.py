@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend, on_dispatched
+from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, Source
 from memory_orchestrator.pipeline.filters import missing_filter_support
@@ -178,7 +179,7 @@ class _Calls:
                     f"search {sub.text!r} timed out after {self.timeout_s:g}s; partial results"
                 )
                 self.lost.append(Lost(f"it did not answer in {self.timeout_s:g}s", True))
-            except Exception as exc:  # a store error must not fail the request
+            except STORE_ERRORS as exc:  # a store error must not fail the request (a bug does)
                 self.notes.append(
                     f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
                 )

@@ -24,6 +24,7 @@ from typing import Literal
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend, superseding
+from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.models import (
     Edge,
     Memory,
@@ -282,7 +283,7 @@ async def _update(
         written.calls += 1
         with anyio.fail_after(policy.timeout_s):
             await marker.supersede(old, new_id)
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         written.notes.append(f"marking {old} superseded failed: {exc}")
 
 
@@ -296,7 +297,7 @@ async def _link(
         written.calls += 1
         with anyio.fail_after(written.timeout_s):
             written.links.append(await backend.link(source, target, relation, weight))
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         written.notes.append(f"link to {target} failed: {exc}")
 
 
@@ -313,7 +314,7 @@ async def _link_shared_entities(
         written.calls += 1
         with anyio.fail_after(policy.timeout_s):
             related = await backend.search(query, policy.link_related + 5, filters)
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         written.notes.append(f"related-memory search failed: {exc}; no entity links")
         return
     mine = {e.casefold() for e in memory.entities}

@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from memory_orchestrator.errors import BackendError, describe, unexpected
+
 __all__ = ["CHANNEL", "Changes"]
 
 CHANNEL = "memory_orchestrator_memories"
@@ -74,9 +76,12 @@ class Changes:
             try:
                 self._listen()
                 delay = _BACKOFF[0]
-            except Exception as exc:  # the server gone, a network error: retry later
+            except (psycopg.Error, OSError, BackendError) as exc:  # the server gone: retry later
                 self.error = f"not listening for changes: {str(exc).strip() or type(exc).__name__}"
                 log.info("postgres changes: %s", self.error)
+            except Exception as exc:  # a process edge (a worker thread): it outlives a bug
+                self.error = f"not listening for changes: {describe(exc)}"
+                unexpected("postgres change listener", exc)
             self._listening = False
             if self._closed.wait(delay):
                 return

@@ -32,7 +32,7 @@ import psycopg
 from psycopg.abc import PQGen
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from memory_orchestrator.errors import BackendError
+from memory_orchestrator.errors import BackendError, OrchestratorError
 from memory_orchestrator.migrations import Migration, numbered
 
 __all__ = ["Database", "NoAnswer", "migrations", "transient"]
@@ -184,10 +184,13 @@ class Database:
                 pool.open(wait=True, timeout=self._timeout)
                 with pool.connection() as conn:
                     migrate(conn)
-            except Exception as exc:
+            except (psycopg.Error, OSError, OrchestratorError) as exc:
                 pool.close()
                 self.open_error = f"{self.where}: {_first_line(exc)}"
                 raise BackendError(self.open_error, transient=transient(exc)) from exc
+            except BaseException:  # a bug (or a cancel) leaves no pool open behind it
+                pool.close()
+                raise
             self._pool, self.open_error = pool, None
             return pool
 

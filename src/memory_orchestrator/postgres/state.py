@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 from psycopg import Connection
 from psycopg.types.json import Jsonb
 
@@ -74,7 +75,7 @@ class PgOutbox(Outbox):
             return self._run(sql, args)
         try:
             return _fetch(conn, sql, args)
-        except Exception as exc:
+        except (psycopg.Error, OSError) as exc:
             raise OutboxError(f"shared outbox: {exc}") from exc
 
     @contextmanager

@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
-from memory_orchestrator.errors import describe
+from memory_orchestrator.errors import STORE_ERRORS, describe
 from memory_orchestrator.models import Memory, MemoryType, supersedes, to_utc
 from memory_orchestrator.pipeline.currency import superseded
 from memory_orchestrator.service.store_calls import StoreCalls
@@ -238,7 +238,7 @@ class Catalog:
                     if len(page) < size:
                         break
                     await anyio.sleep(0)  # let pages be served between listing pages
-            except Exception as exc:  # a cache: a failed pull only leaves it older
+            except STORE_ERRORS as exc:  # a cache: a failed pull only leaves it older
                 self._note = f"listing the store failed: {describe(exc)}"
             else:
                 self._note = None

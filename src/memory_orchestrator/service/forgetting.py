@@ -29,7 +29,7 @@ from typing import TypeVar, cast
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend, SupersedingBackend
-from memory_orchestrator.errors import CapabilityMissing
+from memory_orchestrator.errors import CapabilityMissing, OrchestratorError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
@@ -246,7 +246,7 @@ class ForgetPath:
                 report = await self._undo(ids, trace)
             else:
                 report = await self._forget(ids, request.reason or "", trace)
-        except Exception as exc:
+        except (OrchestratorError, OSError) as exc:  # a bug: the server keeps its trace
             trace.error = str(exc)[:500]
             self._finish(trace, started)
             raise
@@ -278,7 +278,7 @@ class ForgetPath:
                 done.append(memory_id)
                 # marked one by one: a failure later leaves the ones erased marked
                 await self._off_loop(partial(self.tombstones.mark_purged, [memory_id], now()))
-        except Exception as exc:
+        except (OrchestratorError, OSError) as exc:  # a bug: the server keeps its trace
             trace.error = str(exc)[:500]
             self._finish(trace, started)
             raise

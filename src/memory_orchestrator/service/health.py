@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.models import HealthCheck
+from memory_orchestrator.errors import unexpected_errors
+from memory_orchestrator.models import HealthCheck, Status
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import StoreCalls, store_checks
 
@@ -33,7 +34,8 @@ async def service_checks(
     replay: bool = True,
 ) -> list[HealthCheck]:
     """The checks (see the module docstring); `writes` None: the outbox is off; `replay`
-    off: the outbox's queue is read, not replayed."""
+    off: the outbox's queue is read, not replayed. Bugs caught at the process edges since
+    the service started (`errors.unexpected`) make one more check."""
     traces: list[HealthCheck | None] = []
 
     async def stored() -> None:
@@ -46,4 +48,17 @@ async def service_checks(
         checks += [semantic] if semantic is not None else []
         if writes is not None:
             checks.append(await writes.health_check(replay=replay))
-    return checks + [c for c in traces if c is not None]
+    return checks + [c for c in traces if c is not None] + bugs_check(recorder.bugs_before)
+
+
+def bugs_check(before: dict[str, int]) -> list[HealthCheck]:
+    """A degraded `unexpected_errors` check naming the places that caught a bug since
+    `before`; none while there were none."""
+    now = unexpected_errors()
+    since = {place: n - before.get(place, 0) for place, n in sorted(now.items())}
+    since = {place: n for place, n in since.items() if n > 0}
+    if not since:
+        return []
+    where = ", ".join(f"{place} ({n})" for place, n in since.items())
+    detail = f"{sum(since.values())} bug(s) caught, each logged with its traceback: {where}"
+    return [HealthCheck(name="unexpected_errors", status=Status.DEGRADED, detail=detail)]

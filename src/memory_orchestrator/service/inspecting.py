@@ -25,7 +25,7 @@ from datetime import datetime
 import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend, MemoryBackend
-from memory_orchestrator.errors import OrchestratorError, describe
+from memory_orchestrator.errors import STORE_ERRORS, OrchestratorError, describe
 from memory_orchestrator.models import (
     ForgetRequest,
     Memory,
@@ -317,7 +317,7 @@ class Inspection:
             return await self._calls.strict(
                 lambda: self._store.neighbors(seeds, edge_types, hops, limit), what
             )
-        except Exception as exc:
+        except STORE_ERRORS as exc:
             notes.append(f"{what} unavailable: {describe(exc)}")
             return []
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import anyio.to_thread
 
+from memory_orchestrator.errors import unexpected_errors
 from memory_orchestrator.models import (
     CandidateTrace,
     HealthCheck,
@@ -55,6 +56,8 @@ class TraceRecorder:
     ) -> None:
         self._traces, self._settings, self._store = traces, settings, store
         self._observer = observer
+        # the process's bug tally as this service starts: its health reports the bugs since
+        self.bugs_before = unexpected_errors()
 
     def begin(self, tool: str, request: dict[str, Any]) -> Trace:
         begin_notes()

@@ -1,8 +1,9 @@
 """One bounded store call: a time limit, a count in the trace, and a note when it fails.
 
 Reads that only enrich an answer (known entities, context neighbours, the derived indexes'
-candidates, seed memories) must never fail the request: `StoreCalls.bounded` runs one within
-`retrieval.timeout_s`, counts it in the trace, and on any failure notes
+candidates, seed memories) must not fail the request when the store fails (a bug does):
+`StoreCalls.bounded` runs one within
+`retrieval.timeout_s`, counts it in the trace, and on a store failure (`STORE_ERRORS`) notes
 "<what> unavailable: <error>" and returns the caller's fallback.
 """
 
@@ -15,7 +16,7 @@ from typing import TypeVar
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import StoreUnreadable, describe
+from memory_orchestrator.errors import STORE_ERRORS, StoreUnreadable, describe
 from memory_orchestrator.models import HealthCheck, Status, Trace
 from memory_orchestrator.pipeline.retriever import Lost, is_transient
 from memory_orchestrator.settings import Settings
@@ -58,7 +59,7 @@ class StoreCalls:
         try:
             with anyio.fail_after(self.timeout_s):
                 return await call()
-        except Exception as exc:  # an enrichment: a failure must not fail the request
+        except STORE_ERRORS as exc:  # an enrichment: a store failure must not fail the request
             trace.notes.append(f"{what} unavailable: {describe(exc)}{then}")
             if isinstance(exc, TimeoutError):
                 return Lost(f"it did not answer in {self.timeout_s:g}s", True)
@@ -97,7 +98,7 @@ async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCh
     checks: list[HealthCheck] = []
     try:
         checks.extend(await calls.strict(store.health, f"{store.name} health"))
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         checks.append(HealthCheck(name="backend", status=Status.ERROR, detail=describe(exc)))
     started = time.perf_counter()
     try:
@@ -110,6 +111,6 @@ async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCh
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
-    except Exception as exc:
+    except STORE_ERRORS as exc:
         checks.append(HealthCheck(name="retrieval", status=Status.ERROR, detail=describe(exc)))
     return checks

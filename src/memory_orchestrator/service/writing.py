@@ -22,9 +22,11 @@ import anyio
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.errors import (
+    STORE_ERRORS,
     BackendError,
     CapabilityMissing,
     InvalidRequest,
+    OrchestratorError,
     OutboxError,
     describe,
 )
@@ -272,7 +274,7 @@ class WritePath:
             else:
                 policy = self.policy(item.request)
                 written = await write_memory(self._store, item.request.memory, policy)
-        except Exception as exc:
+        except STORE_ERRORS as exc:
             try:
                 await self._outbox.failed(item.seq, describe(exc))
             except OutboxError as broken:
@@ -299,7 +301,7 @@ class WritePath:
             replayed: list[QueuedWrite] = []
             waiting = await self.replay(replayed) if replay else await self._outbox.depth()
             last = await self._outbox.last_error() if waiting else None
-        except Exception as exc:
+        except (OrchestratorError, OSError) as exc:
             return HealthCheck(name="outbox", status=Status.ERROR, detail=describe(exc))
         done = f"; {len(replayed)} replayed now" if replayed else ""
         if not waiting:
@@ -333,7 +335,7 @@ class WritePath:
         try:
             with anyio.fail_after(timeout):
                 checks = await self._store.health()
-        except Exception as health_exc:
+        except STORE_ERRORS as health_exc:
             return f"{describe(exc)} (health check failed: {describe(health_exc)})"
         bad = [c for c in checks if c.status is Status.ERROR]
         if not bad:

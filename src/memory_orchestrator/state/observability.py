@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict
 
+from memory_orchestrator.errors import unexpected_errors
 from memory_orchestrator.models import DropReason, Trace
 
 __all__ = [
@@ -56,8 +59,24 @@ def calling(name: str | None) -> Iterator[None]:
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+class UnexpectedErrors(Collector):
+    """`orchestrator_unexpected_errors_total{place}`: the bugs the process edges caught
+    (`errors.unexpected`), read at scrape time; they are the process's, as the bugs are."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "orchestrator_unexpected_errors",
+            "Bugs caught at a process edge (logged with their traceback), by place",
+            labels=["place"],
+        )
+        for place, count in sorted(unexpected_errors().items()):
+            family.add_metric([place], count)
+        yield family
+
+
 class Metrics:
-    """Request count by tool and status, latency by tool, backend errors by backend."""
+    """Request count by tool and status, latency by tool, backend errors by backend, bugs
+    caught by place."""
 
     content_type = CONTENT_TYPE_LATEST
 
@@ -88,6 +107,7 @@ class Metrics:
             ["backend"],
             registry=self.registry,
         )
+        self.registry.register(UnexpectedErrors())
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry."""

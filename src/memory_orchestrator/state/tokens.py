@@ -25,6 +25,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory_orchestrator.errors import OrchestratorError
+
 __all__ = [
     "ANY",
     "TOOL_NAMES",
@@ -177,7 +179,7 @@ class TokenBook:
             return self._tokens
         try:
             return (*self._tokens, *self._shared())
-        except Exception as exc:
+        except (OrchestratorError, OSError, ValueError) as exc:  # unreachable, or a bad row
             log.warning("the shared token list cannot be read: %s", exc)
             return self._tokens
 

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memory_orchestrator.errors import OrchestratorError, unexpected
 from memory_orchestrator.models import Trace
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,11 @@ class TraceStore:
                     self._queued.wait()
                 batch, self._queue = self._queue, []
                 self._busy = True
-            self._store(batch)
+            try:
+                self._store(batch)
+            except Exception as exc:  # a process edge (the writer thread) outlives a bug
+                unexpected("trace writer", exc)
+                self._failed(len(batch), exc)
             with self._queued:
                 self._done += len(batch)
                 self._queued.notify_all()
@@ -127,14 +132,14 @@ class TraceStore:
                 rows.append(
                     (t.trace_id, t.tool, t.created_at.isoformat(), t.complete().model_dump_json())
                 )
-            except Exception as exc:
+            except ValueError as exc:  # text JSON cannot carry (a lone surrogate)
                 self._failed(1, exc)
             # Hand the GIL over after each trace: a request waiting for it would otherwise
             # wait out the interpreter's whole switch interval behind this thread's work.
             time.sleep(0)
         try:
             self._insert(rows)
-        except Exception as exc:  # a lost trace is logged, never raised into a request
+        except (sqlite3.Error, OSError, OrchestratorError) as exc:  # logged, not raised
             self._failed(len(rows), exc)
         else:
             if rows:

@@ -4,6 +4,7 @@ fallbacks in use."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,7 +44,7 @@ class _Degraded(Exception):
 
 
 async def health_checks(backend: Checked) -> list[HealthCheck]:
-    """The checks, in `ORDER`; a failing one is an `error` check, never an exception."""
+    """The checks, in `ORDER`; a failing one is an `error` check (a bug is raised)."""
     checks: list[HealthCheck] = []
 
     async def check(name: str, probe: Callable[[], Awaitable[str]]) -> bool:
@@ -52,7 +53,7 @@ async def health_checks(backend: Checked) -> list[HealthCheck]:
             detail, status = await probe(), Status.OK
         except (NoDirectRead, _Degraded) as exc:
             detail, status = str(exc), Status.DEGRADED
-        except Exception as exc:
+        except (BackendError, OSError, sqlite3.Error) as exc:
             detail, status = str(exc) or type(exc).__name__, Status.ERROR
         ms = round((time.perf_counter() - started) * 1000, 3)
         checks.append(HealthCheck(name=name, status=status, detail=detail, latency_ms=ms))

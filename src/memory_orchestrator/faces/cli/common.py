@@ -226,6 +226,11 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+# The errors a user can act on (`message_and_code`); anything else is a bug, and its
+# traceback reaches the terminal with exit code 1.
+USER_ERRORS = (OrchestratorError, ValueError)
+
+
 def message_and_code(exc: BaseException) -> tuple[str, int] | None:
     """The line and exit code for an error a user can act on; None for a bug."""
     if isinstance(exc, ValidationError):
@@ -247,7 +252,7 @@ def guarded(action: Callable[[], T]) -> T:
     """Run `action`; the failures a user can act on become one stderr line and an exit code."""
     try:
         return action()
-    except Exception as exc:
+    except USER_ERRORS as exc:
         found = message_and_code(exc)
         if found is None:
             raise

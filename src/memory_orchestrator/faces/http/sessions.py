@@ -26,6 +26,8 @@ from typing import Protocol
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from memory_orchestrator.errors import BackendError
+
 __all__ = ["LocalSessions", "SessionGauge", "SessionStore", "new_session_id"]
 
 
@@ -180,7 +182,7 @@ class SessionGauge(Collector):
         )
         try:
             counts = self.store.counts()
-        except Exception:  # the shared store unreachable: no sample rather than no metrics
+        except (BackendError, OSError):  # the shared store unreachable: no sample, metrics go on
             counts = {}
         for owner, count in sorted(counts.items()):
             gauge.add_metric([owner], count)

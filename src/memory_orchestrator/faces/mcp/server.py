@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from memory_orchestrator.about import package_version
 from memory_orchestrator.derived.embedders import lexical_only
-from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend
+from memory_orchestrator.errors import BackendError, ConfigError, UnknownBackend, unexpected
 from memory_orchestrator.faces.mcp.access import ToolAccess, caller_of, request_scope
 from memory_orchestrator.faces.mcp.schemas import published
 from memory_orchestrator.faces.mcp.tools import (
@@ -101,7 +101,7 @@ class MemoryServer(MCPServer[AppState]):
         with calling(_caller_of(context)):
             try:
                 result = await self._call_tool(name, arguments, context)
-            except Exception as exc:
+            except Exception as exc:  # the process edge of a tool call: counted, kept, raised
                 self._observe(name, arguments, started, exc)
                 raise
             self._observe(name, arguments, started, None)
@@ -127,6 +127,8 @@ class MemoryServer(MCPServer[AppState]):
         name = name if name in TOOL_NAMES else "unknown"
         store = self.state.orchestrator.store_name if self.state else None
         failed_in_store = exc is not None and _store_failure(exc)
+        if isinstance(exc, UnexpectedToolError):  # a bug: the SDK logs its traceback
+            unexpected(f"tool {name}", exc.__cause__ or exc, logged=True)
         if self.observer is not None:
             self.observer.tool_call(
                 name, seconds, ok=exc is None, backend=store if failed_in_store else None

@@ -92,7 +92,7 @@ def _error(rid: int | str | None, code: int, message: str) -> SessionMessage:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=error))
 
 
-def error_reply(exc: Exception) -> SessionMessage:
+def error_reply(exc: ValueError) -> SessionMessage:
     """The JSON-RPC error answering a line that is not a message."""
     rid, was_json = request_id(exc)
     if was_json:
@@ -122,7 +122,7 @@ def dump(item: SessionMessage) -> bytes | None:
     internal error for its request (a notification that cannot is dropped: None)."""
     try:
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-    except Exception as exc:  # e.g. text with a lone surrogate from a store
+    except ValueError as exc:  # e.g. text with a lone surrogate from a store
         rid = getattr(item.message, "id", None)
         if rid is None:
             print(f"memory-orchestrator: a notification was not sent: {exc}", file=sys.stderr)
@@ -214,7 +214,7 @@ class StdioWire:
         line = raw.decode("utf-8", errors="replace")
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:
+        except ValueError as exc:  # pydantic's ValidationError: not JSON, or not a message
             await replies.send(error_reply(exc))
             return
         if isinstance(message, types.JSONRPCNotification) and '"id"' in line:
