@@ -16,7 +16,7 @@ from typing import TypeVar
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import STORE_ERRORS, StoreUnreadable, describe
+from memory_orchestrator.errors import STORE_ERRORS, OrchestratorError, StoreUnreadable, describe
 from memory_orchestrator.models import HealthCheck, Status, Trace
 from memory_orchestrator.pipeline.retriever import Lost, is_transient
 from memory_orchestrator.settings import Settings
@@ -94,11 +94,11 @@ def unreadable(trace: Trace, lost: Lost, said: str = UNREAD) -> StoreUnreadable:
 
 async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCheck]:
     """The store's own health checks, then a one-hit search probe (`retrieval`), each
-    bounded; a failure is an `error` check, never an exception."""
+    bounded; a failure of the error tree is an `error` check (a bug is raised)."""
     checks: list[HealthCheck] = []
     try:
         checks.extend(await calls.strict(store.health, f"{store.name} health"))
-    except STORE_ERRORS as exc:
+    except (OrchestratorError, OSError) as exc:  # the error tree: an error check
         checks.append(HealthCheck(name="backend", status=Status.ERROR, detail=describe(exc)))
     started = time.perf_counter()
     try:
@@ -111,6 +111,6 @@ async def store_checks(store: MemoryBackend, calls: StoreCalls) -> list[HealthCh
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
         )
-    except STORE_ERRORS as exc:
+    except (OrchestratorError, OSError) as exc:  # the error tree: an error check
         checks.append(HealthCheck(name="retrieval", status=Status.ERROR, detail=describe(exc)))
     return checks

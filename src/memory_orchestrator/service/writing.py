@@ -335,7 +335,7 @@ class WritePath:
         try:
             with anyio.fail_after(timeout):
                 checks = await self._store.health()
-        except STORE_ERRORS as health_exc:
+        except (OrchestratorError, OSError) as health_exc:
             return f"{describe(exc)} (health check failed: {describe(health_exc)})"
         bad = [c for c in checks if c.status is Status.ERROR]
         if not bad:
