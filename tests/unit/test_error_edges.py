@@ -129,12 +129,14 @@ async def test_a_bug_in_the_background_replay_is_logged_counted_and_the_loop_goe
 
 def test_bugs_show_in_the_metrics_and_in_health_once_counted() -> None:
     place = "a place only this test reports from"
-    before = unexpected_errors()
+    before, metrics = unexpected_errors(), Metrics()
     assert bugs_check(before) == []
+    assert "orchestrator_unexpected_errors_total{" not in metrics.render().decode()
     unexpected(place, ValueError("x"), logged=True)
     (check,) = bugs_check(before)
     assert check.name == "unexpected_errors"
     assert check.status == "degraded"
     assert f"{place} (1)" in check.detail
-    shown = Metrics().render().decode()
+    shown = metrics.render().decode()
     assert f'orchestrator_unexpected_errors_total{{place="{place}"}} 1.0' in shown
+    assert "orchestrator_unexpected_errors_total{" not in Metrics().render().decode()

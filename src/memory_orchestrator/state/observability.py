@@ -61,7 +61,11 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 
 class UnexpectedErrors(Collector):
     """`orchestrator_unexpected_errors_total{place}`: the bugs the process edges caught
-    (`errors.unexpected`), read at scrape time; they are the process's, as the bugs are."""
+    (`errors.unexpected`) since this collector was made, read at scrape time (the tally is
+    the process's; each registry counts from its own start, as its other counters do)."""
+
+    def __init__(self) -> None:
+        self._before = unexpected_errors()
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(
@@ -70,7 +74,9 @@ class UnexpectedErrors(Collector):
             labels=["place"],
         )
         for place, count in sorted(unexpected_errors().items()):
-            family.add_metric([place], count)
+            since = count - self._before.get(place, 0)
+            if since > 0:
+                family.add_metric([place], since)
         yield family
 
 
