@@ -5,10 +5,20 @@ Backends, pipeline stages, the service and the faces (MCP, HTTP, CLI) speak in t
 
 - `memory`: memories, edges, hits, write outcomes, health checks, capabilities, limits;
 - `pipeline`: the query plan, candidates, score breakdowns, drops, expansion decisions;
+- `events`: what a trace records that did not go as planned, and its one renderer;
 - `results`: traces and the answers the tools return;
 - `requests`: the tool inputs.
 """
 
+from memory_orchestrator.models.events import (
+    EventKind,
+    Stage,
+    TraceEvent,
+    Value,
+    event,
+    legacy,
+    render,
+)
 from memory_orchestrator.models.memory import (
     MAX_CONTENT_CHARS,
     MAX_IDS,
@@ -113,6 +123,7 @@ __all__ = [
     "DropReason",
     "Dropped",
     "Edge",
+    "EventKind",
     "ExpandRequest",
     "ExpansionDecision",
     "ExplainRequest",
@@ -150,21 +161,27 @@ __all__ = [
     "SearchResult",
     "Source",
     "SourceRank",
+    "Stage",
     "Status",
     "Strategy",
     "TimeRange",
     "Trace",
+    "TraceEvent",
     "TraceSummary",
+    "Value",
     "WriteAction",
     "WriteOutcome",
     "WriteReport",
     "WriteRequest",
     "correcting",
     "describe_errors",
+    "event",
     "far_apart",
+    "legacy",
     "legacy_supersedes",
     "moved_aside",
     "own_key",
+    "render",
     "supersedes",
     "to_utc",
 ]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import Field
+from pydantic import Field, computed_field, model_validator
 
+from memory_orchestrator.models.events import Stage, TraceEvent, legacy, render
 from memory_orchestrator.models.memory import Frozen, Memory, MemoryType, TimeRange
 
 
@@ -76,9 +77,34 @@ class QueryPlan(Frozen):
             "How much the planner had to go on (terms, names, question word, time), 0 to 0.95."
         )
     )
-    notes: tuple[str, ...] = Field(
-        (), description="The planner's remarks (e.g. a time phrase it could not place)."
+    events: tuple[TraceEvent, ...] = Field(
+        (), description="The planner's remarks (e.g. a name it read another way), as records."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_notes(cls, data: Any) -> Any:
+        """A plan stored before events kept its remarks as text: read back as events."""
+        return events_from_notes(data)
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="The planner's remarks (e.g. a time phrase it could not place)."
+    )
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(render(e) for e in self.events)
+
+
+def events_from_notes(data: Any) -> Any:
+    """`data` with its `notes` (text a record kept before events existed) read as `events`,
+    unless it has events: then the notes, rendered from them, are dropped."""
+    if not isinstance(data, dict) or "notes" not in data:
+        return data
+    data = dict(data)
+    notes = data.pop("notes")
+    if "events" not in data and isinstance(notes, list | tuple):
+        data["events"] = [legacy(n) if isinstance(n, str) else n for n in notes]
+    return data
 
 
 # The query labels of the derived indexes' candidate lists (`derived/`), as a SourceRank names them.
@@ -224,7 +250,7 @@ class Dropped(Frozen):
             "edge_type_not_allowed, already_present or superseded."
         )
     )
-    stage: str = Field(description="The pipeline stage that dropped it.")
+    stage: Stage = Field(description="The pipeline stage that dropped it.")
     detail: str = Field(
         "", description="What exactly (e.g. the memory it duplicates and how alike they are)."
     )

@@ -14,6 +14,7 @@ from pydantic import (
     PrivateAttr,
 )
 
+from memory_orchestrator.models.events import TraceEvent, render
 from memory_orchestrator.models.memory import (
     Capabilities,
     Edge,
@@ -79,6 +80,11 @@ class Trace(BaseModel):
     result_ids: list[str] = Field(
         default_factory=list, description="The ids returned, in the order of the answer."
     )
+    events: list[TraceEvent] = Field(
+        default_factory=list,
+        description="What did not go as planned (a store fallback, a timeout, a missing"
+        " ability), each as a typed record; `notes` reads them.",
+    )
     notes: list[str] = Field(
         default_factory=list,
         description="What did not go as planned: a store fallback, a timeout, a missing ability.",
@@ -96,6 +102,11 @@ class Trace(BaseModel):
     # work that only the stored trace needs (e.g. every candidate's record), done when the
     # trace is stored, behind the request, instead of on its path
     _deferred: list[Callable[[], None]] = PrivateAttr(default_factory=list)
+
+    def add(self, *events: TraceEvent) -> None:
+        """Record `events` (and their text among the notes)."""
+        self.events.extend(events)
+        self.notes.extend(render(e) for e in events)
 
     def defer(self, fill: Callable[[], None]) -> None:
         """Run `fill` (which completes this trace) before the trace is stored or read."""

@@ -18,6 +18,8 @@ from functools import lru_cache
 
 from rapidfuzz.distance import JaroWinkler
 
+from memory_orchestrator.models import EventKind, Stage, TraceEvent, event
+
 __all__ = ["read_names", "skeleton"]
 
 _SIMILAR = 0.82  # "Tom" and "Tim" (0.80) stay two people
@@ -69,13 +71,13 @@ def _known_forms(known: tuple[str, ...]) -> tuple[frozenset[str], Mapping[str, t
 
 def read_names(
     text: str, known: Sequence[str], skip: frozenset[str] = frozenset()
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[TraceEvent]]:
     """`text` with each capitalised word that names no known entity but spells one of the
-    store's one-word names another way replaced by that name; and a note per replacement."""
+    store's one-word names another way replaced by that name; and an event per replacement."""
     exact, by_sound = _known_forms(tuple(known))
     if not by_sound:
         return text, []
-    notes: list[str] = []
+    notes: list[TraceEvent] = []
 
     def swap(match: re.Match[str]) -> str:
         word = match.group()
@@ -85,7 +87,7 @@ def read_names(
         name = _closest(base, by_sound.get(skeleton(base), ()))
         if name is None:
             return word
-        notes.append(f"name '{base}' read as '{name}' (known to the store)")
+        notes.append(event(Stage.NAMES, EventKind.NAME_READ_AS, written=base, name=name))
         return name + word[len(base) :]
 
     return _NAME.sub(swap, text), notes

@@ -15,7 +15,17 @@ from datetime import datetime
 from functools import lru_cache
 from itertools import pairwise
 
-from memory_orchestrator.models import Intent, MemoryType, QueryPlan, QuestionType, Strategy
+from memory_orchestrator.models import (
+    EventKind,
+    Intent,
+    MemoryType,
+    QueryPlan,
+    QuestionType,
+    Stage,
+    Strategy,
+    TraceEvent,
+    event,
+)
 from memory_orchestrator.pipeline.names import read_names
 from memory_orchestrator.pipeline.timewindow import TimeMatch, find_time_window
 from memory_orchestrator.text import QUESTION_WORDS, STOP_WORDS, content_words, normalize, stem
@@ -234,7 +244,11 @@ def _capitalised(toks: list[_Tok], *, names: bool) -> list[tuple[int, int, str]]
 
 
 def _entities(
-    text: str, toks: list[_Tok], known: Sequence[str], time: TimeMatch | None, notes: list[str]
+    text: str,
+    toks: list[_Tok],
+    known: Sequence[str],
+    time: TimeMatch | None,
+    notes: list[TraceEvent],
 ) -> tuple[str, ...]:
     known_found = _known_matches(text, known)
     taken = [(s, e) for s, e, _ in known_found]
@@ -243,12 +257,12 @@ def _entities(
     found = list(known_found)
     names_by_case = not _title_case(toks)
     if not names_by_case:
-        notes.append("capitalisation ignored (title-case or all-caps query)")
+        notes.append(_said(EventKind.CAPITALISATION_IGNORED))
     extracted = _capitalised(toks, names=names_by_case)
     found += [c for c in extracted if not any(c[0] < e and s < c[1] for s, e in taken)]
     names = _dedupe(name for _, _, name in sorted(found, key=lambda c: c[0]))
     known_keys = {name.lower() for _, _, name in known_found}
-    notes.extend(f"entity '{n}' known to the store" for n in names if n.lower() in known_keys)
+    notes.extend(_said(EventKind.ENTITY_KNOWN, entity=n) for n in names if n.lower() in known_keys)
     return tuple(names)
 
 
@@ -297,20 +311,25 @@ def _parts(toks: list[_Tok]) -> list[list[_Tok]]:
 
 def _intent(
     lowers: list[str], entities: tuple[str, ...], n_parts: int, time: TimeMatch | None
-) -> tuple[Intent, str]:
+) -> tuple[Intent, TraceEvent | None]:
+    """The intent, and the event that says what it was read from (None: direct)."""
     if time is not None:
-        return Intent.EPISODIC, f"time window from '{time.phrase}'"
+        return Intent.EPISODIC, _said(EventKind.TIME_WINDOW, phrase=time.phrase)
     cue = _cue(lowers, _EPISODIC_CUES, _EPISODIC_PAIRS)
     if cue:
-        return Intent.EPISODIC, f"episodic: '{cue}'"
+        return Intent.EPISODIC, _said(EventKind.EPISODIC_CUE, cue=cue)
     if len(entities) >= 2:
-        return Intent.MULTI_HOP, f"multi-hop: links {len(entities)} entities"
+        return Intent.MULTI_HOP, _said(EventKind.MULTI_HOP_ENTITIES, count=len(entities))
     cue = _cue(lowers, _RELATIONAL_CUES, _CUE_PAIRS)
     if cue:
-        return Intent.MULTI_HOP, f"multi-hop: '{cue}'"
+        return Intent.MULTI_HOP, _said(EventKind.MULTI_HOP_CUE, cue=cue)
     if n_parts >= 2:
-        return Intent.MULTI_HOP, f"multi-hop: {n_parts}-part question"
-    return Intent.DIRECT, ""
+        return Intent.MULTI_HOP, _said(EventKind.MULTI_HOP_PARTS, count=n_parts)
+    return Intent.DIRECT, None
+
+
+def _said(kind: EventKind, **values: str | int) -> TraceEvent:
+    return event(Stage.PLANNER, kind, **values)
 
 
 def _strategy(
@@ -392,14 +411,18 @@ def _subqueries(candidates: Iterable[str], task_query: str, limit: int) -> tuple
 
 
 def _confidence(
-    n_terms: int, n_entities: int, qtype: QuestionType, reason: str, time: TimeMatch | None
+    n_terms: int,
+    n_entities: int,
+    qtype: QuestionType,
+    reason: TraceEvent | None,
+    time: TimeMatch | None,
 ) -> float:
     if n_terms == 0:
         return 0.15
     score = 0.45
     score += 0.15 if n_entities else 0.0
     score += 0.1 if qtype is not QuestionType.OTHER else 0.0
-    score += 0.1 if reason else 0.0
+    score += 0.1 if reason is not None else 0.0
     score += 0.05 if time is not None else 0.0
     score += 0.1 if n_terms >= 2 else 0.0
     score -= 0.2 if n_terms > _LONG_QUERY_TERMS else 0.0
@@ -425,7 +448,7 @@ def plan_query(
     """Plan one request. `now` is the reference time (`as_of` or the clock; naive = UTC).
     With `fuzzy_names`, a name the store does not know but spells another way is read as the
     store's name (`pipeline/names.py`)."""
-    notes: list[str] = []
+    notes: list[TraceEvent] = []
     text = normalize(query)
     if fuzzy_names and known_entities:
         text, read = read_names(text, known_entities, _SKIP | _STARTERS)
@@ -437,17 +460,17 @@ def plan_query(
     terms = tuple(_dedupe(s for s in (stem(k) for k in keywords) if s))
     canonical = _canonical(toks)
     if not canonical:
-        notes.append("no content terms: canonical query is the normalised text")
+        notes.append(_said(EventKind.NO_CONTENT_TERMS))
         canonical = text
     entities = _entities(text, toks, known_entities, time, notes)
     qtype = _question_type(lowers)
     parts = _parts(toks)
     intent, reason = _intent(lowers, entities, len(parts), time)
-    if reason:
+    if reason is not None:
         notes.append(reason)
     strategy, hops = _strategy(intent, expand, len(entities), hop_budget, max_hops)
     if expand is False and strategy is Strategy.EPISODIC:
-        notes.append("expand=False: no graph hops")
+        notes.append(_said(EventKind.NO_GRAPH_HOPS))
 
     subqueries = _planned_subqueries(
         canonical, toks, parts, entities, keywords, time, task, max_subqueries, notes
@@ -467,7 +490,7 @@ def plan_query(
         hop_budget=hops,
         preferred_types=_preferred_types(lowers, intent, qtype),
         confidence=_confidence(len(terms), len(entities), qtype, reason, time),
-        notes=tuple(notes),
+        events=tuple(notes),
     )
 
 
@@ -480,7 +503,7 @@ def _planned_subqueries(
     time: TimeMatch | None,
     task: str | None,
     most: int,
-    notes: list[str],
+    notes: list[TraceEvent],
 ) -> tuple[str, ...]:
     """The canonical query, then each clause, each entity's own question, the query without
     its time phrase, and the task (lowest priority), at most `most` of them."""
@@ -494,7 +517,7 @@ def _planned_subqueries(
     task_query = _task_subquery(task)
     subqueries = _subqueries(candidates, task_query, most)
     if task_query and task_query in subqueries:
-        notes.append("task added as a low-priority subquery")
+        notes.append(_said(EventKind.TASK_SUBQUERY))
     return subqueries
 
 
