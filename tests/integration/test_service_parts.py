@@ -26,11 +26,15 @@ from memory_orchestrator.models import (
     Candidate,
     Dropped,
     DropReason,
+    EventKind,
     ExpansionDecision,
     NewMemory,
+    Stage,
     Trace,
     WriteAction,
     WriteRequest,
+    event,
+    render,
 )
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.relevance import RankContext
@@ -153,11 +157,12 @@ def test_minimal_traces_keep_only_accepted_expansions_and_no_candidates(
 def test_an_answer_carries_at_most_25_drops_and_says_where_the_rest_are() -> None:
     trace = blank_trace("context")
     trace.dropped = [
-        Dropped(id=f"m{i}", reason=DropReason.OVER_BUDGET, stage="p") for i in range(30)
+        Dropped(id=f"m{i}", reason=DropReason.OVER_BUDGET, stage=Stage.PACKAGER) for i in range(30)
     ]
     summary = TraceRecorder.summary(trace)
     assert len(summary.dropped) == 25
-    assert summary.notes[-1] == "5 more dropped; see memory_explain"
+    more = event(Stage.PACKAGER, EventKind.MORE_DROPPED, count=5)
+    assert summary.notes[-1] == render(more)
 
 
 def test_a_failed_request_is_kept_with_its_error(

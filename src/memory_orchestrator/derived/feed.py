@@ -17,7 +17,7 @@ import anyio
 
 from memory_orchestrator.backends.base import EnumerableBackend
 from memory_orchestrator.errors import STORE_ERRORS
-from memory_orchestrator.models import Memory
+from memory_orchestrator.models import EventKind, Memory, Stage, TraceEvent, event
 
 _PAGE = 2000
 
@@ -26,7 +26,7 @@ _PAGE = 2000
 class Pulled:
     added: int
     listed: bool
-    note: str | None = None
+    event: TraceEvent | None = None  # what went wrong, if anything
 
 
 class Feed:
@@ -67,7 +67,8 @@ class Feed:
                     if len(page) < _PAGE:
                         break
         except STORE_ERRORS as exc:  # a cache: a failed pull only leaves it older
-            return Pulled(added, listed=True, note=f"local index sync failed: {exc}")
+            failed = event(Stage.INDEXES, EventKind.LOCAL_SYNC_FAILED, error=str(exc))
+            return Pulled(added, listed=True, event=failed)
         self._pulled_at, self._generation = now, generation
         return Pulled(added, listed=True)
 

@@ -44,11 +44,15 @@ from memory_orchestrator.errors import (
 from memory_orchestrator.models import (
     LOCAL_SOURCE,
     SEMANTIC_SOURCE,
+    EventKind,
     HealthCheck,
     Memory,
     SearchFilters,
+    Stage,
     Status,
     Trace,
+    TraceEvent,
+    event,
 )
 from memory_orchestrator.pipeline.retriever import Listed, SubQuery
 from memory_orchestrator.settings import Settings
@@ -128,8 +132,7 @@ class DerivedIndexes:
         if self._warming is not None:
             return self._ready(trace)
         indexes = Indexes(self._local_index(), self._semantic_index(trace))
-        for note in await self._pull(indexes, wait=True):
-            trace.notes.append(note)
+        trace.add(*await self._pull(indexes, wait=True))
         return indexes
 
     def encode_ahead(self, query: str) -> None:
@@ -231,10 +234,9 @@ class DerivedIndexes:
         if semantic is None and self._settings.semantic.enabled is not False:
             waiting.append("semantic model")
         if waiting:
-            trace.notes.append(
-                f"{' and '.join(waiting)} still loading in the background (since the server"
-                f" started): this answer is without {'them' if len(waiting) > 1 else 'it'}"
-            )
+            them = "them" if len(waiting) > 1 else "it"
+            what = " and ".join(waiting)
+            trace.add(event(Stage.INDEXES, EventKind.STILL_LOADING, what=what, them=them))
         return Indexes(None, semantic)
 
     async def candidate_lists(
@@ -349,7 +351,8 @@ class DerivedIndexes:
             return None
         index = self._load_semantic()
         if index is None and enabled is True:
-            trace.notes.append(f"semantic relevance off: {self._semantic_error}")
+            off = event(Stage.INDEXES, EventKind.SEMANTIC_OFF, error=str(self._semantic_error))
+            trace.add(off)
         return index
 
     def _load_semantic(self) -> SemanticIndex | None:
@@ -375,9 +378,9 @@ class DerivedIndexes:
                 )
         return self._semantic
 
-    async def _pull(self, indexes: Indexes, *, wait: bool) -> list[str]:
+    async def _pull(self, indexes: Indexes, *, wait: bool) -> list[TraceEvent]:
         """What the store added since the last pull, into `indexes`; with `wait`, wait up to
-        `index_wait_s` for the semantic index to embed what this pull queued. Its notes."""
+        `index_wait_s` for the semantic index to embed what this pull queued. Its events."""
         local, semantic = indexes.local, indexes.semantic
         if local is None and semantic is None:
             return []
@@ -398,19 +401,17 @@ class DerivedIndexes:
             interval_s=self._settings.local_index.sync_interval_s,
             timeout_s=self._calls.timeout_s,
         )
-        notes = [pulled.note] if pulled.note else []
+        notes = [pulled.event] if pulled.event else []
         if not pulled.listed and local is not None:
-            notes.append("local index off: the store cannot list its memories")
+            notes.append(event(Stage.INDEXES, EventKind.LOCAL_INDEX_OFF))
         if pulled.added:
-            notes.append(f"local index: {pulled.added} memories added")
+            notes.append(event(Stage.INDEXES, EventKind.LOCAL_INDEX_ADDED, count=pulled.added))
         waiting = semantic.waiting() if semantic is not None else 0
         if wait and waiting and queued and semantic is not None:
             wait_s = self._settings.semantic.index_wait_s
             waiting = await anyio.to_thread.run_sync(semantic.wait, wait_s)
         if waiting:
-            notes.append(
-                f"semantic index: {waiting} memories still being embedded (in the background)"
-            )
+            notes.append(event(Stage.INDEXES, EventKind.SEMANTIC_EMBEDDING, count=waiting))
         return notes
 
 

@@ -83,6 +83,7 @@ class EventKind(StrEnum):
     EXPANSION_FAILED = "expansion_failed"
     NO_TEMPORAL_LINKS = "no_temporal_links"
     SEED_NOT_FOUND = "seed_not_found"
+    MORE_DROPPED = "more_dropped"
     # an enrichment the store could not give
     UNAVAILABLE = "unavailable"
     # writes
@@ -156,6 +157,7 @@ TEMPLATES: dict[EventKind, str] = {
     EventKind.EXPANSION_FAILED: "expansion failed: {error}; skipped",
     EventKind.NO_TEMPORAL_LINKS: "store has no temporal links; context neighbours skipped",
     EventKind.SEED_NOT_FOUND: "seed {id} not found",
+    EventKind.MORE_DROPPED: "{count} more dropped; see memory_explain",
     EventKind.UNAVAILABLE: "{what} unavailable: {error}{then}",
     EventKind.ENTITIES_EXTRACTED: "entities extracted: {entities}",
     EventKind.WRITTEN: "{reason}",
@@ -199,7 +201,7 @@ class TraceEvent(Frozen):
         return render(self)
 
 
-def event(stage: Stage, kind: EventKind, *ids: str, **values: Value) -> TraceEvent:
+def event(stage: Stage, kind: EventKind, /, *ids: str, **values: Value) -> TraceEvent:
     """A `TraceEvent` (the shorthand every stage records with)."""
     return TraceEvent(stage=stage, kind=kind, ids=ids, values=values)
 

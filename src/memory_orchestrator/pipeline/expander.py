@@ -9,9 +9,19 @@ from dataclasses import dataclass, field
 import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
-from memory_orchestrator.errors import STORE_ERRORS
+from memory_orchestrator.errors import STORE_ERRORS, describe
 from memory_orchestrator.filtering import matches
-from memory_orchestrator.models import Candidate, ExpansionDecision, Neighbor, SearchFilters
+from memory_orchestrator.models import (
+    Candidate,
+    EventKind,
+    ExpansionDecision,
+    Neighbor,
+    SearchFilters,
+    Stage,
+    TraceEvent,
+    event,
+    render,
+)
 
 
 @dataclass(frozen=True)
@@ -27,9 +37,14 @@ class ExpansionLimits:
 class Expansion:
     candidates: list[Candidate]
     decisions: list[ExpansionDecision] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
     links_to_present: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        """The events' text (for the read path, until it records the events themselves)."""
+        return [render(e) for e in self.events]
 
 
 async def expand(
@@ -50,11 +65,11 @@ async def expand(
         return result
     caps = backend.capabilities
     if not caps.graph:
-        result.notes.append("store has no graph; expansion skipped")
+        result.events.append(event(Stage.EXPANDER, EventKind.NO_GRAPH))
         return result
     allowed = tuple(t for t in limits.edge_types if not caps.edge_types or t in caps.edge_types)
     if not allowed:
-        result.notes.append("no allowed edge type is supported by the store; expansion skipped")
+        result.events.append(event(Stage.EXPANDER, EventKind.NO_EDGE_TYPE))
         return result
     try:
         with anyio.fail_after(limits.timeout_s):
@@ -63,10 +78,12 @@ async def expand(
                 list(seeds), allowed, limits.hops, limits.fanout * len(seeds) * 3
             )
     except TimeoutError:
-        result.notes.append(f"expansion timed out after {limits.timeout_s:g}s; skipped")
+        timed_out = event(Stage.EXPANDER, EventKind.EXPANSION_TIMED_OUT, timeout_s=limits.timeout_s)
+        result.events.append(timed_out)
         return result
     except STORE_ERRORS as exc:
-        result.notes.append(f"expansion failed: {type(exc).__name__}: {exc}; skipped")
+        failed = event(Stage.EXPANDER, EventKind.EXPANSION_FAILED, error=describe(exc))
+        result.events.append(failed)
         return result
     _decide(found, seeds, limits, set(present), filters, result)
     return result

@@ -19,11 +19,16 @@ from memory_orchestrator.errors import STORE_ERRORS, describe
 from memory_orchestrator.filtering import matches
 from memory_orchestrator.models import (
     Candidate,
+    EventKind,
     ExpansionDecision,
     Memory,
     Neighbor,
     SearchFilters,
+    Stage,
+    TraceEvent,
+    event,
     far_apart,
+    render,
 )
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
@@ -44,8 +49,13 @@ class NeighbourLimits:
 class Neighbourhood:
     table: CandidateTable
     decisions: list[ExpansionDecision] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
+
+    @property
+    def notes(self) -> list[str]:
+        """The events' text (for the read path, until it records the events themselves)."""
+        return [render(e) for e in self.events]
 
 
 async def add_context_neighbours(
@@ -61,16 +71,20 @@ async def add_context_neighbours(
     it was with a note (anything else is a bug and is raised)."""
     caps = store.capabilities
     if not caps.graph or (caps.edge_types and TEMPORAL not in caps.edge_types):
-        return Neighbourhood(
-            table, notes=["store has no temporal links; context neighbours skipped"]
-        )
+        return Neighbourhood(table, events=[event(Stage.NEIGHBOURS, EventKind.NO_TEMPORAL_LINKS)])
     seeds = by_relevance(table, ctx, limits.seeds)
     try:
         with anyio.fail_after(limits.timeout_s):
             found = await store.neighbors(seeds, (TEMPORAL,), 1, 4 * len(seeds))
     except STORE_ERRORS as exc:  # an enrichment: a store failure must not fail the request
-        note = f"context neighbours unavailable: {describe(exc)}"
-        return Neighbourhood(table, notes=[note], calls=1)
+        lost = event(
+            Stage.NEIGHBOURS,
+            EventKind.UNAVAILABLE,
+            what="context neighbours",
+            error=describe(exc),
+            then="",
+        )
+        return Neighbourhood(table, events=[lost], calls=1)
     joined = _joined(table, found, limits.share, filters, limits.gap_s)
     lent = replace(table, around=joined.around, context_of=joined.context_of)
     return Neighbourhood(

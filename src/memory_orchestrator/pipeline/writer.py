@@ -27,13 +27,17 @@ from memory_orchestrator.backends.base import MemoryBackend, superseding
 from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.models import (
     Edge,
+    EventKind,
     Memory,
     NewMemory,
     SearchFilters,
     SearchHit,
+    Stage,
+    TraceEvent,
     WriteAction,
     WriteOutcome,
     correcting,
+    event,
 )
 from memory_orchestrator.pipeline.conflicts import Change, SameMeaning, compare
 from memory_orchestrator.pipeline.currency import superseded
@@ -67,7 +71,7 @@ class Written:
     duplicate_of: str | None = None
     similarity: float | None = None
     links: list[Edge] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
     timeout_s: float = 60.0  # per link call
     supersedes: str | None = None
@@ -274,31 +278,28 @@ async def _update(
     written.reason = f"updated: {change.detail}; supersedes {old}"
     marker = superseding(backend)
     if marker is None:
-        written.notes.append(
-            f"the store keeps no superseded mark; {old} is linked 'supersedes' only (a store"
-            " that reads such links, as Mnemon does, flags it so)"
-        )
+        written.events.append(event(Stage.WRITER, EventKind.NO_SUPERSEDED_MARK, old))
         return
     try:
         written.calls += 1
         with anyio.fail_after(policy.timeout_s):
             await marker.supersede(old, new_id)
     except STORE_ERRORS as exc:
-        written.notes.append(f"marking {old} superseded failed: {exc}")
+        written.events.append(event(Stage.WRITER, EventKind.SUPERSEDE_FAILED, old, error=str(exc)))
 
 
 async def _link(
     backend: MemoryBackend, source: str, target: str, relation: str, weight: float, written: Written
 ) -> None:
     if not backend.capabilities.link:
-        written.notes.append(f"store cannot link; {relation} link to {target} not made")
+        written.events.append(event(Stage.WRITER, EventKind.CANNOT_LINK, target, relation=relation))
         return
     try:
         written.calls += 1
         with anyio.fail_after(written.timeout_s):
             written.links.append(await backend.link(source, target, relation, weight))
     except STORE_ERRORS as exc:
-        written.notes.append(f"link to {target} failed: {exc}")
+        written.events.append(event(Stage.WRITER, EventKind.LINK_FAILED, target, error=str(exc)))
 
 
 async def _link_shared_entities(
@@ -315,7 +316,7 @@ async def _link_shared_entities(
         with anyio.fail_after(policy.timeout_s):
             related = await backend.search(query, policy.link_related + 5, filters)
     except STORE_ERRORS as exc:
-        written.notes.append(f"related-memory search failed: {exc}; no entity links")
+        written.events.append(event(Stage.WRITER, EventKind.RELATED_SEARCH_FAILED, error=str(exc)))
         return
     mine = {e.casefold() for e in memory.entities}
     linked = 0

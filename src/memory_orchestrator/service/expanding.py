@@ -18,12 +18,15 @@ from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.errors import InvalidRequest
 from memory_orchestrator.models import (
     Candidate,
+    EventKind,
     ExpandRequest,
     Memory,
     QueryPlan,
     ScoredItem,
     SearchFilters,
+    Stage,
     Trace,
+    event,
 )
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.planner import plan_query
@@ -133,7 +136,7 @@ class ExpandPath:
         if isinstance(found, Lost):
             return [], found
         missing = set(request.seed_ids) - {m.id for m in found}
-        trace.notes.extend(f"seed {m} not found" for m in sorted(missing))
+        trace.add(*(event(Stage.SERVICE, EventKind.SEED_NOT_FOUND, m) for m in sorted(missing)))
         return [Candidate(memory=m, fused_score=1.0) for m in found], None
 
     async def _entity_seeds(

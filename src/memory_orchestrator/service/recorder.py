@@ -19,12 +19,17 @@ import anyio.to_thread
 from memory_orchestrator.errors import unexpected_errors
 from memory_orchestrator.models import (
     CandidateTrace,
+    EventKind,
     HealthCheck,
     ScoredItem,
     SourceRank,
+    Stage,
     Status,
     Trace,
+    TraceEvent,
     TraceSummary,
+    event,
+    render,
 )
 from memory_orchestrator.pipeline.explainer import summarize
 from memory_orchestrator.service.resilience import begin_notes, take_notes
@@ -70,8 +75,10 @@ class TraceRecorder:
         )
 
     def finish(self, trace: Trace) -> None:
-        trace.notes.extend(take_notes())
-        trace.notes.extend(n for n in self._store.notes if n not in trace.notes)
+        trace.add(*take_notes())
+        said = set(trace.notes)
+        store = [event(Stage.STORE, EventKind.STORE_NOTE, text=n) for n in self._store.notes]
+        trace.add(*(e for e in store if e.values["text"] not in said))
         if self._settings.traces.verbosity == "minimal":
             trace.expansions = [d for d in trace.expansions if d.accepted]
         if self._observer is not None:
@@ -148,7 +155,7 @@ class TraceRecorder:
             return summary.model_copy(
                 update={
                     "dropped": summary.dropped[:_SUMMARY_DROPS],
-                    "notes": (*summary.notes, f"{more} more dropped; see memory_explain"),
+                    "notes": (*summary.notes, render(_more_dropped(more))),
                 }
             )
         return summary
@@ -177,3 +184,8 @@ class TraceRecorder:
             )
             for i in seen.values()
         ]
+
+
+def _more_dropped(count: int) -> TraceEvent:
+    """The note of an answer whose summary leaves `count` drops to memory_explain."""
+    return event(Stage.PACKAGER, EventKind.MORE_DROPPED, count=count)

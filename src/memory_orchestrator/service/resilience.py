@@ -47,6 +47,7 @@ from memory_orchestrator.models import (
     MAX_LABEL_CHARS,
     Capabilities,
     Edge,
+    EventKind,
     HealthCheck,
     Memory,
     MetaValue,
@@ -54,9 +55,13 @@ from memory_orchestrator.models import (
     NewMemory,
     SearchFilters,
     SearchHit,
+    Stage,
     Status,
+    TraceEvent,
+    Value,
     WriteAction,
     WriteOutcome,
+    event,
     to_utc,
 )
 from memory_orchestrator.text import content_hash, cut_at_word
@@ -64,7 +69,7 @@ from memory_orchestrator.text import content_hash, cut_at_word
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
-_notes: ContextVar[list[str] | None] = ContextVar("retry_notes", default=None)
+_notes: ContextVar[list[TraceEvent] | None] = ContextVar("retry_notes", default=None)
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ def begin_notes() -> None:
     _notes.set([])
 
 
-def take_notes() -> list[str]:
+def take_notes() -> list[TraceEvent]:
     """The retry notes made since `begin_notes` (in this task and the tasks it started)."""
     notes = _notes.get()
     if notes is None:
@@ -101,10 +106,10 @@ def take_notes() -> list[str]:
     return taken
 
 
-def _note(text: str) -> None:
+def _note(what_happened: EventKind, /, *ids: str, **values: Value) -> None:
     notes = _notes.get()
     if notes is not None:
-        notes.append(text)
+        notes.append(event(Stage.STORE, what_happened, *ids, **values))
 
 
 def _err(exc: BaseException) -> str:
@@ -129,10 +134,11 @@ async def retry(
         except BackendError as exc:
             if not exc.transient or attempt >= policy.attempts:
                 if exc.transient and attempt > 1:
-                    _note(f"{what}: gave up after {attempt} tries: {_err(exc)}")
+                    _note(EventKind.GAVE_UP, what=what, tries=attempt, error=_err(exc))
                 raise
             pause = policy.delay(attempt)
-            _note(f"{what}: transient error ({_err(exc)}); retry {attempt} in {pause:.3f}s")
+            error = _err(exc)
+            _note(EventKind.RETRY, what=what, error=error, attempt=attempt, pause_s=pause)
         await sleep(pause)
         if before_retry is not None:
             found = await before_retry()
@@ -239,7 +245,7 @@ class GuardedBackend:
         async def already_there() -> WriteOutcome | None:
             found = await find_written(self.inner, memory, self.max_query_chars)
             if found is not None:
-                _note(f"write: the failed try had stored {found.id}; not written again")
+                _note(EventKind.ALREADY_WRITTEN, found.id)
             return found
 
         outcome = await retry(
@@ -350,14 +356,18 @@ def _clean_memory(memory: Memory) -> Memory:
     return memory.model_copy(update=update) if update else memory
 
 
+def _not_a_list(what: str, found: object, then: str) -> None:
+    _note(EventKind.NOT_A_LIST, what=what, kind=_kind(found), then=then)
+
+
 def _dropped(what: str, count: int) -> None:
     if count:
-        _note(f"{what}: ignored {count} malformed record(s) in the store's answer")
+        _note(EventKind.MALFORMED, what=what, count=count)
 
 
 def _clean_hits(hits: object, top_k: int) -> list[SearchHit]:
     if not isinstance(hits, list):
-        _note(f"search: the store answered with {_kind(hits)}, not a list; no hits")
+        _not_a_list("search", hits, "no hits")
         return []
     kept: list[SearchHit] = []
     seen: set[str] = set()
@@ -380,7 +390,7 @@ def _clean_hits(hits: object, top_k: int) -> list[SearchHit]:
 
 def _clean_neighbors(found: object, seeds: Sequence[str], limit: int) -> list[Neighbor]:
     if not isinstance(found, list):
-        _note(f"neighbors: the store answered with {_kind(found)}, not a list; none")
+        _not_a_list("neighbors", found, "none")
         return []
     seed_set = set(seeds)
     kept: list[Neighbor] = []
@@ -402,7 +412,7 @@ def _clean_neighbors(found: object, seeds: Sequence[str], limit: int) -> list[Ne
 
 def _clean_memories(found: object, ids: Sequence[str]) -> list[Memory]:
     if not isinstance(found, list):
-        _note(f"get_memories: the store answered with {_kind(found)}, not a list; none")
+        _not_a_list("get_memories", found, "none")
         return []
     asked = set(ids)
     by_id: dict[str, Memory] = {}
@@ -418,7 +428,7 @@ def _clean_memories(found: object, ids: Sequence[str]) -> list[Memory]:
 
 def _clean_page(found: object) -> list[Memory]:
     if not isinstance(found, list):
-        _note(f"list_memories: the store answered with {_kind(found)}, not a list; none")
+        _not_a_list("list_memories", found, "none")
         return []
     kept: dict[str, Memory] = {}
     for m in found:
@@ -430,7 +440,7 @@ def _clean_page(found: object) -> list[Memory]:
 
 def _clean_names(names: object, limit: int) -> list[str]:
     if not isinstance(names, list):
-        _note(f"known_entities: the store answered with {_kind(names)}, not a list; none")
+        _not_a_list("known_entities", names, "none")
         return []
     kept = [n for n in names if isinstance(n, str) and n.strip() and len(n) <= MAX_LABEL_CHARS]
     _dropped("known_entities", len(names) - len(kept))

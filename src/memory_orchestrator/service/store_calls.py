@@ -17,7 +17,7 @@ import anyio
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import STORE_ERRORS, OrchestratorError, StoreUnreadable, describe
-from memory_orchestrator.models import HealthCheck, Status, Trace
+from memory_orchestrator.models import EventKind, HealthCheck, Stage, Status, Trace, event
 from memory_orchestrator.pipeline.retriever import Lost, is_transient
 from memory_orchestrator.settings import Settings
 
@@ -44,9 +44,8 @@ class StoreCalls:
         *,
         then: str = "",
     ) -> T | F:
-        """`await call()` within the time limit; on failure a note and `fallback`.
-
-        The note reads "<what> unavailable: <error><then>"."""
+        """`await call()` within the time limit; on a store failure an `UNAVAILABLE` event
+        ("<what> unavailable: <error><then>") and `fallback`."""
         got = await self.attempt(trace, what, call, then=then)
         return fallback if isinstance(got, Lost) else got
 
@@ -60,7 +59,8 @@ class StoreCalls:
             with anyio.fail_after(self.timeout_s):
                 return await call()
         except STORE_ERRORS as exc:  # an enrichment: a store failure must not fail the request
-            trace.notes.append(f"{what} unavailable: {describe(exc)}{then}")
+            lost = describe(exc)
+            trace.add(event(Stage.SERVICE, EventKind.UNAVAILABLE, what=what, error=lost, then=then))
             if isinstance(exc, TimeoutError):
                 return Lost(f"it did not answer in {self.timeout_s:g}s", True)
             return Lost(str(exc) or type(exc).__name__, is_transient(exc))

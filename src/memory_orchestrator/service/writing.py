@@ -31,15 +31,20 @@ from memory_orchestrator.errors import (
     describe,
 )
 from memory_orchestrator.models import (
+    EventKind,
     HealthCheck,
     NewMemory,
     OutboxReport,
     QueuedWrite,
+    Stage,
     Status,
     Trace,
+    TraceEvent,
     WriteAction,
     WriteReport,
     WriteRequest,
+    event,
+    render,
 )
 from memory_orchestrator.pipeline.conflicts import SameMeaning
 from memory_orchestrator.pipeline.planner import extract_entities
@@ -155,7 +160,7 @@ class WritePath:
             return await self._queued(trace, request, why, started)
         await self._taken_in(written)
         trace.backend_calls = written.calls
-        trace.notes = [*trace.notes, written.reason, *written.notes]
+        trace.add(_written(written), *written.events)
         trace.result_ids = [written.id] if written.id else []
         trace.timings_ms["total"] = _ms(started)
         self._recorder.finish(trace)
@@ -217,7 +222,8 @@ class WritePath:
             return request
         (memory,) = await self.with_entities([request.memory], trace)
         if memory.entities:
-            trace.notes.append(f"entities extracted: {', '.join(memory.entities)}")
+            entities = ", ".join(memory.entities)
+            trace.add(event(Stage.WRITER, EventKind.ENTITIES_EXTRACTED, entities=entities))
         return request.model_copy(update={"memory": memory})
 
     # ------------------------------------------------------------------ the outbox
@@ -284,11 +290,9 @@ class WritePath:
                 ) from broken
             return None
         done = await self._outbox.delivered(item.seq, written.id, written.action)
-        trace.notes = [
-            f"replayed from the outbox (#{item.seq}, queued {item.queued_at:%c})",
-            written.reason,
-            *written.notes,
-        ]
+        queued = f"{item.queued_at:%c}"
+        replayed = event(Stage.OUTBOX, EventKind.REPLAYED, seq=item.seq, queued_at=queued)
+        trace.add(replayed, _written(written), *written.events)
         trace.result_ids = [written.id] if written.id else []
         self._recorder.finish(trace)
         return done
@@ -356,11 +360,9 @@ class WritePath:
                 f"not written and not queued: the store cannot take it ({why}), and the outbox"
                 f" cannot keep it ({exc}); nothing was stored, send it again later"
             ) from exc
-        reason = (
-            f"queued as outbox #{item.seq}: {why}; it is written, in order, once the store"
-            " is back (next write or health call, or `orchestrator outbox flush`)"
-        )
-        trace.notes = [*trace.notes, reason]
+        queued = event(Stage.OUTBOX, EventKind.QUEUED, seq=item.seq, why=why)
+        trace.add(queued)
+        reason = render(queued)
         trace.timings_ms["total"] = _ms(started)
         self._recorder.finish(trace)
         return WriteReport(
@@ -385,4 +387,12 @@ def _report(written: Written, request: WriteRequest, trace_id: str) -> WriteRepo
         dry_run=request.dry_run,
         supersedes=written.supersedes,
         changed=written.changed,
+    )
+
+
+def _written(written: Written) -> TraceEvent:
+    """The write's decision (its report's reason), as an event."""
+    ids = (written.id,) if written.id else ()
+    return event(
+        Stage.WRITER, EventKind.WRITTEN, *ids, action=written.action.value, reason=written.reason
     )
