@@ -14,10 +14,11 @@ import pytest
 from memory_orchestrator.backends import base, embedded
 from memory_orchestrator.backends.base import MemoryBackend, dispatching
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import MemoryType, NewMemory, SearchFilters, SearchHit
+from memory_orchestrator.models import EventKind, MemoryType, NewMemory, SearchFilters, SearchHit
 from memory_orchestrator.pipeline import retriever
 from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
 from memory_orchestrator.pipeline.retriever import Hit, Prefetch, Retrieval, SubQuery, retrieve
+from tests.events import said
 from tests.factories import NOW
 from tests.faults import FaultyBackend
 
@@ -71,7 +72,7 @@ async def test_subqueries_are_fused_and_sources_kept(
     assert got.candidates[0].memory.id == ids[3]
     assert len(got.candidates[0].sources) == 2  # found by both subqueries
     assert got.calls == 2
-    assert not got.notes
+    assert not got.events
 
 
 async def test_one_failed_subquery_leaves_the_others(
@@ -82,7 +83,7 @@ async def test_one_failed_subquery_leaves_the_others(
     got = await retrieve(faulty, [SubQuery("topic3"), SubQuery("topic4")], per_query=5, timeout_s=5)
     assert [c.memory.id for c in got.candidates] == [ids[3]]
     assert got.failed == 1
-    assert any("topic4" in n and "failed" in n for n in got.notes)
+    assert [v["query"] for v in said(got, EventKind.SEARCH_FAILED)] == ["topic4"]
 
 
 async def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
@@ -95,7 +96,7 @@ async def test_filters_a_store_cannot_apply_are_applied_after_retrieval(
     sub = SubQuery("shared project", filters=SearchFilters(memory_types=[MemoryType.SEMANTIC]))
     got = await retrieve(blind, [sub], per_query=10, timeout_s=5)
     assert got.candidates == []
-    assert any("cannot filter by memory_types" in n for n in got.notes)
+    assert said(got, EventKind.FILTERED_AFTER) == [{"filter": "memory_types"}]
 
 
 async def test_expansion_stops_at_the_hop_budget(chain: tuple[EmbeddedBackend, list[str]]) -> None:
@@ -180,7 +181,7 @@ async def test_a_store_list_late_past_the_budget_is_left_out_once_the_local_list
     )
     assert [c.memory.id for c in got.candidates] == [ids[7]]
     assert got.failed == 1
-    assert any("not in 0s after the start and was left out" in n for n in got.notes), got.notes
+    assert said(got, EventKind.SEARCH_LEFT_OUT) == [{"query": "topic3", "budget_s": 0.0}]
 
 
 async def test_without_local_lists_the_store_is_waited_for(

@@ -23,6 +23,7 @@ from memory_orchestrator.models import (
     Dropped,
     DropReason,
     Memory,
+    Stage,
     legacy_supersedes,
     supersedes,
     to_utc,
@@ -105,7 +106,7 @@ def current_only(candidates: Sequence[Candidate], as_of: datetime | None, histor
                 Dropped(
                     id=candidate.memory.id,
                     reason=DropReason.SUPERSEDED,
-                    stage="currency",
+                    stage=Stage.CURRENCY,
                     detail=why + ("; ask with history to see it" if "superseded" in why else ""),
                 )
             )

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz, process
 
-from memory_orchestrator.models import Candidate, Dropped, DropReason, to_utc
+from memory_orchestrator.models import Candidate, Dropped, DropReason, Stage, to_utc
 from memory_orchestrator.pipeline.conflicts import same_fact
 from memory_orchestrator.pipeline.reranker import best_first, penalised
 from memory_orchestrator.pipeline.table import CandidateTable, column
@@ -112,7 +112,7 @@ def dedupe(
                 Dropped(
                     id=candidate.memory.id,
                     reason=DropReason.DUPLICATE,
-                    stage="deduper",
+                    stage=Stage.DEDUPER,
                     detail=f"restates {winner.candidate.memory.id} ({best_sim:.2f}); merged",
                     score=entry.total,
                 )

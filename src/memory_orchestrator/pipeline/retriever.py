@@ -19,7 +19,18 @@ import anyio
 from memory_orchestrator.backends.base import MemoryBackend, on_dispatched
 from memory_orchestrator.errors import STORE_ERRORS
 from memory_orchestrator.filtering import matches
-from memory_orchestrator.models import Candidate, Memory, SearchFilters, SearchHit, Source
+from memory_orchestrator.models import (
+    Candidate,
+    EventKind,
+    Memory,
+    SearchFilters,
+    SearchHit,
+    Source,
+    Stage,
+    TraceEvent,
+    event,
+    render,
+)
 from memory_orchestrator.pipeline.filters import missing_filter_support
 from memory_orchestrator.pipeline.fusion import rrf
 from memory_orchestrator.pipeline.reranker import best_first
@@ -59,7 +70,7 @@ class Lost(NamedTuple):
 @dataclass
 class Retrieval:
     candidates: list[Candidate]
-    notes: list[str] = field(default_factory=list)
+    events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
     failed: int = 0  # store searches that brought no list (failed, timed out or cut)
     lost: list[Lost] = field(default_factory=list)  # those that failed or timed out
@@ -104,7 +115,7 @@ async def retrieve(
     notes = calls.notes
     for sub in subqueries:
         for name in missing_filter_support(sub.filters, backend.capabilities):
-            notes.append(f"store cannot filter by {name}; filtered after retrieval")
+            notes.append(_said(EventKind.FILTERED_AFTER, filter=name))
 
     found = [
         _Listing.of(sub, hits)
@@ -115,7 +126,7 @@ async def retrieve(
     failed = sum(1 for hits in calls.results if hits is None)
     return Retrieval(
         candidates=candidates,
-        notes=sorted(set(notes)),
+        events=sorted({render(e): e for e in notes}.values(), key=render),  # once each
         calls=len(subqueries),
         failed=failed,
         lost=calls.lost,
@@ -137,7 +148,7 @@ class _Calls:
         self.backend, self.per_query, self.timeout_s = backend, per_query, timeout_s
         self.max_chars, self.budget, self.dispatching = max_chars, list_budget_s, dispatching
         self.results: list[list[SearchHit] | None] = []
-        self.notes: list[str] = []
+        self.notes: list[TraceEvent] = []
         self.lost: list[Lost] = []
         self.prefetched: list[_Listing] = []
         self._running: dict[int, anyio.CancelScope] = {}
@@ -162,7 +173,7 @@ class _Calls:
         text = sub.text if self.max_chars is None else cut_at_word(sub.text, self.max_chars)
         if text != sub.text:
             self.notes.append(
-                f"a subquery was cut to {len(text)} characters (max {self.max_chars})"
+                _said(EventKind.SUBQUERY_CUT, chars=len(text), limit=self.max_chars or 0)
             )
         hook = self._hook(index)
         with anyio.CancelScope(deadline=self._cut_at) as scope:
@@ -176,20 +187,18 @@ class _Calls:
                 self.results[index] = found
             except TimeoutError:
                 self.notes.append(
-                    f"search {sub.text!r} timed out after {self.timeout_s:g}s; partial results"
+                    _said(EventKind.SEARCH_TIMED_OUT, query=sub.text, timeout_s=self.timeout_s)
                 )
                 self.lost.append(Lost(f"it did not answer in {self.timeout_s:g}s", True))
             except STORE_ERRORS as exc:  # a store error must not fail the request (a bug does)
-                self.notes.append(
-                    f"search {sub.text!r} failed: {type(exc).__name__}: {exc}; partial results"
-                )
+                error = f"{type(exc).__name__}: {exc}"
+                self.notes.append(_said(EventKind.SEARCH_FAILED, query=sub.text, error=error))
                 self.lost.append(Lost(str(exc) or type(exc).__name__, is_transient(exc)))
         self._running.pop(index, None)
         self._seen(index)  # (done: dispatched or not, nothing more to wait for)
         if scope.cancelled_caught:
             self.notes.append(
-                f"search {sub.text!r}: the store's list was not in {self.budget:g}s after the"
-                " start and was left out (the local index's lists were in)"
+                _said(EventKind.SEARCH_LEFT_OUT, query=sub.text, budget_s=self.budget or 0.0)
             )
 
     def _hook(self, index: int) -> Callable[[], None] | None:
@@ -228,6 +237,10 @@ class _Calls:
             self._cut_at = self._started + self.budget
             for scope in list(self._running.values()):
                 scope.deadline = self._cut_at
+
+
+def _said(kind: EventKind, **values: str | int | float) -> TraceEvent:
+    return event(Stage.RETRIEVER, kind, **values)
 
 
 def is_transient(exc: Exception) -> bool:

@@ -156,5 +156,5 @@ class ExpandPath:
             max_chars=self._settings.limits.max_query_chars,
         )
         trace.backend_calls += got.calls
-        trace.notes.extend(got.notes)
+        trace.add(*got.events)
         return got.candidates[: exp.seeds], got.store_unread

@@ -32,6 +32,7 @@ from memory_orchestrator.models import (
     Neighbor,
     SearchFilters,
     legacy_supersedes,
+    render,
     supersedes,
     to_utc,
 )
@@ -330,7 +331,7 @@ class Inspection:
             timeout_s=self._calls.timeout_s,
             max_chars=self._settings.limits.max_query_chars,
         )
-        notes.extend(got.notes)
+        notes.extend(render(e) for e in got.events)  # the page's notes are text
         if not got.candidates:
             notes.append(f"no memory names {entity!r}")
         return [c.memory for c in got.candidates[: exp.seeds]]

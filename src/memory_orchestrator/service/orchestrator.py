@@ -61,6 +61,7 @@ from memory_orchestrator.models import (
     SearchHit,
     SearchRequest,
     SearchResult,
+    Stage,
     Status,
     Strategy,
     Trace,
@@ -326,7 +327,7 @@ class Orchestrator:
             Dropped(
                 id=memory_id,
                 reason=DropReason.OVER_BUDGET,
-                stage="packager",
+                stage=Stage.PACKAGER,
                 detail=f"did not fit max_items={max_items} / max_chars={max_chars}",
             )
             for memory_id in packed.cut

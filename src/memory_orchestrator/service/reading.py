@@ -37,14 +37,18 @@ from memory_orchestrator.models import (
     ContextItem,
     Dropped,
     DropReason,
+    EventKind,
     Memory,
     QueryPlan,
     ScoredItem,
     SearchFilters,
     SearchRequest,
     SearchResult,
+    Stage,
     Strategy,
     Trace,
+    event,
+    render,
 )
 from memory_orchestrator.pipeline.currency import current_only, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe
@@ -96,9 +100,11 @@ def cut_query(text: str, what: str, limit: int, trace: Trace) -> str:
     """`text` cut at a word boundary to `limit` characters, with a trace note."""
     cut = cut_at_word(text, limit)
     if cut != text:
-        trace.notes.append(
-            f"{what} cut from {len(text)} to {len(cut)} characters at a word boundary"
-            f" (limits.max_query_chars = {limit})"
+        chars, kept = len(text), len(cut)
+        trace.add(
+            event(
+                Stage.SERVICE, EventKind.QUERY_CUT, what=what, chars=chars, kept=kept, limit=limit
+            )
         )
     return cut
 
@@ -204,12 +210,9 @@ class ReadPath:
         reason, transient = unread
         if items:
             short = cut_at_word(reason.split("; ")[0], 160)  # the cause, not the remedy
-            warning = (
-                f"Warning: the memory store could not be searched ({short}); these memories"
-                " come from the orchestrator's own indexes and may be incomplete."
-            )
-            trace.notes.append(warning)
-            return warning
+            warning = event(Stage.RETRIEVER, EventKind.STORE_UNREAD, reason=short)
+            trace.add(warning)
+            return render(warning)
         if self._indexes.loading:  # they may hold it once loaded
             reason += "; the local index was still loading"
             transient = True
@@ -228,14 +231,15 @@ class ReadPath:
             chosen, weights = load_learned_cached(path).for_question(plan.question_type.value)
             ranking = ranking.model_copy(update={"weights": weights})
             if trace is not None:
-                trace.notes.append(f"weights learned for {chosen!r} questions ({path.name})")
+                learned = {"question": chosen, "file": path.name}
+                trace.add(event(Stage.RERANKER, EventKind.WEIGHTS_LEARNED, **learned))
         return RankContext(plan=plan, now=now, settings=ranking)
 
     async def passthrough(self, request: SearchRequest) -> SearchResult:
         """The store's own results, unchanged (`passthrough`): one bounded call, a trace."""
         started = time.perf_counter()
         trace = self._recorder.begin("search", request.model_dump(mode="json"))
-        trace.notes.append("passthrough: the store's own results, unchanged")
+        trace.add(event(Stage.RETRIEVER, EventKind.PASSTHROUGH))
         trace.backend_calls = 1
         query = cut_query(request.query, "query", self._settings.limits.max_query_chars, trace)
         try:
@@ -334,7 +338,7 @@ class ReadPath:
             dispatching=self._dispatching,
         )
         trace.backend_calls += got.calls
-        trace.notes.extend(got.notes)
+        trace.add(*got.events)
         trace.timings_ms["retrieve"] = ms_since(read.started)
         table = CandidateTable.of(got.candidates, read.similarity, known=ahead)
         return table, got.store_unread
@@ -350,7 +354,7 @@ class ReadPath:
                 self._store, table, read.ctx, limits, read.req.filters, read.similarity
             )
             trace.backend_calls += got.calls
-            trace.notes.extend(got.notes)
+            trace.add(*got.events)
             trace.expansions.extend(got.decisions)
             table = got.table
             trace.timings_ms["context"] = ms_since(read.started)
@@ -372,7 +376,7 @@ class ReadPath:
         )
         trace.backend_calls += grown.calls
         trace.expansions = [*trace.expansions, *grown.decisions]
-        trace.notes.extend(grown.notes)
+        trace.add(*grown.events)
         trace.timings_ms["expand"] = ms_since(read.started)
         return table.extended(grown.candidates, read.similarity)
 
@@ -383,7 +387,8 @@ class ReadPath:
         current = current_only(table.candidates, read.req.as_of, read.req.history)
         trace.dropped.extend(current.dropped)
         if current.dropped:
-            trace.notes.append(f"{len(current.dropped)} superseded memory(ies) left out")
+            left = len(current.dropped)
+            trace.add(event(Stage.CURRENCY, EventKind.SUPERSEDED_LEFT_OUT, count=left))
             table = table.take(current.rows)
         ranked = rank(table, read.ctx)
         kept = self._above_floor(ranked, trace)
@@ -424,13 +429,14 @@ class ReadPath:
             Dropped(
                 id=ranked.candidates[row].memory.id,
                 reason=DropReason.BELOW_FLOOR,
-                stage="reranker",
+                stage=Stage.RERANKER,
                 score=float(ranked.scores.total[row]),
                 detail=f"relevance {float(relevance[row]):.3f} < floor {floor:.3f}",
             )
             for row in cut
         )
-        trace.notes.append(f"relevance floor {floor:g} cut {len(cut)} candidate(s)")
+        cuts = event(Stage.RERANKER, EventKind.RELEVANCE_FLOOR, floor=floor, count=len(cut))
+        trace.add(cuts)
         return ranked.take(np.flatnonzero(above).tolist())
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
