@@ -19,10 +19,18 @@ import pytest
 from anyio.abc import SocketStream
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import HealthReport, NewMemory, SearchRequest, WriteRequest
+from memory_orchestrator.models import (
+    EventKind,
+    HealthReport,
+    NewMemory,
+    SearchRequest,
+    Value,
+    WriteRequest,
+)
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.factories import NOW
 from tests.http_load import ServerProcess, http_server, make_token, mcp_session
 from tests.integration.test_write_meaning_minilm import minilm
@@ -179,7 +187,7 @@ def test_a_write_before_any_query_leaves_the_indexes_to_the_first_query(
     before a query made them all: the first query's pull brings every memory into each."""
     tuned = minilm(settings, minilm_dir)
 
-    async def main() -> list[str]:
+    async def main() -> list[dict[str, Value]]:
         o = Orchestrator(
             EmbeddedBackend(tuned.embedded_path()),
             tuned,
@@ -195,9 +203,10 @@ def test_a_write_before_any_query_leaves_the_indexes_to_the_first_query(
                 await o.write(WriteRequest(memory=NewMemory(content=content)))
             found = await o.search(SearchRequest(query="design review vendor contract"))
             trace = o.trace(found.trace_id)
-            return trace.notes if trace is not None else []
+            assert trace is not None
+            return said(trace, EventKind.LOCAL_INDEX_ADDED)
         finally:
             await o.close()
 
-    notes = anyio.run(main)
-    assert "local index: 2 memories added" in notes, notes
+    added = anyio.run(main)
+    assert added == [{"count": 2}], added

@@ -47,6 +47,7 @@ from memory_orchestrator.settings import RankingProfile, Settings
 from memory_orchestrator.state.observability import Observer
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.factories import NOW, plan
 from tests.faults import FaultyBackend
 from tests.property.support import RecordingBackend
@@ -101,7 +102,9 @@ async def test_a_bounded_call_that_fails_notes_why_and_gives_the_fallback(
 
     got: list[str] = await calls.bounded(trace, "known entities", broken, [], then="; partial")
     assert got == []
-    assert trace.notes == ["known entities unavailable: BackendError: disk on fire; partial"]
+    assert said(trace, EventKind.UNAVAILABLE) == [
+        {"what": "known entities", "error": "BackendError: disk on fire", "then": "; partial"}
+    ]
     assert trace.backend_calls == 1
 
 
@@ -115,7 +118,9 @@ async def test_a_bounded_call_is_cut_off_at_the_configured_time(settings: Settin
         return 1
 
     assert await calls.bounded(trace, "seed memories", hangs, None) is None
-    assert trace.notes == ["seed memories unavailable: TimeoutError"]
+    assert said(trace, EventKind.UNAVAILABLE) == [
+        {"what": "seed memories", "error": "TimeoutError", "then": ""}
+    ]
 
 
 # ---------------------------------------------------------------- TraceRecorder

@@ -18,16 +18,19 @@ from memory_orchestrator.derived.embedders import WordLlamaEmbedder, computing
 from memory_orchestrator.derived.semantic import SemanticIndex
 from memory_orchestrator.models import (
     ContextRequest,
+    EventKind,
     Memory,
     MemoryType,
     NewMemory,
     SearchRequest,
     Status,
+    Value,
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.observability import Observer
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.factories import NOW, TOPICS
 
 pytestmark = pytest.mark.integration
@@ -50,10 +53,11 @@ class SlowListing(EmbeddedBackend):
         return await super().list_memories(cursor, limit)
 
 
-def notes(o: Orchestrator, trace_id: str) -> list[str]:
+def loading_of(o: Orchestrator, trace_id: str) -> list[dict[str, Value]]:
+    """What the trace says was still loading (`STILL_LOADING` events)."""
     trace = o.trace(trace_id)
     assert trace is not None
-    return trace.notes
+    return said(trace, EventKind.STILL_LOADING)
 
 
 async def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
@@ -74,8 +78,8 @@ async def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
     async with o.warming():
         early = await o.context(ContextRequest(query="revenue in Europe"))
         assert early.items[0].summary == MEMORIES[1]  # the store's own search still works
-        said = notes(o, early.trace_id)
-        assert any(n.startswith("local index") and "still loading" in n for n in said)
+        (loading,) = loading_of(o, early.trace_id)
+        assert str(loading["what"]).startswith("local index")
         health = await o.health()
         assert health.status is Status.OK
         semantic = next(c for c in health.checks if c.name == "semantic").detail
@@ -84,7 +88,7 @@ async def test_reads_are_served_while_the_indexes_load_and_use_them_once_loaded(
         await o.warm_up(wait_s=60)  # waits for the one running behind the server
         later = await o.context(ContextRequest(query="dog playing outside"))
         assert later.items[0].summary == MEMORIES[0]  # found by meaning: the index is in
-        assert not any("still loading" in n for n in notes(o, later.trace_id))
+        assert loading_of(o, later.trace_id) == []
         check = next(c for c in (await o.health()).checks if c.name == "semantic")
         assert "4 memories indexed" in check.detail
         assert "loading" not in check.detail
@@ -126,8 +130,8 @@ async def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_
     )
     async with o.warming():
         early = await o.context(ContextRequest(query="revenue in Europe"))
-        said = notes(o, early.trace_id)
-        assert any(n.startswith("local index") and "still loading" in n for n in said), said
+        (loading,) = loading_of(o, early.trace_id)
+        assert str(loading["what"]).startswith("local index"), said
         gate.set()
         observer.release.set()
         await o.warm_up()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,10 +16,14 @@ import pytest
 from memory_orchestrator.models import (
     Dropped,
     DropReason,
+    EventKind,
     ExpansionDecision,
     MemoryType,
+    Stage,
     Strategy,
     Trace,
+    event,
+    render,
 )
 from memory_orchestrator.pipeline.explainer import explain_text, summarize
 from memory_orchestrator.pipeline.packager import Budget, package, shorten
@@ -193,10 +200,13 @@ def sample_trace() -> Trace:
                 reason="1 hop(s) via temporal",
             ),
         ],
-        dropped=[Dropped(id="c", reason=DropReason.DUPLICATE, stage="deduper", detail="of a")],
+        dropped=[Dropped(id="c", reason=DropReason.DUPLICATE, stage=Stage.DEDUPER, detail="of a")],
         result_ids=["a", "b"],
-        notes=["store cannot filter by time_range"],
+        events=[FILTERED],
     )
+
+
+FILTERED = event(Stage.RETRIEVER, EventKind.FILTERED_AFTER, filter="time_range")
 
 
 def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
@@ -204,8 +214,9 @@ def test_explanation_names_rewrites_expansions_drops_and_notes() -> None:
     assert "canonical" in text
     assert "took b from a via temporal" in text
     assert "c: duplicate: of a (deduper stage)" in text
-    assert "store cannot filter by time_range" in text
+    assert render(FILTERED) in text  # the explanation tells each event
     summary = summarize(sample_trace())
+    assert summary.notes == (render(FILTERED),)
     assert summary.expanded_from == ("a",)
     assert summary.subqueries == ("atlas",)
 
@@ -264,6 +275,41 @@ def test_traces_persist_in_sqlite_and_old_ones_are_pruned(tmp_path: Path) -> Non
         assert trace.plan.raw_query == "atlas"
     finally:
         reopened.close()
+
+
+def older(trace: Trace, notes: list[str], plan_notes: list[str]) -> str:
+    """`trace` as a trace store kept it before events: notes as text, in the trace and its
+    plan, and no events."""
+    body = trace.model_dump(mode="json")
+    del body["events"]
+    body["notes"] = notes
+    del body["plan"]["events"]
+    body["plan"]["notes"] = plan_notes
+    return json.dumps(body)
+
+
+def test_a_trace_stored_before_events_reads_back_with_its_notes(tmp_path: Path) -> None:
+    notes = ["search 'atlas' timed out after 5s; partial results", "passthrough: as it was"]
+    plan_notes = ["entity 'Atlas' known to the store"]
+    path = tmp_path / "traces.db"
+    TraceStore(path).close()  # the table, as the store makes it
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "INSERT INTO traces (trace_id, tool, created_at, body) VALUES (?, ?, ?, ?)",
+            ("tr_old", "search", NOW.isoformat(), older(sample_trace(), notes, plan_notes)),
+        )
+    store = TraceStore(path)
+    try:
+        trace = store.get("tr_old")
+    finally:
+        store.close()
+    assert trace is not None
+    assert [e.kind for e in trace.events] == [EventKind.NOTE, EventKind.NOTE]
+    assert trace.notes == tuple(notes)  # told as it was
+    assert trace.plan is not None
+    assert trace.plan.notes == tuple(plan_notes)
+    again = Trace.model_validate_json(trace.model_dump_json())  # stored again: events kept
+    assert again.events == trace.events
 
 
 def test_in_memory_trace_store_keeps_the_newest() -> None:

@@ -84,6 +84,7 @@ class EventKind(StrEnum):
     NO_TEMPORAL_LINKS = "no_temporal_links"
     SEED_NOT_FOUND = "seed_not_found"
     MORE_DROPPED = "more_dropped"
+    FORGOTTEN_HIDDEN = "forgotten_hidden"
     # an enrichment the store could not give
     UNAVAILABLE = "unavailable"
     # writes
@@ -158,6 +159,7 @@ TEMPLATES: dict[EventKind, str] = {
     EventKind.NO_TEMPORAL_LINKS: "store has no temporal links; context neighbours skipped",
     EventKind.SEED_NOT_FOUND: "seed {id} not found",
     EventKind.MORE_DROPPED: "{count} more dropped; see memory_explain",
+    EventKind.FORGOTTEN_HIDDEN: "{count} forgotten {memories} left out of this record",
     EventKind.UNAVAILABLE: "{what} unavailable: {error}{then}",
     EventKind.ENTITIES_EXTRACTED: "entities extracted: {entities}",
     EventKind.WRITTEN: "{reason}",

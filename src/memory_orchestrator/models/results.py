@@ -12,6 +12,8 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    computed_field,
+    model_validator,
 )
 
 from memory_orchestrator.models.events import TraceEvent, render
@@ -32,6 +34,7 @@ from memory_orchestrator.models.pipeline import (
     ScoreBreakdown,
     SourceRank,
     Strategy,
+    events_from_notes,
 )
 from memory_orchestrator.models.requests import WriteRequest
 
@@ -85,10 +88,6 @@ class Trace(BaseModel):
         description="What did not go as planned (a store fallback, a timeout, a missing"
         " ability), each as a typed record; `notes` reads them.",
     )
-    notes: list[str] = Field(
-        default_factory=list,
-        description="What did not go as planned: a store fallback, a timeout, a missing ability.",
-    )
     timings_ms: dict[str, float] = Field(
         default_factory=dict, description="Milliseconds per stage, and the total."
     )
@@ -103,10 +102,23 @@ class Trace(BaseModel):
     # trace is stored, behind the request, instead of on its path
     _deferred: list[Callable[[], None]] = PrivateAttr(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_notes(cls, data: Any) -> Any:
+        """A trace stored before events kept its notes as text: read back as events."""
+        return events_from_notes(data)
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="What did not go as planned: a store fallback, a timeout, a missing ability."
+    )
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The events as text (`models.events.render`)."""
+        return tuple(render(e) for e in self.events)
+
     def add(self, *events: TraceEvent) -> None:
-        """Record `events` (and their text among the notes)."""
+        """Record `events`."""
         self.events.extend(events)
-        self.notes.extend(render(e) for e in events)
 
     def defer(self, fill: Callable[[], None]) -> None:
         """Run `fill` (which completes this trace) before the trace is stored or read."""

@@ -20,7 +20,6 @@ from memory_orchestrator.models import (
     Stage,
     TraceEvent,
     event,
-    render,
 )
 
 
@@ -40,11 +39,6 @@ class Expansion:
     events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
     links_to_present: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def notes(self) -> list[str]:
-        """The events' text (for the read path, until it records the events themselves)."""
-        return [render(e) for e in self.events]
 
 
 async def expand(

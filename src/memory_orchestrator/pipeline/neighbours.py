@@ -28,7 +28,6 @@ from memory_orchestrator.models import (
     TraceEvent,
     event,
     far_apart,
-    render,
 )
 from memory_orchestrator.pipeline.relevance import RankContext
 from memory_orchestrator.pipeline.reranker import by_relevance
@@ -51,11 +50,6 @@ class Neighbourhood:
     decisions: list[ExpansionDecision] = field(default_factory=list)
     events: list[TraceEvent] = field(default_factory=list)
     calls: int = 0
-
-    @property
-    def notes(self) -> list[str]:
-        """The events' text (for the read path, until it records the events themselves)."""
-        return [render(e) for e in self.events]
 
 
 async def add_context_neighbours(

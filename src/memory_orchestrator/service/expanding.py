@@ -92,7 +92,8 @@ class ExpandPath:
         ids = [c.memory.id for c in seeds]
         grown = await expand(self._store, ids, limits, present=ids)
         trace.backend_calls += grown.calls
-        trace.expansions, trace.notes = grown.decisions, [*trace.notes, *grown.notes]
+        trace.expansions = grown.decisions
+        trace.add(*grown.events)
         ctx = RankContext(plan=plan, now=now, settings=self._settings.ranking)
         ranked = rerank([*seeds, *grown.candidates], ctx)
         explicit = set(request.seed_ids)

@@ -33,6 +33,7 @@ from memory_orchestrator.errors import CapabilityMissing, OrchestratorError
 from memory_orchestrator.models import (
     Capabilities,
     Edge,
+    EventKind,
     ForgetAction,
     ForgetReport,
     ForgetRequest,
@@ -43,9 +44,11 @@ from memory_orchestrator.models import (
     NewMemory,
     SearchFilters,
     SearchHit,
+    Stage,
     Trace,
     WriteAction,
     WriteOutcome,
+    event,
 )
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import StoreCalls
@@ -211,10 +214,14 @@ def redact(trace: Trace, gone: frozenset[str]) -> Trace:
                 for e in trace.expansions
                 if e.seed_id not in hidden and e.neighbor_id not in hidden
             ],
-            "notes": [
-                *trace.notes,
-                f"{len(hidden)} forgotten memor{'y' if len(hidden) == 1 else 'ies'}"
-                " left out of this record",
+            "events": [
+                *trace.events,
+                event(
+                    Stage.SERVICE,
+                    EventKind.FORGOTTEN_HIDDEN,
+                    count=len(hidden),
+                    memories="memory" if len(hidden) == 1 else "memories",
+                ),
             ],
         }
     )
