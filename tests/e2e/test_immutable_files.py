@@ -55,9 +55,11 @@ async def main():
     seen["queued"] = [queued.action.value, queued.reason]
     try:
         found = await o.search(SearchRequest(query="Lisbon office"))
-        seen["search_notes"] = list(found.trace.notes)
+        trace = o.trace(found.trace_id)
+        failed = [e.values["error"] for e in trace.events if e.kind == "search_failed"]
+        seen["search_errors"] = failed
     except StoreUnreadable as exc:  # no search reached it: an error, not an empty answer
-        seen["search_notes"] = [str(exc)]
+        seen["search_errors"] = [str(exc)]
     health = await o.health()
     seen["health"] = [health.status.value, {c.name: c.detail for c in health.checks}]
     chattr("+i", outbox)
@@ -126,7 +128,7 @@ def test_immutable_store_and_outbox_files_are_survived_and_nothing_is_lost(
     action, reason = seen["queued"]
     assert action == "queued"
     assert "not writable" in reason
-    assert any("not writable" in n for n in seen["search_notes"])
+    assert any("not writable" in e for e in seen["search_errors"])  # the store's own error
     status, checks = seen["health"]
     assert status == "error"
     assert "not writable" in checks["file"]

@@ -122,7 +122,9 @@ def test_search_finds_written_memories_and_honours_filters(
     asked = {"query": "Vendor X", "filters": {"time_range": window}, "detail": True}
     march = client.ok("memory_search", asked)
     assert {i["memory_id"] for i in march["items"]} == {written[0], written[2]}
-    assert any("cannot filter by time_range" in n for n in march["trace"]["notes"])
+    told = client.ok("memory_explain", {"trace_id": march["trace_id"]})
+    filtered = [e["values"] for e in told["trace"]["events"] if e["kind"] == "filtered_after"]
+    assert {"filter": "time_range"} in filtered
 
 
 def test_passthrough_returns_mnemons_own_ranking(client: Client, written: list[str]) -> None:

@@ -472,8 +472,9 @@ def test_an_oversized_query_is_cut_at_a_word_boundary_with_a_note(
 ) -> None:
     query = "zebracorn notes " * 200  # 3200 characters; the default limit is 2000
     result = client.ok("memory_search", {"query": query, "top_k": 5, "detail": True})
-    notes = result["trace"]["notes"]
-    assert any("query cut from 3200 to 1999 characters at a word boundary" in n for n in notes)
+    told = client.ok("memory_explain", {"trace_id": result["trace_id"]})
+    cut = [e["values"] for e in told["trace"]["events"] if e["kind"] == "query_cut"]
+    assert cut == [{"what": "query", "chars": 3200, "kept": 1999, "limit": 2000}]
     assert result["query"] == query
 
 

@@ -403,7 +403,9 @@ async def warmed(mcp: ClientSession) -> None:
         while True:
             asked = {"query": "warm", "detail": True}
             found = structured(await mcp.call_tool("memory_search", asked))
-            if not any("still loading" in n for n in found["trace"]["notes"]):
+            ask = {"trace_id": found["trace_id"]}
+            told = structured(await mcp.call_tool("memory_explain", ask))
+            if not any(e["kind"] == "still_loading" for e in told["trace"]["events"]):
                 return
             await anyio.sleep(0.05)
 

@@ -23,11 +23,13 @@ from memory_orchestrator.demo import load_demo
 from memory_orchestrator.errors import BackendError, StoreUnreadable
 from memory_orchestrator.models import (
     ContextRequest,
+    EventKind,
     ExpandRequest,
     ExplainRequest,
     NewMemory,
     SearchRequest,
     Status,
+    Trace,
     WriteAction,
     WriteRequest,
 )
@@ -36,6 +38,7 @@ from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.outbox import Outbox
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import about, kinds, said
 from tests.factories import NOW
 from tests.faults import JUNK_ID, FailingTraceStore, FaultyBackend, Mode
 
@@ -139,9 +142,14 @@ async def _call_tool(o: Orchestrator, tool: str) -> Any:
     return await o.health()
 
 
-def notes_of(answer: Any) -> list[str]:
-    trace = answer.trace
-    return list(trace.notes)
+def trace_of(o: Orchestrator, answer: Any, tool: str) -> Trace:
+    """The whole trace of `answer` (an answer carries its summary; explain, the trace)."""
+    if tool == "explain":
+        whole: Trace = answer.trace
+        return whole
+    trace = o.trace(answer.trace_id)
+    assert trace is not None
+    return trace
 
 
 def ids_of(answer: Any, tool: str) -> list[str]:
@@ -150,7 +158,18 @@ def ids_of(answer: Any, tool: str) -> list[str]:
     return [i.memory_id for i in answer.items]
 
 
-FAILED = ("timed out", "failed", "unavailable", "gave up")
+FAILED = {
+    EventKind.SEARCH_TIMED_OUT,
+    EventKind.SEARCH_FAILED,
+    EventKind.UNAVAILABLE,
+    EventKind.GAVE_UP,
+    EventKind.EXPANSION_TIMED_OUT,
+    EventKind.EXPANSION_FAILED,
+    EventKind.LINK_FAILED,
+    EventKind.RELATED_SEARCH_FAILED,
+    EventKind.SUPERSEDE_FAILED,
+    EventKind.LOCAL_SYNC_FAILED,
+}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -186,23 +205,23 @@ async def test_every_tool_answers_in_time_under_every_fault(
         said = "reading the seeds failed" if tool == "expand" else "no search reached the store"
         assert said in str(answer)
         assert answer.transient == (mode != "error"), str(answer)
-        notes = o.trace(answer.trace_id).notes  # type: ignore[union-attr]
-        assert any(word in n for n in notes for word in FAILED), notes
+        seen = kinds(o.trace(answer.trace_id))  # type: ignore[arg-type]
+        assert FAILED & set(seen), seen
         if mode == "transient":
-            assert any("retry" in n for n in notes), notes
+            assert EventKind.RETRY in seen, seen
         return
-    notes = notes_of(answer)
+    seen = kinds(trace_of(o, answer, tool))
     ids = ids_of(answer, tool)
     if mode == "junk":
         assert len(ids) == len(set(ids))
         assert JUNK_ID not in ids or tool != "expand"
-        assert any("malformed" in n for n in notes), notes
+        assert EventKind.MALFORMED in seen, seen
         if tool != "explain":
             assert all(math.isfinite(i.score) for i in answer.items)
     else:
-        assert any(word in n for n in notes for word in FAILED), notes
+        assert FAILED & set(seen), seen
     if mode == "transient":
-        assert any("retry" in n for n in notes), notes
+        assert EventKind.RETRY in seen, seen
 
 
 # ---------------------------------------------------------------- retries and idempotency
@@ -232,7 +251,7 @@ async def test_a_transient_error_is_retried_and_the_write_lands_once(
     assert count(loaded, "The zeppelin hangar lease was renewed for two years.") == 1
     trace = o.trace(report.trace_id)
     assert trace is not None
-    assert any("retry 1" in n for n in trace.notes), trace.notes
+    assert said(trace, EventKind.RETRY)[0]["attempt"] == 1
 
 
 async def test_a_write_that_died_after_storing_is_not_written_twice(
@@ -250,7 +269,7 @@ async def test_a_write_that_died_after_storing_is_not_written_twice(
     assert faulty.calls["write"] == 1  # never sent again
     trace = o.trace(report.trace_id)
     assert trace is not None
-    assert any("not written again" in n for n in trace.notes), trace.notes
+    assert about(trace, EventKind.ALREADY_WRITTEN) == [(report.id,)]
 
 
 async def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator]) -> None:
@@ -259,8 +278,7 @@ async def test_a_permanent_error_is_not_retried(make: Callable[..., Orchestrator
         await o.search(SearchRequest(query="zeppelin"))
     faulty = faulty_of(o)
     assert faulty.calls["search"] == faulty.injected["search"]  # one try per subquery
-    notes = o.trace(raised.value.trace_id).notes  # type: ignore[union-attr]
-    assert not any("retry" in n for n in notes)
+    assert EventKind.RETRY not in kinds(o.trace(raised.value.trace_id))  # type: ignore[arg-type]
 
 
 async def test_a_write_the_store_refuses_is_an_error_not_queued(

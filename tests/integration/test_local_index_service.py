@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import SearchRequest
+from memory_orchestrator.models import EventKind, SearchRequest, Trace
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.factories import CHAT, NOW, chat_turns
 
 pytestmark = pytest.mark.integration
 
 
+@dataclass
+class Why:
+    """Why the items were chosen, and the request's trace."""
+
+    reasons: list[str]
+    trace: Trace
+
+
 async def search(
     settings: Settings, query: str, **local: object
-) -> tuple[list[str], list[str], dict[str, float]]:
+) -> tuple[list[str], Why, dict[str, float]]:
     settings = settings.model_copy(deep=True)
     settings.ranking.context_seeds = 0  # the store's own neighbour step off: only the index
     for key, value in local.items():
@@ -34,7 +45,7 @@ async def search(
     assert trace is not None
     reasons = [r for item in result.items for r in item.reasons]
     lexical = {i.summary: i.breakdown.lexical for i in result.items if i.breakdown}
-    return [i.summary for i in result.items], [*reasons, *trace.notes], lexical
+    return [i.summary for i in result.items], Why(reasons, trace), lexical
 
 
 async def test_the_turn_after_a_match_is_found_through_the_local_index(settings: Settings) -> None:
@@ -43,8 +54,8 @@ async def test_the_turn_after_a_match_is_found_through_the_local_index(settings:
     found, why, _ = await search(settings, "painting", enabled=True, context_weight=1.0)
     assert found[0] == CHAT[0]
     assert CHAT[1] in found
-    assert any(r.startswith("local index rank") for r in why)
-    assert "local index: 4 memories added" in why
+    assert any(r.startswith("local index rank") for r in why.reasons)
+    assert said(why.trace, EventKind.LOCAL_INDEX_ADDED) == [{"count": 4}]
 
 
 async def test_lent_context_lets_a_turn_read_its_neighbours_words(settings: Settings) -> None:

@@ -15,10 +15,11 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends.mnemon import MnemonBackend
-from memory_orchestrator.models import ContextRequest, NewMemory
+from memory_orchestrator.models import ContextRequest, EventKind, NewMemory, Value
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import MnemonSettings, Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.mnemon_double import fast_launcher
 
 pytestmark = pytest.mark.integration
@@ -41,10 +42,13 @@ def orch(settings: Settings, tmp_path: Path) -> Iterator[Orchestrator]:
     anyio.run(o.close)
 
 
-async def context(orch: Orchestrator, query: str) -> tuple[list[str], tuple[str, ...]]:
+async def context(orch: Orchestrator, query: str) -> tuple[list[str], list[dict[str, Value]]]:
+    """The items' texts, and the store searches left out once the local lists were in."""
     with anyio.fail_after(45):  # a bound on a hang, not a speed assertion
         package = await orch.context(ContextRequest(query=query, expand=False))
-    return [item.summary for item in package.items], package.trace.notes
+    trace = orch.trace(package.trace_id)
+    assert trace is not None
+    return [item.summary for item in package.items], said(trace, EventKind.SEARCH_LEFT_OUT)
 
 
 async def test_a_hanging_recall_costs_its_list_once_the_local_lists_are_in(
@@ -53,13 +57,14 @@ async def test_a_hanging_recall_costs_its_list_once_the_local_lists_are_in(
     await context(orch, "Atlas review")  # the local index is built from the store file here
     orch.settings.retrieval.list_budget_s = 0.05
     monkeypatch.setenv("MNEMON_DOUBLE_SLEEP_S", "30")  # every mnemon process hangs first
-    found, notes = await context(orch, "when is the Atlas review")
+    found, left_out = await context(orch, "when is the Atlas review")
     assert found[:1] == [NOTES[0]]
-    assert any("was not in 0.05s after the start and was left out" in n for n in notes), notes
+    assert left_out
+    assert all(v["budget_s"] == 0.05 for v in left_out), left_out
 
 
 async def test_with_no_budget_the_recall_is_waited_for(orch: Orchestrator) -> None:
     orch.settings.retrieval.list_budget_s = 0
-    found, notes = await context(orch, "when is the Atlas review")
+    found, left_out = await context(orch, "when is the Atlas review")
     assert found[:1] == [NOTES[0]]
-    assert not any("left out" in n for n in notes), notes
+    assert left_out == []

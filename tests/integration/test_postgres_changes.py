@@ -15,11 +15,12 @@ import psycopg
 import pytest
 
 from memory_orchestrator.backends.postgres import PostgresBackend
-from memory_orchestrator.models import NewMemory, SearchRequest
+from memory_orchestrator.models import EventKind, NewMemory, SearchRequest
 from memory_orchestrator.postgres.server import LocalPostgres
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.pg_fixtures import new_schema
 
 pytestmark = pytest.mark.integration
@@ -89,7 +90,7 @@ async def test_a_replica_indexes_another_replicas_write_at_its_next_request(
     first = await b.search(SearchRequest(query="billing SDK"))
     trace = b.trace(first.trace_id)
     assert trace is not None
-    assert "local index: 1 memories added" in trace.notes
+    assert said(trace, EventKind.LOCAL_INDEX_ADDED) == [{"count": 1}]
     await until(listening(store), "replica b listens")
     before = store.change_generation
     await a.ingest([mem("Lee maintains the payments gateway", 1)])
@@ -97,7 +98,7 @@ async def test_a_replica_indexes_another_replicas_write_at_its_next_request(
     second = await b.search(SearchRequest(query="payments gateway"))
     trace = b.trace(second.trace_id)
     assert trace is not None
-    assert "local index: 1 memories added" in trace.notes
+    assert said(trace, EventKind.LOCAL_INDEX_ADDED) == [{"count": 1}]
     assert second.items[0].summary == "Lee maintains the payments gateway"
     await a.close()
     await b.close()

@@ -16,6 +16,7 @@ from memory_orchestrator.derived import indexes
 from memory_orchestrator.derived.embedders import Embedder, load_embedder
 from memory_orchestrator.models import (
     ContextRequest,
+    EventKind,
     MemoryType,
     NewMemory,
     SearchRequest,
@@ -25,6 +26,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import kinds, said
 from tests.factories import NOW, TOPICS
 
 pytestmark = pytest.mark.integration
@@ -136,9 +138,8 @@ async def test_a_missing_model_degrades_health_names_the_fix_and_words_still_wor
     assert pack.items[0].summary == MEMORIES[1]
     trace = o.trace(pack.trace_id)
     assert trace is not None
-    assert any(
-        "semantic relevance off" in n and "orchestrator models install" in n for n in trace.notes
-    )
+    (off,) = said(trace, EventKind.SEMANTIC_OFF)
+    assert "orchestrator models install" in str(off["error"])  # the error says what to do
     report = await o.health()
     check = next(c for c in report.checks if c.name == "semantic")
     assert check.status is Status.DEGRADED
@@ -162,7 +163,7 @@ async def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_
     held = await o.search(SearchRequest(query="revenue"))
     trace = o.trace(held.trace_id)
     assert trace is not None
-    assert "semantic index: 4 memories still being embedded (in the background)" in trace.notes
+    assert said(trace, EventKind.SEMANTIC_EMBEDDING) == [{"count": 4}]
     assert held.items[0].summary == MEMORIES[1]  # words do not wait
     o.settings.semantic.index_wait_s = 30  # from now on, wait as long as it takes
     gated.gate.set()  # the worker now has 4 hash vectors to make
@@ -171,7 +172,7 @@ async def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_
     again = await o.search(SearchRequest(query="revenue"))
     trace = o.trace(again.trace_id)
     assert trace is not None
-    assert not any("still being embedded" in n for n in trace.notes)
+    assert EventKind.SEMANTIC_EMBEDDING not in kinds(trace)
     report = await o.health()
     check = next(c for c in report.checks if c.name == "semantic")
     assert check.status is Status.OK
@@ -210,7 +211,8 @@ async def test_auto_without_the_model_is_off_and_health_says_search_is_lexical_o
     assert pack.items[0].summary == MEMORIES[1]  # words still work
     trace = o.trace(pack.trace_id)
     assert trace is not None
-    assert not any("semantic" in n for n in trace.notes)  # no note on every request
+    semantic = {EventKind.SEMANTIC_OFF, EventKind.SEMANTIC_EMBEDDING}
+    assert not semantic & set(kinds(trace))  # no event on every request
     report = await o.health()
     check = next(c for c in report.checks if c.name == "semantic")
     assert check.status is Status.OK

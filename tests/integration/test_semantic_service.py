@@ -13,6 +13,7 @@ from memory_orchestrator.models import (
     LOCAL_SOURCE,
     SEMANTIC_SOURCE,
     ContextRequest,
+    EventKind,
     MemoryType,
     NewMemory,
     SearchRequest,
@@ -22,6 +23,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import kinds, said
 from tests.factories import NOW, TOPICS
 
 pytestmark = pytest.mark.integration
@@ -72,7 +74,7 @@ async def test_a_memory_sharing_no_word_with_the_question_is_found_only_with_sem
     assert top.breakdown.semantic > 0.3
     trace = o.trace(result.trace_id)
     assert trace is not None
-    assert "local index: 4 memories added" in trace.notes
+    assert said(trace, EventKind.LOCAL_INDEX_ADDED) == [{"count": 4}]
     await o.close()
 
 
@@ -113,7 +115,7 @@ async def test_health_reports_the_index_and_a_missing_model_degrades_with_the_re
     assert pack.items[0].summary == MEMORIES[1]  # words still work
     trace = broken.trace(pack.trace_id)
     assert trace is not None
-    assert any("semantic relevance off" in n for n in trace.notes)
+    assert EventKind.SEMANTIC_OFF in kinds(trace)
     report = await broken.health()
     check = next(c for c in report.checks if c.name == "semantic")
     assert check.status is Status.DEGRADED

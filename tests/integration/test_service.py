@@ -16,6 +16,7 @@ from memory_orchestrator.demo import SAMPLE, load_demo
 from memory_orchestrator.errors import StoreUnreadable, TraceNotFound
 from memory_orchestrator.models import (
     ContextRequest,
+    EventKind,
     ExpandRequest,
     ExplainRequest,
     MemoryType,
@@ -25,14 +26,23 @@ from memory_orchestrator.models import (
     SearchRequest,
     Status,
     Strategy,
+    Trace,
     WriteAction,
     WriteRequest,
 )
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
+from tests.events import said
 from tests.factories import NOW
 from tests.faults import FaultyBackend
+
+
+def stored(o: Orchestrator, trace_id: str) -> Trace:
+    trace = o.trace(trace_id)
+    assert trace is not None
+    return trace
+
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -210,7 +220,9 @@ async def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchest
     o = with_backend(orch, faulty)
     result = await o.search(SearchRequest(query="What did Dana and Priya decide about Vendor X?"))
     assert result.items
-    assert any("failed" in n for n in result.trace.notes)
+    failed = said(stored(o, result.trace_id), EventKind.SEARCH_FAILED)
+    assert failed
+    assert all("Dana" in str(v["query"]) for v in failed)
 
 
 async def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> None:
@@ -222,8 +234,9 @@ async def test_a_hanging_store_is_cut_off_at_the_timeout(orch: Orchestrator) -> 
         await o.search(SearchRequest(query="firmware"))
     assert time.perf_counter() - started < 5
     assert raised.value.transient  # nothing came back: not an empty memory
-    notes = o.trace(raised.value.trace_id).notes  # type: ignore[union-attr]
-    assert any("timed out" in n for n in notes)
+    timed_out = said(stored(o, raised.value.trace_id), EventKind.SEARCH_TIMED_OUT)
+    assert timed_out
+    assert all(v["timeout_s"] == 0.2 for v in timed_out)
 
 
 async def test_a_hanging_store_under_passthrough_is_a_store_error_not_a_crash(
@@ -242,7 +255,8 @@ async def test_failed_expansion_degrades_to_direct_results(orch: Orchestrator) -
     o = with_backend(orch, FaultyBackend(store_of(orch), {"neighbors": "error"}))
     result = await o.search(SearchRequest(query="firmware instability", expand=True))
     assert result.items
-    assert any("expansion failed" in n for n in result.trace.notes)
+    (failed,) = said(stored(o, result.trace_id), EventKind.EXPANSION_FAILED)
+    assert failed["error"] == "BackendError: injected neighbors failure"
 
 
 async def test_health_is_ok_on_a_good_store_and_error_when_the_store_fails(
@@ -310,7 +324,8 @@ async def test_memories_written_without_entities_get_the_names_their_text_carrie
     assert len(around.items) >= 3
     trace = o.trace(reports[0].trace_id)
     assert trace is not None
-    assert any(n.startswith("entities extracted:") for n in trace.notes)
+    (extracted,) = said(trace, EventKind.ENTITIES_EXTRACTED)
+    assert "Project Atlas" in str(extracted["entities"])
     await o.close()
 
 
@@ -351,11 +366,12 @@ async def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
     o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
     await load_demo(o)
     when = await o.explain(ExplainRequest(query="when did Vendor X miss the SLA?"))
-    assert "weights learned for 'when' questions (learned.json)" in when.trace.notes
+    learned_for = said(when.trace, EventKind.WEIGHTS_LEARNED)
+    assert learned_for == [{"question": "when", "file": "learned.json"}]
     assert when.trace.candidates[0].breakdown is not None
     assert when.trace.candidates[0].breakdown.weights["recency"] == 0.3
     what = await o.search(SearchRequest(query="what is the firmware problem?"))
-    assert any("'default' questions" in n for n in what.trace.notes)
+    assert said(stored(o, what.trace_id), EventKind.WEIGHTS_LEARNED)[0]["question"] == "default"
     await o.close()
 
 

@@ -110,7 +110,9 @@ def test_search_and_context_rank_the_demo_without_the_semantic_stage(
     found = cli_json(core, demo_dir, "search", QUERY)
     assert len(found["items"]) == 10
     assert all(item["breakdown"]["semantic"] is None for item in found["items"])
-    assert not any("semantic" in note for note in found["trace"]["notes"])
+    told = cli_json(core, demo_dir, "explain", found["trace_id"])
+    seen = {e["kind"] for e in told["trace"]["events"]}
+    assert not seen & {"semantic_off", "semantic_embedding"}  # no event on every request
     said = run(core, demo_dir.parent, "--data-dir", str(demo_dir), "search", QUERY)
     assert said.stderr.strip().splitlines()[-1] == f"note: {LEXICAL} {FIX}"
     package = cli_json(core, demo_dir, "context", QUERY)

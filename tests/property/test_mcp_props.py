@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
 from memory_orchestrator.faces.mcp.server import create_server
+from memory_orchestrator.models import EventKind
 from memory_orchestrator.settings import Settings
 from tests.property.support import ANY_CHAR, JSON, MOMENTS, PROPS, TEXT, ints, mostly
 
@@ -154,8 +155,11 @@ def test_an_oversized_query_is_cut_with_a_note_in_the_result(
     result = _call(session, "memory_search", {"query": query, "detail": True})
     assert not result.is_error, _text(result)
     assert isinstance(result.structured_content, dict)
-    notes = result.structured_content["trace"]["notes"]
-    assert any("query cut from" in n for n in notes) == (len(query) > LIMIT)
+    trace_id = result.structured_content["trace_id"]
+    told = _call(session, "memory_explain", {"trace_id": trace_id})
+    assert isinstance(told.structured_content, dict)
+    seen = [e["kind"] for e in told.structured_content["trace"]["events"]]
+    assert (EventKind.QUERY_CUT in seen) == (len(query) > LIMIT)
 
 
 def test_the_server_under_test_has_the_configured_limit(tmp_path: Path) -> None:
