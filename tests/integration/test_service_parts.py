@@ -267,7 +267,7 @@ async def test_the_derived_indexes_pull_the_store_and_read_hits_back_from_it(
 
     found = await main()
     assert any("workshop" in text for text in found)
-    assert "local index: 4 memories added" in trace.notes
+    assert said(trace, EventKind.LOCAL_INDEX_ADDED) == [{"count": 4}]
     assert indexes.health_check() is None  # semantic off: nothing to report
 
 
