@@ -11,7 +11,7 @@ import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import load_demo
-from memory_orchestrator.models import ContextRequest, SearchRequest
+from memory_orchestrator.models import ContextRequest, SearchRequest, ToolName
 from memory_orchestrator.service import Orchestrator, request_stats
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.observability import Observer
@@ -72,7 +72,7 @@ async def test_a_failure_is_kept_as_an_error_trace_and_counted_in_stats(
 ) -> None:
     orchestrator, stream = logged
     await orchestrator.search(SearchRequest(query="Vendor X"))
-    failed = orchestrator.record_failure("search", {"query": ""}, "invalid arguments", 1.5)
+    failed = orchestrator.record_failure(ToolName.SEARCH, {"query": ""}, "invalid arguments", 1.5)
     assert orchestrator.trace(failed.trace_id) is not None
     assert _lines(stream)[-1]["error"] == "invalid arguments"
     report = request_stats(orchestrator.settings)

@@ -30,6 +30,7 @@ from memory_orchestrator.models import (
     ExpansionDecision,
     NewMemory,
     Stage,
+    ToolName,
     Trace,
     WriteAction,
     WriteRequest,
@@ -131,7 +132,7 @@ def test_the_recorder_finishes_a_trace_once_logs_it_and_keeps_it(
 ) -> None:
     stream = io.StringIO()
     rec = recorder(settings, store, stream)
-    trace = rec.begin("search", {"query": "offsite"})
+    trace = rec.begin(ToolName.SEARCH, {"query": "offsite"})
     rec.finish(trace)
     assert rec.get(trace.trace_id) == trace
     line = json.loads(stream.getvalue())
@@ -147,7 +148,7 @@ def test_minimal_traces_keep_only_accepted_expansions_and_no_candidates(
 ) -> None:
     settings.traces.verbosity = "minimal"
     rec = recorder(settings, store, io.StringIO())
-    trace = rec.begin("search", {})
+    trace = rec.begin(ToolName.SEARCH, {})
     trace.expansions = [
         ExpansionDecision(
             seed_id="a", neighbor_id=n, edge_type="causal", hops=1, accepted=n == "b", reason="r"
@@ -174,7 +175,7 @@ def test_a_failed_request_is_kept_with_its_error(
     settings: Settings, store: EmbeddedBackend
 ) -> None:
     rec = recorder(settings, store, io.StringIO())
-    failed = rec.failure("write", {"content": ""}, "invalid arguments", 2.5)
+    failed = rec.failure(ToolName.WRITE, {"content": ""}, "invalid arguments", 2.5)
     kept = rec.get(failed.trace_id)
     assert kept is not None
     assert (kept.error, kept.timings_ms["total"]) == ("invalid arguments", 2.5)

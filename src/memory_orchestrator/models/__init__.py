@@ -85,6 +85,7 @@ from memory_orchestrator.models.requests import (
     WriteRequest,
 )
 from memory_orchestrator.models.results import (
+    REPLAYED,
     CandidateTrace,
     ContextItem,
     ContextPackage,
@@ -97,6 +98,7 @@ from memory_orchestrator.models.results import (
     QueuedWrite,
     ReplayReport,
     SearchResult,
+    ToolName,
     Trace,
     TraceSummary,
     WriteReport,
@@ -112,6 +114,7 @@ __all__ = [
     "MAX_REASON_CHARS",
     "MAX_TOP_K",
     "OWN_PREFIX",
+    "REPLAYED",
     "SEMANTIC_SOURCE",
     "SUPERSEDES_KEY",
     "Candidate",
@@ -165,6 +168,7 @@ __all__ = [
     "Status",
     "Strategy",
     "TimeRange",
+    "ToolName",
     "Trace",
     "TraceEvent",
     "TraceSummary",

@@ -13,6 +13,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     computed_field,
+    field_validator,
     model_validator,
 )
 
@@ -58,13 +59,41 @@ class CandidateTrace(Frozen):
     )
 
 
+class ToolName(StrEnum):
+    """What made a trace: a tool (`memory_<tool>` over MCP, the CLI command of that name), or
+    the service's own work (`ingest`, `warm-up`)."""
+
+    SEARCH = "search"
+    CONTEXT = "context"
+    EXPAND = "expand"
+    WRITE = "write"
+    EXPLAIN = "explain"
+    FORGET = "forget"
+    HEALTH = "health"
+    INGEST = "ingest"
+    WARM_UP = "warm-up"
+    UNKNOWN = "unknown"  # a tool name a client made up (its failure is still kept)
+
+    @classmethod
+    def named(cls, name: str) -> ToolName:
+        """The tool called `name` (with or without `memory_`); UNKNOWN for any other name."""
+        try:
+            return cls(name.removeprefix("memory_"))
+        except ValueError:
+            return cls.UNKNOWN
+
+
+REPLAYED = frozenset({ToolName.SEARCH, ToolName.CONTEXT, ToolName.EXPAND, ToolName.EXPLAIN})
+"""The requests `replay` can run again (reads, answered the same from the same store)."""
+
+
 class Trace(BaseModel):
     """Everything a request did, kept so it can be explained and replayed."""
 
     model_config = ConfigDict(extra="forbid")
 
     trace_id: str = Field(description="The trace's id: pass it to memory_explain.")
-    tool: str = Field(description="What made it: search, context, expand, write, forget...")
+    tool: ToolName = Field(description="What made it: search, context, expand, write, forget...")
     created_at: datetime = Field(description="When the request came (UTC).")
     backend: str = Field(description="The store that answered (embedded, mnemon, postgres...).")
     request: dict[str, Any] = Field(description="The request's arguments, as they were sent.")
@@ -107,6 +136,12 @@ class Trace(BaseModel):
     def _older_notes(cls, data: Any) -> Any:
         """A trace stored before events kept its notes as text: read back as events."""
         return events_from_notes(data)
+
+    @field_validator("tool", mode="before")
+    @classmethod
+    def _any_tool(cls, value: Any) -> Any:
+        """A stored trace made by a tool not named here reads back as `unknown`."""
+        return ToolName.named(value) if isinstance(value, str) else value
 
     @computed_field(  # type: ignore[prop-decorator]
         description="What did not go as planned: a store fallback, a timeout, a missing ability."

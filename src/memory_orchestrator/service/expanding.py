@@ -25,6 +25,7 @@ from memory_orchestrator.models import (
     ScoredItem,
     SearchFilters,
     Stage,
+    ToolName,
     Trace,
     event,
 )
@@ -67,7 +68,7 @@ class ExpandPath:
                 f"seed_ids: {len(request.seed_ids)} ids; the limit is {most} (limits.max_seed_ids)"
             )
         started = time.perf_counter()
-        trace = self._recorder.begin("expand", request.model_dump(mode="json"))
+        trace = self._recorder.begin(ToolName.EXPAND, request.model_dump(mode="json"))
         now = self._clock()
         query = request.query or " ".join(request.entities) or "related memories"
         query = cut_query(query, "query", self._settings.limits.max_query_chars, trace)

@@ -45,6 +45,7 @@ from memory_orchestrator.models import (
     SearchFilters,
     SearchHit,
     Stage,
+    ToolName,
     Trace,
     WriteAction,
     WriteOutcome,
@@ -246,7 +247,7 @@ class ForgetPath:
         """Forget `request.ids` (or bring them back, with `undo`). Raises BackendError when the
         store cannot say whether a memory exists, ForgetError when the list cannot be kept."""
         started = time.perf_counter()
-        trace = self._recorder.begin("forget", request.model_dump(mode="json"))
+        trace = self._recorder.begin(ToolName.FORGET, request.model_dump(mode="json"))
         ids = list(dict.fromkeys(request.ids))
         try:
             if request.undo:
@@ -271,7 +272,7 @@ class ForgetPath:
             )
         started = time.perf_counter()
         wanted = list(dict.fromkeys(ids))
-        trace = self._recorder.begin("forget", {"ids": wanted, "purge": True})
+        trace = self._recorder.begin(ToolName.FORGET, {"ids": wanted, "purge": True})
         try:
             kept = {t.memory_id: t for t in await self.entries(wanted)}
             refused = [i for i in wanted if i not in kept]

@@ -64,6 +64,7 @@ from memory_orchestrator.models import (
     Stage,
     Status,
     Strategy,
+    ToolName,
     Trace,
     WriteAction,
     WriteOutcome,
@@ -226,7 +227,7 @@ class Orchestrator:
             # first the store's entity names, which the first request's plan reads (before
             # the listing below keeps the store's threads busy); a request meanwhile waits
             # for this answer instead of asking again
-            group.start_soon(self._entities.names, self._recorder.begin("warm-up", {}))
+            group.start_soon(self._entities.names, self._recorder.begin(ToolName.WARM_UP, {}))
             if self._observer is not None:
                 prepare = self._observer.prepare
                 group.start_soon(partial(anyio.to_thread.run_sync, prepare, abandon_on_cancel=True))
@@ -269,7 +270,7 @@ class Orchestrator:
             return await self._reads.passthrough(request)
         run = await self._reads.run(
             ReadRequest(
-                tool="search",
+                tool=ToolName.SEARCH,
                 request=request.model_dump(mode="json"),
                 query=request.query,
                 limit=request.top_k,
@@ -302,7 +303,7 @@ class Orchestrator:
             expand_flag = True
         run = await self._reads.run(
             ReadRequest(
-                tool="context",
+                tool=ToolName.CONTEXT,
                 request=request.model_dump(mode="json"),
                 query=request.query,
                 limit=max_items,
@@ -387,7 +388,7 @@ class Orchestrator:
             assert request.query is not None
             run = await self._reads.run(
                 ReadRequest(
-                    tool="explain",
+                    tool=ToolName.EXPLAIN,
                     request=request.model_dump(mode="json"),
                     query=request.query,
                     limit=self.settings.retrieval.top_k,
@@ -474,7 +475,7 @@ class Orchestrator:
         return redact(trace, self._forgets.tombstones.ids()) if trace is not None else None
 
     def record_failure(
-        self, tool: str, request: dict[str, object], error: str, latency_ms: float
+        self, tool: ToolName, request: dict[str, object], error: str, latency_ms: float
     ) -> Trace:
         """Keep a trace (and a log line) for a request that failed before it had one."""
         return self._recorder.failure(tool, dict(request), error, latency_ms)
@@ -491,7 +492,7 @@ class Orchestrator:
         allows, then add `links` between them (by position; skipped without a graph, and
         between two memories the store merged into one). For demos and evaluations."""
         caps = self._store.capabilities
-        trace = self._recorder.begin("ingest", {"memories": len(memories)})
+        trace = self._recorder.begin(ToolName.INGEST, {"memories": len(memories)})
         memories = await self._writes.with_entities(memories, trace)
         if caps.bulk_write:
             outcomes = await self._store.write_many(memories)
@@ -541,13 +542,13 @@ class Orchestrator:
 
     async def _rerun(self, old: Trace) -> str:
         tool, request = old.tool, old.request
-        if tool == "search":
+        if tool is ToolName.SEARCH:
             return (await self.search(SearchRequest.model_validate(request))).trace_id
-        if tool == "context":
+        if tool is ToolName.CONTEXT:
             return (await self.context(ContextRequest.model_validate(request))).trace_id
-        if tool == "expand":
+        if tool is ToolName.EXPAND:
             return (await self.expand(ExpandRequest.model_validate(request))).trace_id
-        if tool == "explain":
+        if tool is ToolName.EXPLAIN:
             return (await self.explain(ExplainRequest.model_validate(request))).trace.trace_id
         raise TraceNotFound(f"trace {old.trace_id!r} is a {tool!r} request, which is not replayed")
 

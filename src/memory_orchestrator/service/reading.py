@@ -46,6 +46,7 @@ from memory_orchestrator.models import (
     SearchResult,
     Stage,
     Strategy,
+    ToolName,
     Trace,
     event,
     render,
@@ -70,7 +71,7 @@ from memory_orchestrator.text import cut_at_word
 class ReadRequest:
     """What one run reads: the request as the caller sent it (for the trace) and its parts."""
 
-    tool: str
+    tool: ToolName
     request: dict[str, Any]
     query: str
     limit: int
@@ -238,7 +239,7 @@ class ReadPath:
     async def passthrough(self, request: SearchRequest) -> SearchResult:
         """The store's own results, unchanged (`passthrough`): one bounded call, a trace."""
         started = time.perf_counter()
-        trace = self._recorder.begin("search", request.model_dump(mode="json"))
+        trace = self._recorder.begin(ToolName.SEARCH, request.model_dump(mode="json"))
         trace.add(event(Stage.RETRIEVER, EventKind.PASSTHROUGH))
         trace.backend_calls = 1
         query = cut_query(request.query, "query", self._settings.limits.max_query_chars, trace)

@@ -25,6 +25,7 @@ from memory_orchestrator.models import (
     SourceRank,
     Stage,
     Status,
+    ToolName,
     Trace,
     TraceEvent,
     TraceSummary,
@@ -64,7 +65,7 @@ class TraceRecorder:
         # the process's bug tally as this service starts: its health reports the bugs since
         self.bugs_before = unexpected_errors()
 
-    def begin(self, tool: str, request: dict[str, Any]) -> Trace:
+    def begin(self, tool: ToolName, request: dict[str, Any]) -> Trace:
         begin_notes()
         return Trace(
             trace_id="tr_" + uuid.uuid4().hex[:16],
@@ -85,7 +86,9 @@ class TraceRecorder:
             self._observer.finished(trace.complete())
         self._traces.save(trace)  # stored behind the request; a failure shows in health
 
-    def failure(self, tool: str, request: dict[str, Any], error: str, latency_ms: float) -> Trace:
+    def failure(
+        self, tool: ToolName, request: dict[str, Any], error: str, latency_ms: float
+    ) -> Trace:
         """Keep a trace (and a log line) for a request that failed before it had one."""
         trace = self.begin(tool, request)
         trace.error = error

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory_orchestrator.models import Trace
+from memory_orchestrator.models import ToolName, Trace
 from memory_orchestrator.state.observability import percentile
 
 __all__ = ["ToolLine", "TraceIndex", "TraceLine", "TraceSource"]
@@ -41,7 +41,7 @@ class TraceLine:
     """One request, as the trace list shows it."""
 
     trace_id: str
-    tool: str
+    tool: ToolName
     created_at: datetime
     asked: str  # the query, or what an expand, write or forget was about
     items: int
@@ -75,19 +75,19 @@ class ToolLine:
     p99_ms: float | None
 
 
-def asked(tool: str, request: dict[str, Any]) -> str:
+def asked(tool: ToolName, request: dict[str, Any]) -> str:
     """What a request was about, in a few words."""
     query = request.get("query")
     if isinstance(query, str) and query:
         return query
-    if tool == "expand":
+    if tool is ToolName.EXPAND:
         parts = [*(request.get("entities") or []), *(request.get("seed_ids") or [])]
         return ", ".join(str(p) for p in parts)
-    if tool == "write":
+    if tool is ToolName.WRITE:
         memory = request.get("memory")
         content = memory.get("content") if isinstance(memory, dict) else None
         return str(content or "")
-    if tool == "forget":
+    if tool is ToolName.FORGET:
         ids = request.get("ids")
         return (
             ", ".join(map(str, ids))

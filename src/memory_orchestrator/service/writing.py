@@ -38,6 +38,7 @@ from memory_orchestrator.models import (
     QueuedWrite,
     Stage,
     Status,
+    ToolName,
     Trace,
     TraceEvent,
     WriteAction,
@@ -135,7 +136,7 @@ class WritePath:
         """Raises InvalidRequest, before anything is written, when a limit is broken."""
         self.check(request.memory)
         started = time.perf_counter()
-        trace = self._recorder.begin("write", request.model_dump(mode="json"))
+        trace = self._recorder.begin(ToolName.WRITE, request.model_dump(mode="json"))
         request = await self._with_entities(request, trace)
         outbox_on = self._settings.outbox.enabled
         if outbox_on and not request.dry_run:
@@ -269,7 +270,7 @@ class WritePath:
 
     async def _deliver(self, item: QueuedWrite) -> QueuedWrite | None:
         """Send one queued write; None (and the error kept) when it fails."""
-        trace = self._recorder.begin("write", item.request.model_dump(mode="json"))
+        trace = self._recorder.begin(ToolName.WRITE, item.request.model_dump(mode="json"))
         try:
             with anyio.fail_after(self._settings.retrieval.timeout_s):
                 found = await find_written(

@@ -38,7 +38,7 @@ from memory_orchestrator.faces.mcp.tools import (
     without_nulls,
 )
 from memory_orchestrator.faces.mcp.wire import StdioWire
-from memory_orchestrator.models import HealthCheck, HealthReport, Status, describe_errors
+from memory_orchestrator.models import HealthCheck, HealthReport, Status, ToolName, describe_errors
 from memory_orchestrator.service import Orchestrator, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
@@ -138,7 +138,7 @@ class MemoryServer(MCPServer[AppState]):
             if len(repr(request)) > _MAX_FAILED_REQUEST_CHARS:
                 request = {"truncated": True, "fields": sorted(request)[:50]}
             self.state.orchestrator.record_failure(
-                name.removeprefix("memory_"), request, str(exc)[:500], seconds * 1000
+                ToolName.named(name), request, str(exc)[:500], seconds * 1000
             )
 
 

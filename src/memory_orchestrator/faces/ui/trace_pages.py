@@ -18,11 +18,9 @@ from memory_orchestrator.faces.ui.common import (
 )
 from memory_orchestrator.faces.ui.evaldir import plot_path, read_eval
 from memory_orchestrator.faces.ui.views import Pager, query_href, stage_bars
-from memory_orchestrator.models import Memory, OutboxReport
+from memory_orchestrator.models import REPLAYED, Memory, OutboxReport
 
 __all__ = ["eval_page", "eval_plot", "health", "replay", "trace", "traces"]
-
-_REPLAYED = frozenset({"search", "context", "expand", "explain"})
 
 
 async def traces(request: Request) -> Response:
@@ -75,7 +73,7 @@ async def trace(request: Request) -> Response:
         candidates=candidates,
         known=known,
         stages=stage_bars(found.timings_ms),
-        replayable=found.tool in _REPLAYED,
+        replayable=found.tool in REPLAYED,
     )
 
 
