@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.backends.fused import FusedBackend, Member
@@ -14,7 +16,9 @@ from memory_orchestrator.backends.kg_memory import KgMemoryBackend
 from memory_orchestrator.backends.mnemon import MnemonBackend
 from memory_orchestrator.backends.mnemon_mcp import MnemonMcpBackend
 from memory_orchestrator.backends.mnemonic import MnemonicBackend
-from memory_orchestrator.settings import MnemonSettings
+from memory_orchestrator.demo import load_demo
+from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.settings import MnemonSettings, Settings
 from tests.mnemon_double import JUNE_2026, fast_launcher, real_binary
 from tests.npm_servers import require_script
 
@@ -43,3 +47,17 @@ def make_store(kind: str, folder: Path, pg_dsn: str | None = None) -> MemoryBack
     primary = MnemonicBackend(folder / "notes", rescan_s=0.0)
     other = EmbeddedBackend(folder / "e.db")
     return FusedBackend([Member("notes", primary), Member("embedded", other)], primary="notes")
+
+
+def demo_store(settings: Settings) -> Path:
+    """The embedded store under `settings` with the built-in sample loaded; its path."""
+
+    async def load() -> None:
+        o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
+        try:
+            await load_demo(o)
+        finally:
+            await o.close()
+
+    anyio.run(load)
+    return settings.embedded_path()

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
@@ -22,7 +21,6 @@ from typer.testing import CliRunner
 
 from memory_orchestrator.backends import registry
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.demo import load_demo
 from memory_orchestrator.errors import unexpected_errors
 from memory_orchestrator.faces.cli import app
 from memory_orchestrator.faces.mcp.server import create_server
@@ -38,6 +36,7 @@ from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.observability import Observer
 from tests.faults import FaultyBackend
+from tests.stores import demo_store
 
 pytestmark = pytest.mark.integration
 
@@ -45,16 +44,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def loaded(settings: Settings) -> Path:
     """The embedded store holding the built-in sample."""
-
-    async def load() -> None:
-        o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
-        try:
-            await load_demo(o)
-        finally:
-            await o.close()
-
-    anyio.run(load)
-    return settings.embedded_path()
+    return demo_store(settings)
 
 
 def _search(o: Orchestrator) -> Awaitable[Any]:

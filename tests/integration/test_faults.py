@@ -19,7 +19,6 @@ import anyio
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.demo import load_demo
 from memory_orchestrator.errors import BackendError, StoreUnreadable
 from memory_orchestrator.models import (
     ContextRequest,
@@ -41,6 +40,7 @@ from memory_orchestrator.state.traces import TraceStore
 from tests.events import about, kinds, said
 from tests.factories import NOW
 from tests.faults import JUNK_ID, FailingTraceStore, FaultyBackend, Mode
+from tests.stores import demo_store
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -71,16 +71,7 @@ def fast(settings: Settings) -> Settings:
 @pytest.fixture
 def loaded(settings: Settings) -> Path:
     """The embedded store holding the built-in sample."""
-
-    async def load() -> None:
-        o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings)
-        try:
-            await load_demo(o)
-        finally:
-            await o.close()
-
-    run(load)
-    return settings.embedded_path()
+    return demo_store(settings)
 
 
 @pytest.fixture
