@@ -65,6 +65,7 @@ class EventKind(StrEnum):
     SEARCH_FAILED = "search_failed"
     SEARCH_LEFT_OUT = "search_left_out"
     STORE_UNREAD = "store_unread"
+    STORE_PART_LEFT_OUT = "store_part_left_out"
     PASSTHROUGH = "passthrough"
     WEIGHTS_LEARNED = "weights_learned"
     SUPERSEDED_LEFT_OUT = "superseded_left_out"
@@ -136,6 +137,10 @@ TEMPLATES: dict[EventKind, str] = {
     EventKind.STORE_UNREAD: (
         "Warning: the memory store could not be searched ({reason}); these memories come"
         " from the orchestrator's own indexes and may be incomplete."
+    ),
+    EventKind.STORE_PART_LEFT_OUT: (
+        "Warning: part of the memory could not be searched ({reason}); these memories come"
+        " from the rest of it and may be incomplete."
     ),
     EventKind.PASSTHROUGH: "passthrough: the store's own results, unchanged",
     EventKind.WEIGHTS_LEARNED: "weights learned for {question!r} questions ({file})",

@@ -136,12 +136,9 @@ def _left_out_warning(left_out: Sequence[str], trace: Trace) -> str | None:
         return None
     by_part = {why.partition(": ")[0]: why for why in left_out}  # one line per part
     short = cut_at_word("; ".join(by_part.values()), 200)
-    warning = (
-        f"Warning: part of the memory could not be searched ({short}); these memories come"
-        " from the rest of it and may be incomplete."
-    )
-    trace.notes.append(warning)
-    return warning
+    warning = event(Stage.RETRIEVER, EventKind.STORE_PART_LEFT_OUT, reason=short)
+    trace.add(warning)
+    return render(warning)
 
 
 class ReadPath:
