@@ -13,13 +13,14 @@ import pytest
 
 from memory_orchestrator.backends.mnemon import MnemonBackend
 from memory_orchestrator.backends.mnemonic import MnemonicBackend
-from memory_orchestrator.models import MemoryType, NewMemory, WriteRequest
+from memory_orchestrator.models import EventKind, MemoryType, NewMemory, WriteRequest
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.service.importing import ImportSummary, quiet_settings
 from memory_orchestrator.settings import MnemonSettings, Settings, load_settings
 from memory_orchestrator.state.imports import Ledger
 from memory_orchestrator.state.traces import TraceStore
 from memory_orchestrator.transfer.sources import read_source
+from tests.events import said
 
 pytestmark = pytest.mark.integration
 
@@ -152,7 +153,9 @@ async def test_each_record_is_judged_as_memory_write_judges_it_in_one_trace(
     finally:
         kept.close()
     assert (trace.tool, trace.request["records"]) == ("import", 6)
-    assert trace.notes[0] == "6 of 6 records: 3 added, 1 skipped, 2 updated"
+    assert said(trace, EventKind.IMPORTED) == [
+        {"done": 6, "records": 6, "counts": "3 added, 1 skipped, 2 updated"}
+    ]
     assert trace.backend_calls > 6
 
 

@@ -54,5 +54,5 @@ def test_a_value_may_be_called_kind_or_stage() -> None:
 
 
 def test_an_unknown_tool_name_reads_back_as_unknown() -> None:
-    trace = Trace(trace_id="t", tool="import", created_at=NOW, backend="x", request={})
+    trace = Trace(trace_id="t", tool="reindex", created_at=NOW, backend="x", request={})
     assert trace.tool == "unknown"

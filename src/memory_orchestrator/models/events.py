@@ -97,6 +97,9 @@ class EventKind(StrEnum):
     LINK_FAILED = "link_failed"
     RELATED_SEARCH_FAILED = "related_search_failed"
     QUEUED = "queued"
+    IMPORTED = "imported"
+    IMPORT_REASON = "import_reason"
+    IMPORT_OTHER_REASONS = "import_other_reasons"
     REPLAYED = "replayed"
     # the store's guards (retries, answers checked)
     RETRY = "retry"
@@ -181,6 +184,9 @@ TEMPLATES: dict[EventKind, str] = {
         " (next write or health call, or `orchestrator outbox flush`)"
     ),
     EventKind.REPLAYED: "replayed from the outbox (#{seq}, queued {queued_at})",
+    EventKind.IMPORTED: "{done} of {records} records: {counts}",
+    EventKind.IMPORT_REASON: "{action} {count}: {why}",
+    EventKind.IMPORT_OTHER_REASONS: "{action}: {count} other reasons (--json)",
     EventKind.RETRY: "{what}: transient error ({error}); retry {attempt} in {pause_s:.3f}s",
     EventKind.GAVE_UP: "{what}: gave up after {tries} tries: {error}",
     EventKind.ALREADY_WRITTEN: "write: the failed try had stored {id}; not written again",

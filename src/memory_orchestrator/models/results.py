@@ -72,6 +72,7 @@ class ToolName(StrEnum):
     HEALTH = "health"
     INGEST = "ingest"
     WARM_UP = "warm-up"
+    IMPORT = "import"
     UNKNOWN = "unknown"  # a tool name a client made up (its failure is still kept)
 
     @classmethod

@@ -23,7 +23,17 @@ from typing import Literal
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.errors import BackendError, InvalidRequest, OutboxError, describe
-from memory_orchestrator.models import Trace, WriteAction, WriteReport, WriteRequest
+from memory_orchestrator.models import (
+    EventKind,
+    Stage,
+    ToolName,
+    Trace,
+    TraceEvent,
+    WriteAction,
+    WriteReport,
+    WriteRequest,
+    event,
+)
 from memory_orchestrator.service.writing import WritePath
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.imports import Ledger
@@ -90,13 +100,13 @@ class Importer:
     ) -> ImportSummary:
         started, cpu = time.perf_counter(), time.process_time()
         asked = {"source": summary.source, "format": summary.format, "records": len(incoming)}
-        trace = self._writes.begin_many("import", asked)
+        trace = self._writes.begin_many(ToolName.IMPORT, asked)
         try:
             await self._each(incoming, summary, progress, trace)
         finally:
             summary.seconds = round(time.perf_counter() - started, 3)
             summary.cpu_seconds = round(time.process_time() - cpu, 3)
-            trace.notes = [*trace.notes, *_lines(summary)]
+            trace.add(*_told(summary))
             trace.error = summary.stopped
             self._writes.finish_many(trace, started)
         return summary
@@ -171,15 +181,22 @@ def _written(where: str, report: WriteReport) -> ImportedItem:
     return ImportedItem(where, done.get(action, "skipped"), why, report.reason, report.id)
 
 
-def _lines(summary: ImportSummary) -> list[str]:
+def _told(summary: ImportSummary) -> list[TraceEvent]:
     """What the import's trace says: the counts, then each action's reasons, counted."""
     counts = ", ".join(f"{n} {action}" for action, n in summary.counts.items())
-    out = [f"{len(summary.items)} of {summary.records} records: {counts or 'nothing done'}"]
+    done = {"done": len(summary.items), "records": summary.records}
+    out = [event(Stage.WRITER, EventKind.IMPORTED, **done, counts=counts or "nothing done")]
     for action, reasons in summary.why.items():
         ranked = sorted(reasons.items(), key=lambda kv: -kv[1])
-        out.extend(f"{action} {n}: {why}" for why, n in ranked[:_TRACE_REASONS])
+        out.extend(
+            event(Stage.WRITER, EventKind.IMPORT_REASON, action=action, count=n, why=why)
+            for why, n in ranked[:_TRACE_REASONS]
+        )
         if len(ranked) > _TRACE_REASONS:
-            out.append(f"{action}: {len(ranked) - _TRACE_REASONS} other reasons (--json)")
+            other = len(ranked) - _TRACE_REASONS
+            out.append(
+                event(Stage.WRITER, EventKind.IMPORT_OTHER_REASONS, action=action, count=other)
+            )
     return out
 
 

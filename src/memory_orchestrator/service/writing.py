@@ -169,7 +169,7 @@ class WritePath:
 
     # ------------------------------------------------------------------ many writes
 
-    def begin_many(self, tool: str, request: dict[str, Any]) -> Trace:
+    def begin_many(self, tool: ToolName, request: dict[str, Any]) -> Trace:
         """One trace for many writes (`write_one`, an import), in place of one each: thousands
         would push the requests people look at out of the kept traces, each built and kept
         for nobody to read; what became of each record is the caller's summary. Ended by
