@@ -1,21 +1,22 @@
 """Benchmark: what does orchestration cost on top of the store's own search?
 
-Builds stores (embedded, or postgres with `--backend postgres`) of 1k and 10k memories
-(LoCoMo development turns where available, then deterministic synthetic memories), runs the
-same questions through the raw backend search and through `memory_search` / `memory_context`
-(direct and expanded), all in one run, and prints p50/p95 per system plus the overhead over
-raw; and the first call's time (it lists the store and builds the local index), how long the
-semantic index took to embed every memory (the first start over an existing store), and the
-process's memory. Traces are stored behind the request: the benchmark waits for that between calls,
-outside the timing (as an agent's pause between calls would), and prints its p50 apart
-("behind ms"). Each system meets a question after others did three times out of four (the
-question's vector, and its semantic ranking while no vector changed, are then kept, as after
-an agent's memory_search on the question it then asks memory_context); `context_fresh_q` is
-`memory_context` direct on questions no other system asks, as an agent's new question each
-turn: the query's embedding is in its time. Under the table, where `context_direct`'s p50
-falls: its calls that asked the question first (they embed it) against the others, and the
-others by their store calls (a search a subquery, plus the context neighbours' call). Not a
-test: it asserts nothing.
+Builds stores (embedded, or postgres with `--backend postgres`) of 1k and 10k memories (LoCoMo
+development turns where available, then deterministic synthetic memories), runs the same
+questions through the raw backend search and through `memory_search` / `memory_context` (direct
+and expanded), all in one run, and prints p50/p95 per system plus the overhead over raw; and the
+first call's time (it lists the store and builds the local index), how long the semantic index
+took to embed every memory (the first start over an existing store), and the process's memory.
+Traces are stored behind the request: the benchmark waits for that between calls, outside the
+timing (as an agent's pause between calls would), and prints its p50 apart ("behind ms"), and
+the process's CPU time a call costs ("cpu p50": the column to compare two codes by on a busy
+machine, where the wall time moves with the others' load). Each system meets a question after
+others did three times out of four (the question's vector, and its semantic ranking while no
+vector changed, are then kept, as after an agent's memory_search on the question it then asks
+memory_context); `context_fresh_q` is `memory_context` direct on questions no other system asks,
+as an agent's new question each turn: the query's embedding is in its time. Under the table,
+where `context_direct`'s p50 falls: its calls that asked the question first (they embed it)
+against the others, and the others by their store calls (a search a subquery, plus the context
+neighbours' call). Not a test: it asserts nothing.
 
     .venv/bin/python bench/bench_context.py [--sizes 1000,10000] [--queries 200] [--json OUT]
         [--keep DIR]  # reuse the stores and their vectors from an earlier run
@@ -155,10 +156,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> Any:
-    started = time.perf_counter()
+async def timed(
+    fn: Callable[[], Awaitable[Any]], runs: list[float], cpu: list[float] | None = None
+) -> Any:
+    """Run `fn`, appending its wall time (ms) to `runs` and the process's CPU time over the
+    call to `cpu`: on a shared machine the wall time moves with the other jobs' load, the CPU
+    a call costs much less, so an A/B of two codes at a busy hour reads the CPU column."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = await fn()
     runs.append((time.perf_counter() - started) * 1000)
+    if cpu is not None:
+        cpu.append((time.process_time() - cpu_started) * 1000)
     return result
 
 
@@ -246,6 +254,7 @@ async def bench_size(
         }
         calls: dict[str, list[int]] = {k: [] for k in systems if k != "raw_search"}
         behind: dict[str, list[float]] = {k: [] for k in systems}
+        cpu: dict[str, list[float]] = {k: [] for k in systems}
         flush = getattr(traces, "flush", lambda: None)  # (older trace stores wrote inline)
         asked_new = set(new_questions or ())
         direct: list[tuple[bool, float, str]] = []  # asked first, ms, trace id
@@ -272,7 +281,7 @@ async def bench_size(
                 order.append("context_fresh_q")
                 runs["context_fresh_q"] = partial(orch.context, new)
             for at, name in enumerate(order):
-                result = await timed(runs[name], systems[name])
+                result = await timed(runs[name], systems[name], cpu[name])
                 if name == "context_direct":  # (first: no system before it embedded the question)
                     first = all(n == "raw_search" for n in order[:at])
                     direct.append((first, systems[name][-1], result.trace_id))
@@ -300,6 +309,7 @@ async def bench_size(
                 "p95_ms": round(pct(runs, 0.95), 3),
                 "overhead_p50_ms": round(pct(runs, 0.5) - raw_p50, 3),
                 "behind_p50_ms": round(pct(behind[name], 0.5), 3),
+                "cpu_p50_ms": round(pct(cpu[name], 0.5), 3),
                 "backend_calls_mean": round(statistics.mean(calls[name]), 2)
                 if calls.get(name)
                 else 1,
@@ -359,7 +369,7 @@ def main() -> None:
         results.append({"questions_from": source, **result})
     print(
         f"{'memories':>8} {'system':<17} {'p50 ms':>8} {'p95 ms':>8}"
-        f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9}"
+        f" {'+p50 vs raw':>11} {'calls':>5} {'behind ms':>9} {'cpu p50':>8}"
     )
     for r in results:
         print(f"{r['memories']:>8} questions: {r['questions_from']}")
@@ -373,7 +383,7 @@ def main() -> None:
             print(
                 f"{r['memories']:>8} {name:<17} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}"
                 f" {s['overhead_p50_ms']:>11.2f} {s['backend_calls_mean']:>5}"
-                f" {s['behind_p50_ms']:>9.2f}"
+                f" {s['behind_p50_ms']:>9.2f} {s['cpu_p50_ms']:>8.2f}"
             )
         split = r["context_direct_breakdown"]
         if split.get("asked_first") and split.get("after_another"):
