@@ -11,8 +11,9 @@ bench/bench_mnemon_latency.py's). Not a test: it asserts nothing.
         [--json OUT]
 
 `--concurrent N` instead runs `--queries` searches from N clients at once (one backend) and
-reports processes per search and failures, for `read_lock_wait_s` 0 (retries only) and the
-default: every Mnemon open briefly takes the write lock, so concurrent reads meet it.
+reports processes per search and failures, for a read lock wait of 0 (retries only) and the
+default (`READ_LOCK_WAIT_S` in backends/mnemon/process.py): every Mnemon open briefly takes
+the write lock, so concurrent reads meet it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_context import locomo_turns
 from tests.mnemon_double import fast_launcher
 
-from memory_orchestrator.backends.mnemon import MnemonBackend
+from memory_orchestrator.backends.mnemon import MnemonBackend, process
 from memory_orchestrator.models import (
     ContextRequest,
     ExpandRequest,
@@ -140,9 +141,8 @@ async def measure_concurrent(
     clients: int, size: int, queries: int, folder: Path, lock_wait_s: float, real: Path | None
 ) -> dict[str, Any]:
     binary = real or fast_launcher(folder / "bin")
-    backend = MnemonBackend(
-        MnemonSettings(binary=binary, data_dir=folder / "mnemon", read_lock_wait_s=lock_wait_s)
-    )
+    process.READ_LOCK_WAIT_S = lock_wait_s  # a bench process of its own: set for this run
+    backend = MnemonBackend(MnemonSettings(binary=binary, data_dir=folder / "mnemon"))
     memories, questions = sample(size)
     await backend.write_many(memories)
     before = backend.calls_by_command["recall"]
@@ -174,7 +174,7 @@ async def measure_concurrent(
 def concurrent(args: argparse.Namespace) -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for wait in (0.0, MnemonSettings().read_lock_wait_s):
+        for wait in (0.0, process.READ_LOCK_WAIT_S):
             folder = Path(tmp) / f"wait-{wait}"
             run = partial(measure_concurrent, args.concurrent, args.memories, args.queries)
             results.append(anyio.run(run, folder, wait, args.binary))

@@ -84,7 +84,8 @@ async def timed(fn: Callable[[], Awaitable[Any]], runs: list[float]) -> None:
 async def bench_size(binary: Path, size: int, questions: list[str], home: Path) -> dict[str, Any]:
     data = home / f"mnemon-{size}"
     settings = load_settings(data_dir=home / f"orchestrator-{size}", backend="mnemon")
-    settings.mnemon = MnemonSettings(binary=binary, data_dir=data, max_insights=0)
+    os.environ["MNEMON_MAX_INSIGHTS"] = "0"  # Mnemon's own auto-prune off: keep every turn
+    settings.mnemon = MnemonSettings(binary=binary, data_dir=data)
     backend = MnemonBackend(settings.mnemon)
     data.mkdir(parents=True, exist_ok=True)
     ingest_s = await build(backend, size, data / "bench-size")

@@ -248,7 +248,8 @@ def lever_cost(binary: Path, home: Path, sizes: list[int], questions: int) -> di
         data = home / f"mnemon-{size}"  # bench_mnemon_latency.py's layout, to reuse its store
         marker = data / "bench-size"
         if not (marker.is_file() and marker.read_text() == str(size)):
-            backend = MnemonBackend(MnemonSettings(binary=binary, data_dir=data, max_insights=0))
+            os.environ["MNEMON_MAX_INSIGHTS"] = "0"  # Mnemon's own: keep every turn
+            backend = MnemonBackend(MnemonSettings(binary=binary, data_dir=data))
             memories = (turns + synthetic(max(0, size - len(turns))))[:size]
             anyio.run(backend.write_many, memories)
             marker.write_text(str(size))

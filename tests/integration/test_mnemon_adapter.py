@@ -40,6 +40,7 @@ from memory_orchestrator.backends.mnemon import (
     MnemonVersion,
     importance_in,
     importance_out,
+    process,
     store_file,
 )
 from memory_orchestrator.backends.mnemon.mapping import outcome
@@ -89,9 +90,9 @@ class Mnemon:
     def db(self) -> Path:
         return self.data_dir / "data" / "default" / "mnemon.db"
 
-    def backend(self, **options: Any) -> MnemonBackend:
+    def backend(self, *, cache_ttl_s: float = 30.0, **options: Any) -> MnemonBackend:
         fields: dict[str, Any] = {"binary": self.binary, "data_dir": self.data_dir}
-        return MnemonBackend(MnemonSettings(**{**fields, **options}))
+        return MnemonBackend(MnemonSettings(**{**fields, **options}), cache_ttl_s=cache_ttl_s)
 
     def cli(
         self, *args: str, env: dict[str, str] | None = None
@@ -111,6 +112,15 @@ class Mnemon:
             ).fetchall()
         conn.close()
         return [r[0] for r in rows]
+
+
+def lock_retries(
+    monkeypatch: pytest.MonkeyPatch, retries: int, first_delay_s: float, read_wait_s: float = 0
+) -> None:
+    """How the runner retries "database is locked" (constants in `mnemon/process.py`)."""
+    monkeypatch.setattr(process, "LOCK_RETRIES", retries)
+    monkeypatch.setattr(process, "FIRST_RETRY_DELAY_S", first_delay_s)
+    monkeypatch.setattr(process, "READ_LOCK_WAIT_S", read_wait_s)
 
 
 REAL = real_binary()
@@ -457,10 +467,13 @@ async def test_a_store_file_of_an_unknown_schema_is_read_through_the_cli_and_not
     assert direct.status is Status.DEGRADED
 
 
-async def test_get_memories_through_the_cli_asks_show_per_id(mnemon: Mnemon) -> None:
+async def test_get_memories_through_the_cli_asks_show_per_id(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`show` per id; a build without `show` refuses the first and is listed once instead
     (one `recall --basic`), and is never asked `show` again."""
-    backend = mnemon.backend(direct_reads=False, max_processes=1)  # no lock retries
+    monkeypatch.setattr(process, "MAX_PROCESSES", 1)  # no lock retries
+    backend = mnemon.backend(direct_reads=False)
     ids = await _three_linked(backend)()
     for _ in range(2):
         before = Counter(backend.calls_by_command)
@@ -732,8 +745,11 @@ def release_when(
     threading.Thread(target=wait, daemon=True).start()
 
 
-async def test_a_locked_store_is_retried_until_the_lock_clears(mnemon: Mnemon) -> None:
-    backend = mnemon.backend(retries=8, retry_backoff_s=0.02)
+async def test_a_locked_store_is_retried_until_the_lock_clears(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock_retries(monkeypatch, 8, 0.02)
+    backend = mnemon.backend()
     await backend.write(mem("the store exists now"))
     with write_locked(mnemon.db) as held:
         # the write before, the first try under the lock, one retry: then the lock clears
@@ -743,8 +759,11 @@ async def test_a_locked_store_is_retried_until_the_lock_clears(mnemon: Mnemon) -
     assert backend.calls_by_command["remember"] >= 3  # the first try, at least one retry
 
 
-async def test_a_store_that_stays_locked_gives_a_clear_transient_error(mnemon: Mnemon) -> None:
-    backend = mnemon.backend(retries=2, retry_backoff_s=0.01)
+async def test_a_store_that_stays_locked_gives_a_clear_transient_error(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock_retries(monkeypatch, 2, 0.01)
+    backend = mnemon.backend()
     await backend.write(mem("the store exists now"))
     with write_locked(mnemon.db), pytest.raises(BackendError) as caught:
         await backend.write(mem("never written"))
@@ -754,12 +773,15 @@ async def test_a_store_that_stays_locked_gives_a_clear_transient_error(mnemon: M
     assert backend.calls_by_command["remember"] == 1 + 3
 
 
-async def test_a_read_keeps_retrying_a_locked_store_for_its_time_budget(mnemon: Mnemon) -> None:
+async def test_a_read_keeps_retrying_a_locked_store_for_its_time_budget(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where this build's reads meet a held write lock at open (v0.2.x: every open runs a
-    write), they retry for `read_lock_wait_s`, not just `retries` times; the June 2026 build's
-    reads never meet it (its open ignores the busy error), so one process answers. Writes
-    keep their count on every build."""
-    backend = mnemon.backend(retries=0, retry_backoff_s=0.02, read_lock_wait_s=60)
+    write), they retry for `READ_LOCK_WAIT_S`, not just `LOCK_RETRIES` times; the June 2026
+    build's reads never meet it (its open ignores the busy error), so one process answers.
+    Writes keep their count on every build."""
+    lock_retries(monkeypatch, 0, 0.02, read_wait_s=60)
+    backend = mnemon.backend()
     await backend.write(mem("the lighthouse keeper logs the storm"))
     with write_locked(mnemon.db) as held:
         meets_lock = mnemon.cli("recall", "--", "lighthouse").returncode != 0
@@ -912,9 +934,12 @@ async def test_health_asks_version_and_status_at_once(tmp_path: Path) -> None:
     assert checks["store"].status is Status.OK
 
 
-async def test_concurrent_reads_that_meet_a_lock_at_open_are_retried(mnemon: Mnemon) -> None:
+async def test_concurrent_reads_that_meet_a_lock_at_open_are_retried(
+    mnemon: Mnemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Mnemon takes the write lock briefly on every open (its migration probes)."""
-    backend = mnemon.backend(retries=8, retry_backoff_s=0.02)
+    lock_retries(monkeypatch, 8, 0.02)
+    backend = mnemon.backend()
     await backend.write(mem("the zeppelin hangar opens at dawn"))
 
     async def main() -> list[int]:
@@ -1065,10 +1090,13 @@ async def test_arguments_are_a_list_with_free_text_after_a_double_dash(
 
 
 async def test_the_embedding_probe_is_pointed_at_an_address_that_fails_at_once(
-    double: Mnemon, double_log: Path
+    double: Mnemon, double_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Unless Mnemon's own MNEMON_EMBED_ENDPOINT is set: then Mnemon uses it."""
+    monkeypatch.delenv("MNEMON_EMBED_ENDPOINT", raising=False)
     await double.backend().write(mem("no embeddings here"))
-    await double.backend(embed_endpoint="http://127.0.0.1:9").search("embeddings", 3)
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", "http://127.0.0.1:9")
+    await double.backend().search("embeddings", 3)
     endpoints = [entry["embed_endpoint"] for entry in logged(double_log)]
     assert endpoints[0] == FAIL_FAST_ENDPOINT
     assert endpoints[-1] == "http://127.0.0.1:9"
@@ -1144,6 +1172,19 @@ async def test_version_and_status_are_cached(mnemon: Mnemon) -> None:
     await fresh.health()
     await fresh.health()
     assert fresh.calls_by_command["status"] == 2
+
+
+async def test_the_top_level_cache_ttl_s_is_mnemons_cache_lifetime(
+    mnemon: Mnemon, tmp_path: Path
+) -> None:
+    """One setting for what a store says about itself (`[mnemon]` has none of its own)."""
+    where = {"binary": mnemon.binary, "data_dir": mnemon.data_dir}
+    settings = load_settings(data_dir=tmp_path / "o", cache_ttl_s=0, mnemon=where)
+    backend = registry.create("mnemon", settings)
+    assert isinstance(backend, MnemonBackend)
+    await backend.health()
+    await backend.health()
+    assert backend.calls_by_command["status"] == 2
 
 
 def test_version_text_is_parsed() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.backends.mnemon import MnemonBackend
+from memory_orchestrator.backends.mnemon import MnemonBackend, process
 from memory_orchestrator.backends.mnemon_mcp import PACKAGE, MnemonMcpBackend
 from memory_orchestrator.errors import StoreUnreadable
 from memory_orchestrator.models import (
@@ -194,10 +194,12 @@ def any_mnemon(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 async def test_mnemon_with_a_locked_store_queues_the_write_until_the_lock_clears(
-    any_mnemon: Path, settings: Settings, tmp_path: Path
+    any_mnemon: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(process, "LOCK_RETRIES", 1)
+    monkeypatch.setattr(process, "FIRST_RETRY_DELAY_S", 0.01)
     data = tmp_path / "mnemon-data"
-    o = service(mnemon(any_mnemon, data, retries=1, retry_backoff_s=0.01), settings, timeout_s=10)
+    o = service(mnemon(any_mnemon, data), settings, timeout_s=10)
     try:
         await write(o, "The staging cluster runs Postgres 16.")
         db = data / "data" / "default" / "mnemon.db"

@@ -225,9 +225,7 @@ TEXT = st.text(st.characters(codec="utf-8"), max_size=80)
     ),
 )
 def test_free_text_always_follows_the_double_dash(command: str, texts: list[str]) -> None:
-    settings_ = MnemonSettings(
-        data_dir=Path("/nonexistent-data"), store="s1", readonly=True, embed_model="m"
-    )
+    settings_ = MnemonSettings(data_dir=Path("/nonexistent-data"), store="s1", readonly=True)
     backend = MnemonBackend(settings_)
     flags = ["--limit", "5"]
     argv = backend.argv(command, flags, texts, binary="/usr/bin/mnemon")
@@ -241,8 +239,6 @@ def test_free_text_always_follows_the_double_dash(command: str, texts: list[str]
         "--store",
         "s1",
         "--readonly",
-        "--embed-model",
-        "m",
         command,
         *flags,
     ]

@@ -88,7 +88,9 @@ class MnemonBackend:
         edge_types=NATIVE_EDGES,
     )
 
-    def __init__(self, settings: MnemonSettings | None = None) -> None:
+    def __init__(
+        self, settings: MnemonSettings | None = None, *, cache_ttl_s: float = 30.0
+    ) -> None:
         self.settings = settings or MnemonSettings()
         if not self.settings.direct_reads:  # the CLI has no listing that resumes
             update = {"listing": False, "supersede": False, "export": False}
@@ -98,9 +100,9 @@ class MnemonBackend:
         self.db_path = where.db_path
         self._notes: dict[str, None] = {}
         self.runner = MnemonRunner(self.settings)
-        self.features = Features(self.runner, self.settings.cache_ttl_s, self.note)
+        self.features = Features(self.runner, cache_ttl_s, self.note)
         self.file = StoreFile(self.db_path, enabled=self.settings.direct_reads, note=self.note)
-        self._status = Cached(self._fetch_status, self.settings.cache_ttl_s)
+        self._status = Cached(self._fetch_status, cache_ttl_s)
         self.readonly = ReadOnly(self.runner, self.db_path, self.store, self.note)
         self.writes = Writes(self)
 
@@ -153,8 +155,6 @@ class MnemonBackend:
         argv += ["--store", self.store]
         if self.settings.readonly if readonly is None else readonly:
             argv.append("--readonly")
-        if self.settings.embed_model:
-            argv += ["--embed-model", self.settings.embed_model]
         return [*argv, command, *flags, "--", *positional]
 
     async def call(
@@ -457,5 +457,6 @@ class MnemonBackend:
 
 
 def from_settings(settings: Settings) -> MnemonBackend:
-    """The registry's factory: `[mnemon]` settings. Starts no process."""
-    return MnemonBackend(settings.mnemon)
+    """The registry's factory: `[mnemon]` settings, and `cache_ttl_s` for what the store says
+    about itself. Starts no process."""
+    return MnemonBackend(settings.mnemon, cache_ttl_s=settings.cache_ttl_s)

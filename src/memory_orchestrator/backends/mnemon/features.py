@@ -25,7 +25,6 @@ REFUSALS = {
     "show": 'unknown command "show"',
     "import": 'unknown command "import"',
     "verbose": "unknown flag: --verbose",
-    "entity-mode": "unknown flag: --entity-mode",
     "no-diff": "unknown flag: --no-diff",
     "supersedes": 'invalid edge type "supersedes"',
 }

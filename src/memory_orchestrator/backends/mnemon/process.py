@@ -5,17 +5,18 @@
   Missing, not executable, or not one this system can run (garbage, a busy file): each is
   the installation's fault, never the request's, so the error is transient (a write waits in
   the outbox until it is fixed) and health's `binary` check names it.
-- The environment: Mnemon's embedding probe (2 s per call) is pointed at an address that
-  fails at once unless an endpoint is configured; `MNEMON_MAX_INSIGHTS` when set.
+- The environment: this process's, so Mnemon's own variables (`MNEMON_MAX_INSIGHTS`,
+  `MNEMON_EMBED_MODEL`, `MNEMON_EMBED_ENDPOINT`...) reach it; its embedding probe (2 s per
+  call) is pointed at an address that fails at once unless `MNEMON_EMBED_ENDPOINT` is set.
 - A timeout per process: a late process is stopped, and so is one whose caller gave up. Each
   process starts in its own process group, and the whole group is stopped (SIGTERM, then
   SIGKILL after `KILL_GRACE_S`): Mnemon's npm launcher runs the real binary as a child and
   forwards only SIGINT, SIGTERM and SIGHUP, so killing the launcher alone would leave the
   binary running.
-- At most `max_processes` at once; writes to one store one at a time (a lock per store file,
+- At most `MAX_PROCESSES` at once; writes to one store one at a time (a lock per store file,
   shared by every backend in the event loop); "database is locked" retried with bounded
-  backoff (Mnemon sets no busy timeout): writes `retries` times, reads for up to
-  `read_lock_wait_s` (every Mnemon open briefly takes the write lock, so concurrent reads
+  backoff (Mnemon sets no busy timeout): writes `LOCK_RETRIES` times, reads for up to
+  `READ_LOCK_WAIT_S` (every Mnemon open briefly takes the write lock, so concurrent reads
   meet it often).
 - Mnemon's error text: the `Error: ...` line of stderr, else its last non-empty line.
 """
@@ -51,7 +52,18 @@ INSTALL_HINT = (
 )
 FAIL_FAST_ENDPOINT = "http://127.0.0.1:1"  # connection refused at once: no 2 s probe
 KILL_GRACE_S = 1.0  # between SIGTERM and SIGKILL to a late process group
+# Each mnemon process is a Go binary opening SQLite: a few at once keep the CPU busy
+# without queueing every read behind one; more only contend for the store's lock.
+MAX_PROCESSES = 4
+# "database is locked": a writer waits out another writer's short transaction, and gives up
+# soon after (the write then waits in the outbox); the first delay is about one short
+# transaction, doubling up to MAX_RETRY_DELAY_S.
+LOCK_RETRIES = 3
+FIRST_RETRY_DELAY_S = 0.05
 MAX_RETRY_DELAY_S = 0.4
+# A read retries longer than a write: every Mnemon open briefly takes the write lock, so
+# concurrent reads meet it often, and a read has no outbox to wait in.
+READ_LOCK_WAIT_S = 3.0
 LOCKED = ("database is locked", "sqlite_busy", "database table is locked", "sqlite_locked")
 
 _STORE_LOCKS: anyio.lowlevel.RunVar[dict[str, anyio.Lock]] = anyio.lowlevel.RunVar(
@@ -195,7 +207,7 @@ class MnemonRunner:
         self.process_calls = 0
         self.calls_by_command: Counter[str] = Counter()
         self._binary: Path | None = None
-        self._processes = PerLoop(lambda: anyio.Semaphore(settings.max_processes))
+        self._processes = PerLoop(lambda: anyio.Semaphore(MAX_PROCESSES))
 
     def binary(self) -> Path:
         """The binary to run (found once, checked each time: it may be removed or made
@@ -207,9 +219,8 @@ class MnemonRunner:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env["MNEMON_EMBED_ENDPOINT"] = self.settings.embed_endpoint or FAIL_FAST_ENDPOINT
-        if self.settings.max_insights is not None:
-            env["MNEMON_MAX_INSIGHTS"] = str(self.settings.max_insights)
+        if not env.get("MNEMON_EMBED_ENDPOINT"):
+            env["MNEMON_EMBED_ENDPOINT"] = FAIL_FAST_ENDPOINT
         return env
 
     async def spawn(
@@ -267,9 +278,9 @@ class MnemonRunner:
         held: bool = False,
     ) -> str:
         """`argv`'s stdout. "database is locked" (on `store`) is retried with exponential
-        backoff: a `write` `retries` times (holding the store's write lock, unless the caller
-        `held` it already), a read until `read_lock_wait_s` has passed (and at least `retries`
-        times). Raises BackendError with Mnemon's error text."""
+        backoff: a `write` `LOCK_RETRIES` times (holding the store's write lock, unless the
+        caller `held` it already), a read until `READ_LOCK_WAIT_S` has passed (and at least
+        `LOCK_RETRIES` times). Raises BackendError with Mnemon's error text."""
         limit = timeout or self.settings.timeout_s
         attempt = 0
         started = time.monotonic()
@@ -280,10 +291,10 @@ class MnemonRunner:
                         return await self._once(argv, command, limit)
                 return await self._once(argv, command, limit)
             except _Locked as exc:
-                delay = min(self.settings.retry_backoff_s * (2**attempt), MAX_RETRY_DELAY_S)
+                delay = min(FIRST_RETRY_DELAY_S * (2**attempt), MAX_RETRY_DELAY_S)
                 waited = time.monotonic() - started
-                more_time = not write and waited + delay < self.settings.read_lock_wait_s
-                if attempt >= self.settings.retries and not more_time:
+                more_time = not write and waited + delay < READ_LOCK_WAIT_S
+                if attempt >= LOCK_RETRIES and not more_time:
                     tries = attempt + 1
                     raise BackendError(
                         f"mnemon {command}: the store {store} stayed locked by another"

@@ -145,18 +145,7 @@ class Writes:
         if memory.source:
             flags += ["--source", memory.source]
         text = [memory.content]
-        mode = self.host.settings.entity_mode
-        if mode == "merge":
-            data = await self._no_diff("remember", flags, text, write=True, held=True)
-        else:
-            data = await self.host.features.or_else(
-                "entity-mode",
-                "Mnemon merges the entities it finds",
-                lambda: self._no_diff(
-                    "remember", [*flags, "--entity-mode", mode], text, write=True, held=True
-                ),
-                lambda: self._no_diff("remember", flags, text, write=True, held=True),
-            )
+        data = await self._no_diff("remember", flags, text, write=True, held=True)
         self.host.written()
         if not isinstance(data, dict):
             raise BackendError("mnemon remember printed no JSON object")
