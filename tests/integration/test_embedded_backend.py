@@ -334,14 +334,6 @@ async def test_out_of_order_single_writes_keep_the_temporal_chain_sensible(db: P
     await run_with(db, body)
 
 
-async def test_temporal_links_can_be_turned_off(db: Path) -> None:
-    async def body(b: EmbeddedBackend) -> None:
-        a, _ = await add(b, mem("one", 0), mem("two", 1))
-        assert await b.neighbors([a], ["temporal"]) == []
-
-    await run_with(db, body, temporal_links=False)
-
-
 async def test_neighbors_respect_hops_edge_types_limit_and_exclude_seeds(db: Path) -> None:
     async def body(b: EmbeddedBackend) -> None:
         a, bb, c, d = await add(b, mem("a", 0), mem("b", 1), mem("c", 2), mem("d", 3))

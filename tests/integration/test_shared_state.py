@@ -215,11 +215,10 @@ def test_one_pool_serves_all_shared_state_of_a_process(tmp_path: Path, pg_dsn: s
 
 
 def test_a_revoked_shared_token_is_refused_and_its_sessions_end(
-    tmp_path: Path, pg_dsn: str
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = load_settings(
-        data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn, "tokens_refresh_s": 0}
-    )
+    monkeypatch.setattr(shared_state, "TOKENS_REFRESH_S", 0)
+    settings = load_settings(data_dir=tmp_path, shared={"state": "postgres", "dsn": pg_dsn})
     spec = TokenSpec(name="leaked", hash=hash_token("mo_leaked"))
     shared_state.add_shared_token(settings, spec)
     sessions = shared_state.shared_sessions(settings)

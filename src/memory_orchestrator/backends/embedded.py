@@ -103,6 +103,10 @@ Row = tuple[Any, ...]
 # then run again on a worker thread): far above a context-neighbours read, far below what
 # would hold the event loop up
 READ_NOW_BUDGET_S = 0.005
+# how long a write waits for another process's write lock before it is queued in the outbox:
+# long enough to outlast another process's usual write transaction, short enough that an
+# agent's write never hangs on a store someone holds open for long
+WRITE_WAIT_MS = 1000
 _KEPT_COUNTS = 20_000  # search terms' memory counts a reader connection keeps, at most
 
 
@@ -140,10 +144,9 @@ class EmbeddedBackend:
         self,
         path: str | Path,
         *,
-        temporal_links: bool = True,
         busy_timeout_ms: int = 5000,
-        write_wait_ms: int = 1000,
-        entity_fanout: int = 8,
+        write_wait_ms: int = WRITE_WAIT_MS,
+        entity_fanout: int = kit.ENTITY_FANOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # busy_timeout_ms: how long opening and reading wait for a lock; write_wait_ms: how
@@ -151,7 +154,6 @@ class EmbeddedBackend:
         # and the write path queues it); clock: the reopen backoff's and the integrity
         # check's schedule (`embedded_check`; tests inject one).
         self.path = Path(path)
-        self.temporal_links = temporal_links
         self.entity_fanout = entity_fanout  # sharers taken per entity and side in `neighbors`
         self.open_error: str | None = None
         self._conns = Connections(
@@ -393,7 +395,7 @@ class EmbeddedBackend:
             conn.executemany(INSERT_ENTITY, [r for r in entity_rows if r[0]])
             added.append((created, rowid or 0, mem_id))
             outcomes.append(WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail="stored"))
-        if self.temporal_links and added:
+        if added:
             self._chain(conn, added, now)
         return outcomes
 
@@ -568,7 +570,4 @@ def _setup(conn: sqlite3.Connection) -> None:
 
 def from_settings(settings: Settings) -> EmbeddedBackend:
     """The registry's factory: the file at `settings.embedded_path()`."""
-    path, embedded = settings.embedded_path(), settings.embedded
-    return EmbeddedBackend(
-        path, temporal_links=embedded.temporal_links, write_wait_ms=embedded.write_wait_ms
-    )
+    return EmbeddedBackend(settings.embedded_path())

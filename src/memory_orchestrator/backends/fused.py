@@ -1,9 +1,9 @@
 """Several stores behind one `MemoryBackend` (Memory Fabric's unified search, RRF fusion).
 
-- Retrieval fans out to every member at once, each bounded by `timeout_s`; the lists are fused
-  by weighted reciprocal-rank fusion (`weight / (rrf_k + rank)`, summed when one id comes back
-  twice). The same fact held by two stores comes back once from each, with its own `store`:
-  the pipeline's deduper merges them into one item marked cross-validated.
+- Retrieval fans out to every member at once, each bounded by `MEMBER_TIMEOUT_S`; the lists
+  are fused by weighted reciprocal-rank fusion (`weight / (rrf_k + rank)`, summed when one id
+  comes back twice). The same fact held by two stores comes back once from each, with its
+  own `store`: the pipeline's deduper merges them into one item marked cross-validated.
 - Ids are qualified as `<member>:<id>`, so reads, neighbours, links and forgets go back to the
   store that holds the memory. Writes go to the primary member only (with `mirror_writes`, to
   every member: the primary's outcome is the answer, the others' failures are noted).
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 NAME = "fused"
+# Per member and call: below `retrieval.timeout_s`'s default, so a slow member is left out
+# (the others answer, the trace says so) before the whole fused call runs out of time.
+MEMBER_TIMEOUT_S = 3.0
 log = logging.getLogger(__name__)
 SEP = ":"
 
@@ -90,7 +93,7 @@ class FusedBackend:
         members: Sequence[Member],
         *,
         primary: str | None = None,
-        timeout_s: float = 3.0,
+        timeout_s: float = MEMBER_TIMEOUT_S,
         rrf_k: int = 60,
         mirror_writes: bool = False,
         mirror_timeout_s: float = 600.0,
@@ -401,7 +404,6 @@ def from_settings(settings: Settings) -> FusedBackend:
     return FusedBackend(
         members,
         primary=section.primary,
-        timeout_s=section.timeout_s,
         rrf_k=settings.ranking.rrf_k,
         mirror_writes=section.mirror_writes,
     )

@@ -48,6 +48,9 @@ __all__ = [
 R = TypeVar("R")
 
 SHARED_ENTITY_WEIGHT = 0.5  # the implicit edge between two memories naming the same entity
+# Memories sharing one entity followed per side of a walk: a common name (the user, a
+# project) is shared by thousands, and the walk wants the nearest few in time, not all.
+ENTITY_FANOUT = 8
 
 Step = tuple[Memory, str, float]  # a memory one edge away, the edge type, its weight
 Reach = tuple[str, str, str, float]  # from (a frontier node), to, edge type, weight

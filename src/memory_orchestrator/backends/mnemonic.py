@@ -8,7 +8,7 @@ Listing (`list_memories`): in the order this backend read each file (a changed f
 anew, so it comes again).
 
 Search: a small in-process index (stemmed terms, BM25) over the files, refreshed from the
-file times at most every `rescan_s` seconds, and at once after this process writes. Neighbours:
+file times at most every `RESCAN_S` seconds, and at once after this process writes. Neighbours:
 explicit `relations` (either direction) and memories sharing an entity, nearest in time first.
 `git_commit = true` commits every write and forget in the root (a repository is made when the
 root is not one); git runs with list arguments, never a shell.
@@ -72,6 +72,9 @@ if TYPE_CHECKING:
     from memory_orchestrator.settings import Settings
 
 T = TypeVar("T")
+# How stale the index may be for files another program (an editor, git) changed: a rescan
+# stats every file, so not on every call; this process's own writes refresh it at once.
+RESCAN_S = 1.0
 _K1, _B = 1.2, 0.75
 
 
@@ -101,7 +104,7 @@ class MnemonicBackend:
         root: Path,
         *,
         git_commit: bool = False,
-        rescan_s: float = 1.0,
+        rescan_s: float = RESCAN_S,
         agent: str = "memory-orchestrator",
         make_parents: bool = True,
     ) -> None:
@@ -529,6 +532,5 @@ def from_settings(settings: Settings) -> MnemonicBackend:
     return MnemonicBackend(
         root,
         git_commit=section.git_commit,
-        rescan_s=section.rescan_s,
         make_parents=section.path is None,  # the data dir is ours to make
     )

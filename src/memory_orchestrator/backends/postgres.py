@@ -83,7 +83,11 @@ from memory_orchestrator.models import (
     to_utc,
 )
 from memory_orchestrator.postgres.changes import Changes
-from memory_orchestrator.postgres.database import Database
+from memory_orchestrator.postgres.database import (
+    CONNECT_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    Database,
+)
 from memory_orchestrator.text import content_hash
 
 if TYPE_CHECKING:
@@ -91,6 +95,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ANALYZE_FROM = 200  # memories in one write_many after which the tables are analyzed
+# One connection kept open: a replica's first search after a quiet spell then skips the
+# connect; the pool grows to `[postgres] pool_max` under load.
+POOL_MIN = 1
+# How long BM25's collection statistics are reused: counting them costs a scan per term,
+# more than the search; this replica's own writes refresh them at once, the others' within
+# this, and a few seconds' stale document counts barely move a BM25 score.
+STATS_TTL_S = 5.0
 Row = tuple[Any, ...]
 Conn = Connection[tuple[Any, ...]]
 
@@ -124,15 +135,13 @@ class PostgresBackend:
         self,
         dsn: str | None,
         *,
-        temporal_links: bool = True,
-        entity_fanout: int = 8,
-        pool_min: int = 1,
+        entity_fanout: int = kit.ENTITY_FANOUT,
+        pool_min: int = POOL_MIN,
         pool_max: int = 10,
-        connect_timeout_s: float = 10.0,
-        statement_timeout_ms: int = 30_000,
-        stats_ttl_s: float = 5.0,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
+        stats_ttl_s: float = STATS_TTL_S,
     ) -> None:
-        self.temporal_links = temporal_links
         self.entity_fanout = entity_fanout
         self._stats = _CollectionStats(stats_ttl_s)
         self._db = Database(
@@ -387,7 +396,7 @@ class PostgresBackend:
                 cur.executemany(INSERT_ENTITY, [r for r in entity_rows if r[0]])
             added.append((created, int(row[0]), mem_id))
             outcomes.append(WriteOutcome(id=mem_id, action=WriteAction.ADDED, detail="stored"))
-        if self.temporal_links and added:
+        if added:
             self._chain(conn, added)
         return outcomes
 
@@ -549,14 +558,4 @@ def _counts(conn: Conn) -> str:
 
 def from_settings(settings: Settings) -> PostgresBackend:
     """The registry's factory: the database `[postgres] dsn` names (not connected yet)."""
-    pg = settings.postgres
-    return PostgresBackend(
-        pg.dsn,
-        temporal_links=pg.temporal_links,
-        entity_fanout=pg.entity_fanout,
-        pool_min=pg.pool_min,
-        pool_max=pg.pool_max,
-        connect_timeout_s=pg.connect_timeout_s,
-        statement_timeout_ms=pg.statement_timeout_ms,
-        stats_ttl_s=pg.stats_ttl_s,
-    )
+    return PostgresBackend(settings.postgres.dsn, pool_max=settings.postgres.pool_max)

@@ -12,7 +12,7 @@ zone and a statement timeout.
 
 Every call is bounded on this side too, since the server's own statement timeout cannot fire
 when the server is paused (SIGSTOP) or cut off: the kernel keeps its TCP connection open and
-nothing ever answers. Connecting is bounded by `connect_timeout_s` (libpq's connect_timeout),
+nothing ever answers. Connecting is bounded by `CONNECT_TIMEOUT_S` (libpq's connect_timeout),
 the wait for a pooled connection by the same or what is left of the call's bound, and every
 wait for the server's answer (a statement, a commit) by `answer_timeout_s` and what is left of
 `call_timeout_s` (`_Answering.wait`). A wait that runs out ends the connection, which leaves
@@ -42,6 +42,12 @@ RV = TypeVar("RV")
 Conn = psycopg.Connection[tuple[Any, ...]]
 _WAIT_INTERVAL = 0.1  # psycopg's own: how often a wait looks up from the socket
 _ANSWER_GRACE_S = 1.0  # past the server's statement timeout: it would have answered by then
+# libpq's connect timeout, and the longest wait for a pooled connection: a server that takes
+# longer to accept a connection is down or unreachable, and the caller's write is queued.
+CONNECT_TIMEOUT_S = 10.0
+# The server ends a longer statement: far above any single query of these tables, so only a
+# runaway statement (or a locked table) hits it, and the pool does not fill with them.
+STATEMENT_TIMEOUT_MS = 30_000
 
 
 class NoAnswer(psycopg.OperationalError):
@@ -126,8 +132,8 @@ class Database:
         *,
         min_size: int = 1,
         max_size: int = 10,
-        connect_timeout_s: float = 10.0,
-        statement_timeout_ms: int = 30_000,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
         answer_timeout_s: float | None = None,
         call_timeout_s: float | None = None,
         what: str = "postgres",

@@ -40,6 +40,13 @@ __all__ = [
     "trace_store",
 ]
 
+# Connections to the shared database, at most, per process: its calls are short (a trace, an
+# outbox row, a token read), and every replica holds a pool on one server.
+POOL_MAX = 4
+# How often a replica re-reads the shared token list: a revoked token is refused everywhere
+# within this, and authentication does not query the database on every request.
+TOKENS_REFRESH_S = 5.0
+
 _pools: dict[tuple[object, ...], Database] = {}
 _pools_lock = threading.Lock()
 
@@ -67,13 +74,12 @@ def _database(settings: Settings) -> Database:
     _need_postgres()
     from memory_orchestrator.postgres.database import Database
 
-    pg = settings.postgres
-    dsn = settings.shared.dsn or pg.dsn
+    dsn = settings.shared.dsn or settings.postgres.dsn
     # Every call to the shared state is bounded like a store call (`[retrieval] timeout_s`),
     # from the wait for a connection to its last answer: the tools' documented bounds count
     # on it, and a paused server must not hold a write or a health check.
     bound = settings.retrieval.timeout_s
-    key = (dsn, settings.shared.pool_max, pg.connect_timeout_s, pg.statement_timeout_ms, bound)
+    key = (dsn, bound)
     with _pools_lock:
         db = _pools.get(key)
         if db is not None and db.share():
@@ -81,9 +87,7 @@ def _database(settings: Settings) -> Database:
         db = Database(
             dsn,
             min_size=0,
-            max_size=settings.shared.pool_max,
-            connect_timeout_s=pg.connect_timeout_s,
-            statement_timeout_ms=pg.statement_timeout_ms,
+            max_size=POOL_MAX,
             answer_timeout_s=bound,
             call_timeout_s=bound,
             what="shared state ([shared] dsn, else [postgres] dsn)",
@@ -134,12 +138,12 @@ def shared_tokens(settings: Settings) -> Callable[[], Sequence[TokenSpec]] | Non
     _need_postgres()
     from memory_orchestrator.postgres.state import SharedTokens
 
-    book = SharedTokens(_database(settings), refresh_s=settings.shared.tokens_refresh_s)
+    book = SharedTokens(_database(settings), refresh_s=TOKENS_REFRESH_S)
     return book.tokens
 
 
 def add_shared_token(settings: Settings, token: TokenSpec) -> None:
-    """Adds `token` to the shared list (every replica accepts it within `tokens_refresh_s`).
+    """Adds `token` to the shared list (every replica accepts it within `TOKENS_REFRESH_S`).
     Raises ConfigError when state is not shared, BackendError when the database fails."""
     if not shared(settings):
         raise ConfigError('--shared needs [shared] state = "postgres"')
@@ -155,7 +159,7 @@ def add_shared_token(settings: Settings, token: TokenSpec) -> None:
 
 def revoke_shared_token(settings: Settings, name: str) -> tuple[bool, int]:
     """Removes the shared token `name` and ends its sessions: every replica refuses it within
-    `[shared] tokens_refresh_s` (its sessions at once). Returns whether it was there and how
+    `TOKENS_REFRESH_S` (its sessions at once). Returns whether it was there and how
     many sessions it held. Raises ConfigError when state is not shared, BackendError when
     the database fails."""
     if not shared(settings):

@@ -197,13 +197,13 @@ def token_revoke(
     json: JsonFlag = False,
 ) -> None:
     """Remove a token from the shared token list and end its sessions: no replica accepts it
-    after [shared] tokens_refresh_s. Exit code 1 when no shared token has that name (a token
-    in a config file is revoked by deleting its [[http.tokens]] entry and restarting)."""
+    after a few seconds (its sessions at once). Exit code 1 when no shared token has that name
+    (a token in a config file is revoked by deleting its [[http.tokens]] entry and restarting)."""
     settings = guarded(state_of(ctx).settings)
     removed, ended = guarded(lambda: shared_state.revoke_shared_token(settings, name))
     in_config = any(token.name == name for token in settings.http.tokens)
     document = {"name": name, "revoked": removed, "sessions_ended": ended, "in_config": in_config}
-    refresh = settings.shared.tokens_refresh_s
+    refresh = shared_state.TOKENS_REFRESH_S
     show(ctx, json, document, lambda _: _print_revoked(name, removed, ended, in_config, refresh))
     if not removed:
         raise typer.Exit(FAILURE)
