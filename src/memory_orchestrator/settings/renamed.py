@@ -32,6 +32,31 @@ REMOVED: dict[tuple[str, str], str] = {
     ("ranking", "common_entity_share"): "it shipped switched off (1.0) with no measured use",
     ("local_index", "semantic_share"): "it shipped switched off (0) with no measured use;"
     " meaning joins relevance through ranking.semantic_share",
+    # the stores' sections (embedded, mnemon, mnemon_mcp, kg_memory, mnemonic, fused,
+    # postgres, shared): plumbing now a named constant where it is used, Mnemon's own
+    # variables read from the environment, and options that shipped off
+    ("embedded", "temporal_links"): "memories are always linked in time (it shipped on)",
+    ("embedded", "write_wait_ms"): "plumbing: WRITE_WAIT_MS in backends/embedded.py",
+    ("mnemon", "retries"): "plumbing: LOCK_RETRIES in backends/mnemon/process.py",
+    ("mnemon", "retry_backoff_s"): "plumbing: FIRST_RETRY_DELAY_S in backends/mnemon/process.py",
+    ("mnemon", "read_lock_wait_s"): "plumbing: READ_LOCK_WAIT_S in backends/mnemon/process.py",
+    ("mnemon", "max_processes"): "plumbing: MAX_PROCESSES in backends/mnemon/process.py",
+    ("mnemon", "embed_endpoint"): "set Mnemon's own MNEMON_EMBED_ENDPOINT in the environment",
+    ("mnemon", "embed_model"): "set Mnemon's own MNEMON_EMBED_MODEL in the environment",
+    ("mnemon", "max_insights"): "set Mnemon's own MNEMON_MAX_INSIGHTS in the environment",
+    ("mnemon", "entity_mode"): "it shipped as Mnemon's default (merge), other modes unmeasured",
+    ("mnemon", "cache_ttl_s"): "one cache lifetime for what a store says about itself: the"
+    " top-level cache_ttl_s",
+    ("mnemonic", "rescan_s"): "plumbing: RESCAN_S in backends/mnemonic.py",
+    ("fused", "timeout_s"): "plumbing: MEMBER_TIMEOUT_S in backends/fused.py",
+    ("postgres", "pool_min"): "plumbing: POOL_MIN in backends/postgres.py",
+    ("postgres", "connect_timeout_s"): "plumbing: CONNECT_TIMEOUT_S in postgres/database.py",
+    ("postgres", "statement_timeout_ms"): "plumbing: STATEMENT_TIMEOUT_MS in postgres/database.py",
+    ("postgres", "stats_ttl_s"): "plumbing: STATS_TTL_S in backends/postgres.py",
+    ("postgres", "temporal_links"): "memories are always linked in time (it shipped on)",
+    ("postgres", "entity_fanout"): "plumbing: ENTITY_FANOUT in backends/kit.py",
+    ("shared", "pool_max"): "plumbing: POOL_MAX in state/shared.py",
+    ("shared", "tokens_refresh_s"): "plumbing: TOKENS_REFRESH_S in state/shared.py",
 }
 
 

@@ -79,7 +79,12 @@ class Settings(BaseSettings):
     passthrough: bool = Field(
         default=False, description="search returns the store's raw results unchanged"
     )
-    cache_ttl_s: float = Field(default=30.0, ge=0, description="store metadata cache lifetime")
+    cache_ttl_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="how long what the store says about itself (its entity names; Mnemon's"
+        " version and status) is reused",
+    )
     preset: str | None = Field(
         default=None,
         description="named tuned values (see `settings/presets.py`); explicit settings win",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import (
     AfterValidator,
@@ -17,15 +17,6 @@ class EmbeddedSettings(Section):
     """The zero-setup SQLite store."""
 
     path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/memories.db")
-    temporal_links: bool = Field(
-        default=True, description="link each new memory to the one before it in time"
-    )
-    write_wait_ms: int = Field(
-        default=1000,
-        ge=0,
-        le=60_000,
-        description="how long a write waits for another process's lock, then is queued",
-    )
 
 
 class MnemonSettings(Section):
@@ -46,40 +37,10 @@ class MnemonSettings(Section):
         description="run every command with --readonly: reads leave no trace, writes are refused",
     )
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per mnemon process")
-    retries: int = Field(
-        default=3, ge=0, le=10, description="retries on 'database is locked' (at least)"
-    )
-    read_lock_wait_s: float = Field(
-        default=3.0,
-        ge=0,
-        le=60,
-        description="how long a read keeps retrying 'database is locked' (every Mnemon open"
-        " briefly takes the write lock)",
-    )
-    retry_backoff_s: float = Field(
-        default=0.05, ge=0, le=5, description="first retry delay; doubles each retry"
-    )
-    max_processes: int = Field(
-        default=4, ge=1, le=32, description="mnemon processes running at once"
-    )
-    embed_endpoint: str | None = Field(
-        default=None,
-        description="MNEMON_EMBED_ENDPOINT; None = an address that fails at once (no embeddings)",
-    )
-    embed_model: str | None = Field(default=None, description="--embed-model; None = Mnemon's")
-    max_insights: int | None = Field(
-        default=None, ge=0, description="MNEMON_MAX_INSIGHTS (auto-prune ceiling); None = Mnemon's"
-    )
-    entity_mode: Literal["merge", "provided", "auto"] = Field(
-        default="merge", description="remember --entity-mode: how Mnemon adds entities it finds"
-    )
     direct_reads: bool = Field(
         default=True,
         description="read memories by id, graph neighbours and entity names from the store file "
         "(read-only SQLite, schema-checked); false = only through the CLI",
-    )
-    cache_ttl_s: float = Field(
-        default=30.0, ge=0, description="how long `--version` and `status` answers are reused"
     )
 
 
@@ -96,8 +57,8 @@ class NpmServerSettings(Section):
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="per tool call")
     native_search: bool = Field(
         default=False,
-        description="send the query to the server as is, without the adapter's workarounds"
-        " (to measure the bare store)",
+        description="send the query to the server as is, without the adapter's workarounds:"
+        " the bare store, the baseline of docs/explanation/quality.md's per-store table",
     )
 
 
@@ -129,9 +90,6 @@ class MnemonicSettings(Section):
         default=None, description="the memory directory; default <data_dir>/mnemonic"
     )
     git_commit: bool = Field(default=False, description="commit every write in the root (git)")
-    rescan_s: float = Field(
-        default=1.0, ge=0, le=3600, description="how often the files are re-read for changes"
-    )
 
 
 class FusedStore(Section):
@@ -149,9 +107,6 @@ class FusedSettings(Section):
     stores: list[FusedStore] = Field(default_factory=list, description="the member stores")
     primary: StoreName = Field(
         default=None, description="label of the store writes go to; default the first"
-    )
-    timeout_s: float = Field(
-        default=3.0, gt=0, le=120, description="per store and call; a slower store is left out"
     )
     mirror_writes: bool = Field(
         default=False, description="write to every store, not only the primary"
