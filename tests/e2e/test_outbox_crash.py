@@ -141,7 +141,6 @@ async def test_a_server_replays_queued_writes_in_the_background_without_a_health
     queued. Once the lock is gone, only searches are made: the queued write shows up in
     them, and in the file, once."""
     monkeypatch.setenv("ORCHESTRATOR_OUTBOX__RETRY_EVERY_S", "0.2")
-    monkeypatch.setenv("ORCHESTRATOR_EMBEDDED__WRITE_WAIT_MS", "100")
     token = make_token("writer")
     data = tmp_path / "data"
     queued = "The Porto generator fuel was topped up by Amara."

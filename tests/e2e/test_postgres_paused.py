@@ -48,7 +48,6 @@ def settings_env(dsn: str, *, shared: bool) -> dict[str, str]:
     env = {
         "ORCHESTRATOR_BACKEND": "postgres",
         "ORCHESTRATOR_POSTGRES__DSN": dsn,
-        "ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S": "1",
         "ORCHESTRATOR_RETRIEVAL__TIMEOUT_S": "1",
         "ORCHESTRATOR_OUTBOX__REPLAY_S": "2",
         "ORCHESTRATOR_RETRY__ATTEMPTS": "1",

@@ -62,13 +62,9 @@ def shared_env(dsn: str, store_dsn: str | None = None) -> dict[str, str]:
     return {
         "ORCHESTRATOR_BACKEND": "postgres",
         "ORCHESTRATOR_POSTGRES__DSN": store_dsn or dsn,
-        "ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S": "2",
         "ORCHESTRATOR_SHARED__STATE": "postgres",
         "ORCHESTRATOR_SHARED__DSN": dsn,
         "ORCHESTRATOR_RETRY__ATTEMPTS": "1",
-        # the shared token list read at every authentication: a token minted mid-test is
-        # accepted at once (the default re-reads it within 5 s)
-        "ORCHESTRATOR_SHARED__TOKENS_REFRESH_S": "0",
     }
 
 
@@ -86,6 +82,24 @@ def replica(
         yield server
     finally:
         starting.__exit__(None, None, None)
+
+
+async def refused(server: ServerProcess, secret: str) -> bool:
+    """Whether `server` turns `secret` away (401), asked off the event loop."""
+    auth = {"Authorization": f"Bearer {secret}"}
+    answer = await anyio.to_thread.run_sync(
+        lambda: httpx2.post(server.mcp_url, headers=auth, json={}, timeout=30)
+    )
+    return answer.status_code == 401
+
+
+async def until(servers: tuple[ServerProcess, ...], secret: str, *, refuse: bool) -> None:
+    """Waits for every replica to re-read the shared token list (each does within
+    `TOKENS_REFRESH_S`): then all of them accept `secret`, or all refuse it."""
+    with anyio.fail_after(60):  # far above the refresh: only a replica that never re-reads
+        for server in servers:
+            while await refused(server, secret) is not refuse:
+                await anyio.sleep(0.2)  # a poll interval, not a synchronisation
 
 
 async def call(server: ServerProcess, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +150,7 @@ async def test_a_write_through_one_replica_is_found_explained_and_listed_through
             check=True,
         )
         secret = json.loads(minted.stdout)["secret"]
+        await until((a, b), secret, refuse=False)
 
         async def with_minted() -> None:
             for server in (a, b):
@@ -159,11 +174,7 @@ async def test_a_write_through_one_replica_is_found_explained_and_listed_through
             "sessions_ended": 1,
             "in_config": False,
         }
-        for server in (a, b):
-            refused = httpx2.post(
-                server.mcp_url, headers={"Authorization": f"Bearer {secret}"}, json={}, timeout=30
-            )
-            assert refused.status_code == 401
+        await until((a, b), secret, refuse=True)
 
 
 async def _load(a: ServerProcess, b: ServerProcess, requests: int) -> tuple[LoadResult, LoadResult]:

@@ -89,7 +89,6 @@ def broken(kind: str, data_dir: Path, request: pytest.FixtureRequest) -> dict[st
         (data_dir / "mnemonic").write_text("not a folder\n", encoding="utf-8")
     if kind == "postgres":
         env["ORCHESTRATOR_POSTGRES__DSN"] = request.getfixturevalue("stopped_postgres")
-        env["ORCHESTRATOR_POSTGRES__CONNECT_TIMEOUT_S"] = "2"
         env["ORCHESTRATOR_RETRIEVAL__TIMEOUT_S"] = "2"
     return env
 
