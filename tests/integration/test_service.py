@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -347,31 +346,6 @@ async def test_ingest_gives_content_only_memories_their_entities_too(settings: S
     outcomes = await o.ingest([NewMemory(content=c) for c in ATLAS_FACTS])
     stored = await o.memories([x.id for x in outcomes if x.id])
     assert all("Project Atlas" in m.entities for m in stored)
-    await o.close()
-
-
-async def test_learned_weights_rank_by_question_type_and_the_trace_names_them(
-    settings: Settings, tmp_path: Path
-) -> None:
-    from memory_orchestrator.state.learned import LearnedWeights
-
-    weights = {name: 0.0 for name in ("recency", "graph", "type_match", "cross_reference")}
-    learned = {
-        "default": {"relevance": 0.6, "duplicate": 0.4, "noise": 0.3, **weights},
-        "when": {"relevance": 0.6, "duplicate": 0.4, "noise": 0.3, **weights, "recency": 0.3},
-    }
-    path = tmp_path / "learned.json"
-    LearnedWeights(weights=learned).save(path)
-    settings.ranking.learned_weights = path
-    o = Orchestrator(EmbeddedBackend(settings.embedded_path()), settings, clock=lambda: NOW)
-    await load_demo(o)
-    when = await o.explain(ExplainRequest(query="when did Vendor X miss the SLA?"))
-    learned_for = said(when.trace, EventKind.WEIGHTS_LEARNED)
-    assert learned_for == [{"question": "when", "file": "learned.json"}]
-    assert when.trace.candidates[0].breakdown is not None
-    assert when.trace.candidates[0].breakdown.weights["recency"] == 0.3
-    what = await o.search(SearchRequest(query="what is the firmware problem?"))
-    assert said(stored(o, what.trace_id), EventKind.WEIGHTS_LEARNED)[0]["question"] == "default"
     await o.close()
 
 

@@ -67,7 +67,6 @@ class EventKind(StrEnum):
     STORE_UNREAD = "store_unread"
     STORE_PART_LEFT_OUT = "store_part_left_out"
     PASSTHROUGH = "passthrough"
-    WEIGHTS_LEARNED = "weights_learned"
     SUPERSEDED_LEFT_OUT = "superseded_left_out"
     RELEVANCE_FLOOR = "relevance_floor"
     # the derived indexes
@@ -146,7 +145,6 @@ TEMPLATES: dict[EventKind, str] = {
         " from the rest of it and may be incomplete."
     ),
     EventKind.PASSTHROUGH: "passthrough: the store's own results, unchanged",
-    EventKind.WEIGHTS_LEARNED: "weights learned for {question!r} questions ({file})",
     EventKind.SUPERSEDED_LEFT_OUT: "{count} superseded memory(ies) left out",
     EventKind.RELEVANCE_FLOOR: "relevance floor {floor:g} cut {count} candidate(s)",
     EventKind.LOCAL_SYNC_FAILED: "local index sync failed: {error}",

@@ -63,7 +63,6 @@ from memory_orchestrator.pipeline.table import CandidateTable
 from memory_orchestrator.service.recorder import TraceRecorder
 from memory_orchestrator.service.store_calls import unreadable
 from memory_orchestrator.settings import Settings
-from memory_orchestrator.state.learned import load_learned_cached
 from memory_orchestrator.text import cut_at_word
 
 
@@ -180,7 +179,7 @@ class ReadPath:
         with on_left_out(left_out.append):
             plan = await self._plan(req, query, task, now, trace, started)
             indexes = await self._indexes.refresh(trace)
-            ctx = self.rank_context(plan, now, trace)
+            ctx = self.rank_context(plan, now)
             read = _Read(req, query, plan, ctx, indexes, trace, started)
             table, unread = await self._retrieve(read)
             table = await self._widen(table, read)
@@ -218,20 +217,9 @@ class ReadPath:
         self._recorder.finish(trace)
         raise error
 
-    def rank_context(
-        self, plan: QueryPlan, now: datetime, trace: Trace | None = None
-    ) -> RankContext:
-        """What ranking reads; with `ranking.learned_weights`, the weights learned for the
-        plan's question type (a trace note says which)."""
-        ranking = self._settings.ranking
-        path = ranking.learned_weights
-        if path is not None:
-            chosen, weights = load_learned_cached(path).for_question(plan.question_type.value)
-            ranking = ranking.model_copy(update={"weights": weights})
-            if trace is not None:
-                learned = {"question": chosen, "file": path.name}
-                trace.add(event(Stage.RERANKER, EventKind.WEIGHTS_LEARNED, **learned))
-        return RankContext(plan=plan, now=now, settings=ranking)
+    def rank_context(self, plan: QueryPlan, now: datetime) -> RankContext:
+        """What ranking reads."""
+        return RankContext(plan=plan, now=now, settings=self._settings.ranking)
 
     async def passthrough(self, request: SearchRequest) -> SearchResult:
         """The store's own results, unchanged (`passthrough`): one bounded call, a trace."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from memory_orchestrator.models import MemoryType
-from memory_orchestrator.settings.base import FilePath, Section
+from memory_orchestrator.settings.base import Section
 
 __all__ = ["RankingProfile", "Weights"]
 
@@ -49,10 +49,6 @@ class RankingProfile(Section):
     the relevance floor. Research-only: a user keeps the defaults or picks a preset."""
 
     weights: Weights = Field(default_factory=Weights)
-    learned_weights: FilePath = Field(
-        default=None,
-        description="weights per question type from `orchestrator tune` (off when unset)",
-    )
     # ---------------------------------------------------------------- fusion of the lists
     rrf_k: int = Field(
         default=60,

@@ -57,6 +57,9 @@ REMOVED: dict[tuple[str, str], str] = {
     ("postgres", "entity_fanout"): "plumbing: ENTITY_FANOUT in backends/kit.py",
     ("shared", "pool_max"): "plumbing: POOL_MAX in state/shared.py",
     ("shared", "tokens_refresh_s"): "plumbing: TOKENS_REFRESH_S in state/shared.py",
+    # issue 52, the ranking profile ([ranking])
+    ("ranking", "learned_weights"): "it shipped switched off and scored below the configured"
+    " weights on held-out conversations; `orchestrator tune` went with it",
 }
 
 

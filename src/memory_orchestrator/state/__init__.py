@@ -5,7 +5,6 @@
     forgotten.py      the memories forgotten through the orchestrator (tombstones)
     tokens.py         bearer tokens (hashes only), HTTP settings, the access decision
     observability.py  structured logs, Prometheus metrics, per-tool stats, the one percentile
-    learned.py        the ranking weights `orchestrator tune` learned (a small JSON file)
     shared.py         local files or one shared PostgreSQL (`[shared]`), chosen by settings
 
 None of these modules imports the service, a face or a backend; the PostgreSQL versions of

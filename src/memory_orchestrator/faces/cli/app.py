@@ -27,7 +27,6 @@ from memory_orchestrator.faces.cli import (
     render,
     setup_cmd,
     transfer_cmd,
-    tune_cmd,
     ui_cmd,
 )
 from memory_orchestrator.faces.cli.common import (
@@ -356,7 +355,6 @@ app.command("hook")(setup_cmd.hook)
 
 
 app.command("eval")(eval_cmd.evaluate)
-app.command("tune")(tune_cmd.tune)
 app.command("ui")(ui_cmd.ui)
 
 
