@@ -40,14 +40,14 @@ def test_a_neighbours_words_count_toward_a_memorys_term_match_at_the_window_weig
 
 def test_a_fetched_neighbour_inherits_its_share_of_the_seeds_relevance() -> None:
     seed = candidate(memory("s", "pottery class on Sunday"), rank=1)
-    near = candidate(memory("n", "it was lovely"), hops=1, expanded_from="s")
-    settings = RankingProfile(neighbor_share=0.9, expansion_decay=0.1)
+    near = candidate(memory("n", "it was lovely"), hops=2, expanded_from="s")
+    settings = RankingProfile(neighbor_share=0.9)
     table = CandidateTable.of([seed, near], context_of={"n": "s"})
     items = by_id(rerank(table, ctx("pottery class", settings)))
     assert items["n"].breakdown.relevance == pytest.approx(0.9 * items["s"].breakdown.relevance)
-    # the same neighbour reached by plain graph expansion decays instead
+    # the same memory reached by plain graph expansion (two hops) inherits the share per hop
     items = by_id(rerank([seed, near], ctx("pottery class", settings)))
-    assert items["n"].breakdown.relevance == pytest.approx(0.1 * items["s"].breakdown.relevance)
+    assert items["n"].breakdown.relevance == pytest.approx(0.81 * items["s"].breakdown.relevance)
 
 
 def test_when_questions_lift_memories_that_carry_a_time_expression() -> None:

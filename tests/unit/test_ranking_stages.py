@@ -98,7 +98,8 @@ def test_expanded_items_inherit_decayed_relevance_from_their_seed() -> None:
     hop = candidate(memory("n", "we escalated it"), hops=1, expanded_from="s", edge_weight=1.0)
     by_id = {i.id: i for i in rerank([seed, hop], ctx("vendor firmware"))}
     seed_rel = by_id["s"].breakdown.relevance
-    assert by_id["n"].breakdown.relevance == pytest.approx(seed_rel * 0.7, abs=1e-5)
+    share = RankingProfile().neighbor_share
+    assert by_id["n"].breakdown.relevance == pytest.approx(seed_rel * share, abs=1e-5)
     assert by_id["n"].breakdown.graph == pytest.approx(0.5)
     assert any("1 hop(s) from s" in r for r in by_id["n"].reasons)
 

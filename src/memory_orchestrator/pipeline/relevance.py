@@ -127,7 +127,7 @@ def _inherited(
             if seed is not None:
                 inherited = seed_relevance * share
             else:
-                inherited = seed_relevance * c.edge_weight * settings.expansion_decay**c.hops
+                inherited = seed_relevance * c.edge_weight * share**c.hops
             own = float(lexical[i])
             if meaning:
                 cosine = table.cosine(i)

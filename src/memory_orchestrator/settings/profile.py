@@ -151,8 +151,10 @@ class RankingProfile(Section):
         default=0.6,
         ge=0,
         le=1,
-        description="share of its seed's relevance a fetched neighbour inherits; 0 = neighbours "
-        "only lend context",
+        description="share of its seed's relevance a memory one link away inherits: a fetched "
+        "neighbour in time, or one reached by graph expansion (times the edge's weight, per "
+        "hop): a memory next to a match is less sure to answer than the match; 0 = neighbours "
+        "in time only lend context",
     )
     context_gap_s: float = Field(
         default=1800.0,
@@ -162,13 +164,6 @@ class RankingProfile(Section):
         "session: no pause longer than this between them (30 min, the usual session timeout). "
         "Conversation turns share context; facts written hours or days apart do not; 0 = no "
         "sessions (every neighbour in time is context)",
-    )
-    expansion_decay: float = Field(
-        default=0.7,
-        ge=0,
-        le=1,
-        description="relevance carried over one hop: a memory reached along an edge is less"
-        " sure to answer than its seed",
     )
     # ---------------------------------------------------------------- the score's signals
     half_life_days: dict[MemoryType, float | None] = Field(

@@ -23,6 +23,8 @@ MOVED: dict[tuple[str, str], tuple[str, str]] = {
     ("local_index", "k1"): ("ranking", "bm25_k1"),
     ("local_index", "b"): ("ranking", "bm25_b"),
     ("semantic", "weight"): ("ranking", "semantic_list_weight"),
+    # issue 52, the ranking profile: one name per idea
+    ("ranking", "expansion_decay"): ("ranking", "neighbor_share"),
 }
 
 # (section, name) -> why it went
