@@ -62,18 +62,13 @@ class RankingProfile(Section):
         description="RRF weight of a subquery's list beside the whole question's (1): a part"
         " of the question says less of what is asked",
     )
-    local_list_weight: float = Field(
+    index_list_weight: float = Field(
         default=4.0,
         ge=0,
         le=16,
-        description="RRF weight of the local index's list: its BM25 with context reads the"
+        description="RRF weight of the list of each of the orchestrator's own indexes (the"
+        " local index's BM25 with context, the semantic index's meaning): they read the"
         " question better than most stores' own search",
-    )
-    semantic_list_weight: float = Field(
-        default=1.0,
-        ge=0,
-        le=16,
-        description="RRF weight of the semantic index's list (with [semantic] on)",
     )
     # ---------------------------------------------------------------- the local index's BM25
     bm25_k1: float = Field(
