@@ -426,16 +426,13 @@ class ReadPath:
         return ranked.take(np.flatnonzero(above).tolist())
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
-        part = self._settings.ranking.subquery_weight
-        subs = [
-            SubQuery(text, weight=1.0 if index == 0 else part, filters=filters)
-            for index, text in enumerate(plan.subqueries)
-        ]
+        # every subquery's list weighs as the whole question's (1)
+        subs = [SubQuery(text, filters=filters) for text in plan.subqueries]
         window = plan.time_window
         has_window = filters is not None and filters.time_range is not None
         if window is not None and not has_window and self._store.capabilities.time_filter:
             windowed = (filters or SearchFilters()).model_copy(update={"time_range": window})
-            subs.append(SubQuery(plan.subqueries[-1], weight=part, filters=windowed))
+            subs.append(SubQuery(plan.subqueries[-1], filters=windowed))
         return subs
 
 

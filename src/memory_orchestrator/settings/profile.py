@@ -55,13 +55,6 @@ class RankingProfile(Section):
         ge=1,
         description="RRF constant, 1 / (rrf_k + rank): larger flattens the lists' ranks",
     )
-    subquery_weight: float = Field(
-        default=0.7,
-        ge=0,
-        le=1,
-        description="RRF weight of a subquery's list beside the whole question's (1): a part"
-        " of the question says less of what is asked",
-    )
     index_list_weight: float = Field(
         default=4.0,
         ge=0,

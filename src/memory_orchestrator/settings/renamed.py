@@ -64,6 +64,8 @@ REMOVED: dict[tuple[str, str], str] = {
     # issue 52, the ranking profile ([ranking])
     ("ranking", "learned_weights"): "it shipped switched off and scored below the configured"
     " weights on held-out conversations; `orchestrator tune` went with it",
+    ("ranking", "subquery_weight"): "no measurable effect on the evaluation sets; every"
+    " subquery's list weighs as the whole question's",
 }
 
 
