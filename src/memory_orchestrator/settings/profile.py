@@ -38,8 +38,7 @@ class Weights(Section):
     )
     noise: float = Field(
         default=0.30,
-        description="penalty for a memory that shares no term with the question, or is a few"
-        " words only (subtracted)",
+        description="penalty for a memory that shares no term with the question (subtracted)",
     )
 
 
@@ -191,11 +190,4 @@ class RankingProfile(Section):
         le=32,
         description="how fast a name in the question loses its boost when memories of someone"
         " else match the question better (0: never); a question may name the wrong person",
-    )
-    short_words: int = Field(
-        default=3,
-        ge=0,
-        le=20,
-        description="a memory of fewer content words than this looks like chatter ('ok"
-        " thanks') and pays half the noise penalty",
     )

@@ -66,6 +66,8 @@ REMOVED: dict[tuple[str, str], str] = {
     " weights on held-out conversations; `orchestrator tune` went with it",
     ("ranking", "subquery_weight"): "no measurable effect on the evaluation sets; every"
     " subquery's list weighs as the whole question's",
+    ("ranking", "short_words"): "no measurable effect on the evaluation sets; only a memory"
+    " that shares no term with the question pays the noise penalty",
 }
 
 
