@@ -1,12 +1,12 @@
-"""The read path's events over the candidate table: context neighbours, the relevance floor,
-each recorded on the trace that is stored, with the drops it explains."""
+"""The read path's events over the candidate table: context neighbours, each recorded on the
+trace that is stored."""
 
 from __future__ import annotations
 
 import pytest
 
 from memory_orchestrator.backends.embedded import EmbeddedBackend
-from memory_orchestrator.models import DropReason, EventKind, SearchRequest, Stage, Trace
+from memory_orchestrator.models import EventKind, SearchRequest, Stage, Trace
 from memory_orchestrator.service import Orchestrator
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.traces import TraceStore
@@ -63,23 +63,3 @@ async def test_a_store_without_temporal_links_skips_the_neighbours_with_an_event
     trace = await searched(flat, settings)
     assert said(trace, EventKind.NO_TEMPORAL_LINKS) == [{}]
     assert "neighbors" not in flat.calls
-
-
-async def test_the_relevance_floor_records_what_it_cut(
-    store: EmbeddedBackend, settings: Settings
-) -> None:
-    settings.ranking.relevance_floor = 0.3
-    trace = await searched(store, settings)
-    below = [d for d in trace.dropped if d.reason is DropReason.BELOW_FLOOR]
-    assert below
-    assert {d.stage for d in below} == {Stage.RERANKER}
-    assert said(trace, EventKind.RELEVANCE_FLOOR) == [{"floor": 0.3, "count": len(below)}]
-
-
-async def test_nothing_below_the_floor_records_no_floor_event(
-    store: EmbeddedBackend, settings: Settings
-) -> None:
-    settings.ranking.relevance_floor = 0.0
-    trace = await searched(store, settings)
-    assert not [d for d in trace.dropped if d.reason is DropReason.BELOW_FLOOR]
-    assert said(trace, EventKind.RELEVANCE_FLOOR) == []

@@ -79,9 +79,9 @@ def test_the_example_file_names_every_setting_of_the_model(reference: ModuleType
 def test_a_setting_missing_from_the_example_is_named(reference: ModuleType) -> None:
     example = reference.EXAMPLE_TOML.read_text(encoding="utf-8")
     without = "\n".join(
-        line for line in example.splitlines() if not line.startswith("relevance_floor")
+        line for line in example.splitlines() if not line.startswith("when_time_boost")
     )
-    assert reference.unnamed_in_example(without) == ["ranking.relevance_floor"]
+    assert reference.unnamed_in_example(without) == ["ranking.when_time_boost"]
 
 
 def test_the_example_comments_are_read_by_key(reference: ModuleType) -> None:

@@ -2,7 +2,7 @@
 
 For each evidence turn: where it ranked in every system (if at all), where it sits in the
 store's own ranking further down (`depth`), and, from the orchestrated traces, why it was not
-returned: never a candidate, dropped (below the relevance floor, merged as a duplicate), or
+returned: never a candidate, dropped (merged as a duplicate), or
 scored below the last item returned (with its score breakdown). The plan (canonical query,
 subqueries, entities, time window) comes first, so tuning starts from evidence.
 """

@@ -68,7 +68,6 @@ class EventKind(StrEnum):
     STORE_PART_LEFT_OUT = "store_part_left_out"
     PASSTHROUGH = "passthrough"
     SUPERSEDED_LEFT_OUT = "superseded_left_out"
-    RELEVANCE_FLOOR = "relevance_floor"
     # the derived indexes
     LOCAL_SYNC_FAILED = "local_sync_failed"
     LOCAL_INDEX_OFF = "local_index_off"
@@ -146,7 +145,6 @@ TEMPLATES: dict[EventKind, str] = {
     ),
     EventKind.PASSTHROUGH: "passthrough: the store's own results, unchanged",
     EventKind.SUPERSEDED_LEFT_OUT: "{count} superseded memory(ies) left out",
-    EventKind.RELEVANCE_FLOOR: "relevance floor {floor:g} cut {count} candidate(s)",
     EventKind.LOCAL_SYNC_FAILED: "local index sync failed: {error}",
     EventKind.LOCAL_INDEX_OFF: "local index off: the store cannot list its memories",
     EventKind.LOCAL_INDEX_ADDED: "local index: {count} memories added",

@@ -233,7 +233,7 @@ class ScoredItem(Frozen):
 
 class DropReason(StrEnum):
     DUPLICATE = "duplicate"
-    BELOW_FLOOR = "below_relevance_floor"
+    BELOW_FLOOR = "below_relevance_floor"  # no longer given: kept for traces already stored
     FILTERED = "filtered"
     OVER_BUDGET = "over_budget"
     FANOUT_CAP = "fanout_cap"

@@ -1,7 +1,7 @@
 """The read path: one pipeline run from a query to ranked, explained items.
 
     plan -> retrieve (store subqueries + derived indexes, fused) -> context neighbours
-         -> expand along the graph -> rerank -> relevance floor -> dedupe
+         -> expand along the graph -> rerank -> dedupe
          -> newest first -> reasons
 
 A run takes one frozen `ReadRequest` and returns the plan, the items and the trace being built;
@@ -26,7 +26,6 @@ from itertools import chain
 from typing import Any
 
 import anyio
-import numpy as np
 
 from memory_orchestrator.backends.base import MemoryBackend, on_left_out
 from memory_orchestrator.derived.entities import KnownEntities
@@ -35,8 +34,6 @@ from memory_orchestrator.derived.local_index import LocalIndex
 from memory_orchestrator.errors import StoreUnreadable
 from memory_orchestrator.models import (
     ContextItem,
-    Dropped,
-    DropReason,
     EventKind,
     Memory,
     QueryPlan,
@@ -377,10 +374,9 @@ class ReadPath:
             trace.add(event(Stage.CURRENCY, EventKind.SUPERSEDED_LEFT_OUT, count=left))
             table = table.take(current.rows)
         ranked = rank(table, read.ctx)
-        kept = self._above_floor(ranked, trace)
         dd = self._settings.dedup
         deduped = dedupe(
-            kept, threshold=dd.threshold, soft_threshold=dd.soft_threshold, limit=limit
+            ranked, threshold=dd.threshold, soft_threshold=dd.soft_threshold, limit=limit
         )
         trace.dropped.extend(deduped.dropped)
         top = deduped.table.take(range(min(2 * limit, len(deduped.table))))
@@ -401,29 +397,6 @@ class ReadPath:
 
     def _timeout(self) -> float:
         return self._settings.retrieval.timeout_s
-
-    def _above_floor(self, ranked: CandidateTable, trace: Trace) -> CandidateTable:
-        """The rows at or above the relevance floor; the trace says what the floor cut."""
-        floor = self._settings.ranking.relevance_floor
-        assert ranked.scores is not None
-        relevance = ranked.scores.relevance
-        above = relevance >= floor
-        if above.all():
-            return ranked
-        cut = np.flatnonzero(~above).tolist()
-        trace.dropped.extend(
-            Dropped(
-                id=ranked.candidates[row].memory.id,
-                reason=DropReason.BELOW_FLOOR,
-                stage=Stage.RERANKER,
-                score=float(ranked.scores.total[row]),
-                detail=f"relevance {float(relevance[row]):.3f} < floor {floor:.3f}",
-            )
-            for row in cut
-        )
-        cuts = event(Stage.RERANKER, EventKind.RELEVANCE_FLOOR, floor=floor, count=len(cut))
-        trace.add(cuts)
-        return ranked.take(np.flatnonzero(above).tolist())
 
     def _subqueries(self, plan: QueryPlan, filters: SearchFilters | None) -> list[SubQuery]:
         # every subquery's list weighs as the whole question's (1)

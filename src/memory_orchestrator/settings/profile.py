@@ -43,9 +43,9 @@ class Weights(Section):
 
 
 class RankingProfile(Section):
-    """How candidates are fused, scored and cut: the weights of the score, how relevance is
-    made of its signals, the candidate lists' weights, the local index's BM25, recency and
-    the relevance floor. Research-only: a user keeps the defaults or picks a preset."""
+    """How candidates are fused and scored: the weights of the score, how relevance is made
+    of its signals, the candidate lists' weights, the local index's BM25 and recency.
+    Research-only: a user keeps the defaults or picks a preset."""
 
     weights: Weights = Field(default_factory=Weights)
     # ---------------------------------------------------------------- fusion of the lists
@@ -116,9 +116,6 @@ class RankingProfile(Section):
         ge=0,
         le=1,
         description="'when' questions: relevance added to memories carrying a time expression",
-    )
-    relevance_floor: float = Field(
-        default=0.05, ge=0, le=1, description="items with less relevance are dropped as noise"
     )
     # ---------------------------------------------------------------- context and graph
     context_seeds: int = Field(

@@ -68,6 +68,8 @@ REMOVED: dict[tuple[str, str], str] = {
     " subquery's list weighs as the whole question's",
     ("ranking", "short_words"): "no measurable effect on the evaluation sets; only a memory"
     " that shares no term with the question pays the noise penalty",
+    ("ranking", "relevance_floor"): "it cut no answer on the evaluation sets; the noise"
+    " penalty puts a memory that shares no term with the question last",
 }
 
 
