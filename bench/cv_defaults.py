@@ -37,7 +37,7 @@ from memory_orchestrator.eval.tune import Step, Workbench, coordinate_search, wi
 from memory_orchestrator.settings import Settings
 
 GRID: dict[str, list[Any]] = {
-    "ranking.index_list_weight": [2.0, 3.0, 4.0],
+    "ranking.local_list_weight": [2.0, 3.0, 4.0],
     "local_index.candidates": [20, 30, 40],
     "ranking.local_context_weight": [0.5, 1.0],
     "ranking.bm25_k1": [0.9, 1.2],

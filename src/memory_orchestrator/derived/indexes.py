@@ -248,7 +248,7 @@ class DerivedIndexes:
         lists: list[tuple[str, float, list[tuple[str, float]]]] = []  # (label, weight, ids)
         if indexes.local is not None:
             local = indexes.local.search(query, li.candidates)
-            lists.append((LOCAL_SOURCE, profile.index_list_weight, local))
+            lists.append((LOCAL_SOURCE, profile.local_list_weight, local))
         if indexes.semantic is not None and sem.candidates > 0:
             # by id: vectors kept from an earlier run count before the store lists them again;
             # only memories close enough in meaning to be worth a look
@@ -260,7 +260,7 @@ class DerivedIndexes:
             lists.append(
                 (
                     SEMANTIC_SOURCE,
-                    profile.index_list_weight,
+                    profile.semantic_list_weight,
                     [(i, s) for i, s in near if s >= floor],
                 )
             )

@@ -31,7 +31,7 @@ _LOCOMO: dict[str, dict[str, Any]] = {
         "store_score_share": 0.0,
         "when_time_boost": 0.2,
         "weights": {"cross_reference": 0.3, "graph": 0.05, "recency": 0.05},
-        "index_list_weight": 4.0,
+        "local_list_weight": 4.0,
         "local_context_weight": 1.0,
         "local_radius": 2,
         "bm25_k1": 0.9,

@@ -54,13 +54,18 @@ class RankingProfile(Section):
         ge=1,
         description="RRF constant, 1 / (rrf_k + rank): larger flattens the lists' ranks",
     )
-    index_list_weight: float = Field(
+    local_list_weight: float = Field(
         default=4.0,
         ge=0,
         le=16,
-        description="RRF weight of the list of each of the orchestrator's own indexes (the"
-        " local index's BM25 with context, the semantic index's meaning): they read the"
+        description="RRF weight of the local index's list: its BM25 with context reads the"
         " question better than most stores' own search",
+    )
+    semantic_list_weight: float = Field(
+        default=1.0,
+        ge=0,
+        le=16,
+        description="RRF weight of the semantic index's list (with [semantic] on)",
     )
     # ---------------------------------------------------------------- the local index's BM25
     bm25_k1: float = Field(

@@ -17,16 +17,14 @@ __all__ = ["MOVED", "REMOVED", "renamed"]
 # (section, old name) -> (section, new name)
 MOVED: dict[tuple[str, str], tuple[str, str]] = {
     ("retrieval", "rrf_k"): ("ranking", "rrf_k"),
-    ("local_index", "weight"): ("ranking", "index_list_weight"),
+    ("local_index", "weight"): ("ranking", "local_list_weight"),
     ("local_index", "context_weight"): ("ranking", "local_context_weight"),
     ("local_index", "radius"): ("ranking", "local_radius"),
     ("local_index", "k1"): ("ranking", "bm25_k1"),
     ("local_index", "b"): ("ranking", "bm25_b"),
-    ("semantic", "weight"): ("ranking", "index_list_weight"),
+    ("semantic", "weight"): ("ranking", "semantic_list_weight"),
     # issue 52, the ranking profile: one name per idea
     ("ranking", "expansion_decay"): ("ranking", "neighbor_share"),
-    ("ranking", "local_list_weight"): ("ranking", "index_list_weight"),
-    ("ranking", "semantic_list_weight"): ("ranking", "index_list_weight"),
 }
 
 # (section, name) -> why it went
