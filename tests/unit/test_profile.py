@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "memory_orchestrator"
 
 # Settings and profile fields together. The house's goal (issue 52) is 100: lower this as
 # settings go, never raise it; a new knob has to make room first.
-CEILING = 122
+CEILING = 121
 
 # The modules of the read path's scoring: fusion, relevance, the score, dedup, neighbours,
 # retrieval, the derived indexes' lists, the run itself.
@@ -120,7 +120,10 @@ def test_a_removed_setting_stops_the_program_with_why(
     config.write_text(f"[{section}]\n{name} = 0\n")
     with pytest.raises(ValidationError, match=rf"{section}\.{name} was removed: .*delete it"):
         load_settings(config)
-    assert name not in type(getattr(Settings(), section)).model_fields
+    model: BaseModel = Settings()
+    for part in section.split("."):
+        model = getattr(model, part)
+    assert name not in type(model).model_fields
 
 
 def test_one_setting_under_its_old_and_new_names_is_refused(tmp_path: Path) -> None:

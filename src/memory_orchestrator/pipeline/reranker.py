@@ -2,7 +2,7 @@
 
     total = w_relevance * relevance + w_recency * recency + w_graph * graph
           + w_type * type_match + w_xref * cross_reference
-          - w_duplicate * duplicate_penalty - w_noise * noise_penalty
+          - w_noise * duplicate_penalty - w_noise * noise_penalty
 
 Every signal lies in [0, 1] and travels with the item in its `ScoreBreakdown`, so explain
 mode shows exactly what ranked it; nothing is recomputed later.
@@ -75,8 +75,9 @@ _Terms = tuple[float, float, float, float, float, float, float]
 
 
 def _weight_terms(w: Weights) -> _Terms:
-    """The weights in the formula's order (read once per request on the hot path)."""
-    return (w.relevance, w.recency, w.graph, w.type_match, w.cross_reference, w.duplicate, w.noise)
+    """The weights in the formula's order (read once per request on the hot path); the two
+    penalties share one weight."""
+    return (w.relevance, w.recency, w.graph, w.type_match, w.cross_reference, w.noise, w.noise)
 
 
 def _total(
@@ -162,7 +163,7 @@ def rank(table: CandidateTable, ctx: RankContext) -> CandidateTable:
         + w.graph * graph
         + w.type_match * type_match
         + w.cross_reference * cross
-        - w.duplicate * 0.0
+        - w.noise * 0.0
         - w.noise * noise
     )
     scores = Scores(

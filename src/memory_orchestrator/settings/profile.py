@@ -33,12 +33,11 @@ class Weights(Section):
     cross_reference: float = Field(
         default=0.30, description="weight of naming entities that recur across the candidates"
     )
-    duplicate: float = Field(
-        default=0.40, description="penalty for a near-duplicate of a better item (subtracted)"
-    )
     noise: float = Field(
         default=0.30,
-        description="penalty for a memory that shares no term with the question (subtracted)",
+        description="weight of the penalties (subtracted): a row that adds nothing to the"
+        " answer costs the same whether it shares no term with the question (noise) or"
+        " restates a better item (the duplicate penalty, in proportion to how alike)",
     )
 
 

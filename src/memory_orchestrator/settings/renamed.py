@@ -27,7 +27,7 @@ MOVED: dict[tuple[str, str], tuple[str, str]] = {
     ("ranking", "expansion_decay"): ("ranking", "neighbor_share"),
 }
 
-# (section, name) -> why it went
+# (section, name) -> why it went; a section inside a section is dotted ("ranking.weights")
 REMOVED: dict[tuple[str, str], str] = {
     ("ranking", "length_norm"): "it shipped switched off (0) with no measured use",
     ("ranking", "neighbor_slots"): "it shipped switched off (0) with no measured use",
@@ -68,6 +68,8 @@ REMOVED: dict[tuple[str, str], str] = {
     " that shares no term with the question pays the noise penalty",
     ("ranking", "relevance_floor"): "it cut no answer on the evaluation sets; the noise"
     " penalty puts a memory that shares no term with the question last",
+    ("ranking.weights", "duplicate"): "the duplicate penalty now has the noise weight"
+    " (ranking.weights.noise): a row that adds nothing costs the same either way",
 }
 
 
@@ -76,7 +78,9 @@ def renamed(data: Mapping[str, Any]) -> dict[str, Any]:
     setting, or one given under both its old and its new name, raises ValueError."""
     out = dict(data)
     for (section, name), why in REMOVED.items():
-        given = out.get(section)
+        given: Any = out
+        for part in section.split("."):
+            given = given.get(part) if isinstance(given, Mapping) else None
         if isinstance(given, Mapping) and name in given:
             raise ValueError(
                 f"{section}.{name} was removed: {why}; delete it from the configuration"

@@ -30,7 +30,7 @@ __all__ = [
 
 BAR_WIDTH = 240
 # The signals the weighted formula adds, and the penalties it takes away (ScoreBreakdown
-# field, weight key).
+# field, weight key; both penalties have the noise weight).
 _PARTS = (
     ("relevance", "relevance"),
     ("recency", "recency"),
@@ -38,7 +38,7 @@ _PARTS = (
     ("type_match", "type_match"),
     ("cross_reference", "cross_reference"),
 )
-_PENALTIES = (("duplicate_penalty", "duplicate"), ("noise_penalty", "noise"))
+_PENALTIES = (("duplicate_penalty", "noise"), ("noise_penalty", "noise"))
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ def score_bar(breakdown: ScoreBreakdown, width: int = BAR_WIDTH) -> Bar:
             if value <= 0:
                 continue
             w = min(value * scale, width - x)
-            out.append(Segment(key, round(value, 4), signal, weight, round(x, 2), round(w, 2)))
+            name = field.removesuffix("_penalty")
+            out.append(Segment(name, round(value, 4), signal, weight, round(x, 2), round(w, 2)))
             x += w
         return tuple(out)
 
