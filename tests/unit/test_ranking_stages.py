@@ -87,9 +87,13 @@ def test_a_time_window_rewards_memories_inside_it() -> None:
     window = TimeRange(start=NOW - timedelta(days=7), end=NOW)
     inside = candidate(memory("in", "atlas demo", created_at=NOW - timedelta(days=2)))
     outside = candidate(memory("out", "atlas demo notes", created_at=NOW - timedelta(days=40)))
-    by_id = {i.id: i for i in rerank([inside, outside], ctx("atlas demo", window=window))}
+    # a day outside is outside: no fading at the window's edge
+    near = candidate(memory("near", "atlas demo plan", created_at=NOW - timedelta(days=8)))
+    ranked = rerank([inside, outside, near], ctx("atlas demo", window=window))
+    by_id = {i.id: i for i in ranked}
     assert by_id["in"].breakdown.recency == 1.0
-    assert by_id["out"].breakdown.recency < 0.05
+    assert by_id["out"].breakdown.recency == 0.0
+    assert by_id["near"].breakdown.recency == 0.0
     assert "inside the asked time window" in by_id["in"].reasons
 
 

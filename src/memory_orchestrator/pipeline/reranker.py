@@ -331,13 +331,13 @@ def _recency_at(
     window: TimeRange | None,
     profile: RankingProfile,
 ) -> tuple[float, str | None]:
-    """1 inside an asked time window (fading outside it); else halving every half-life of its
+    """1 inside an asked time window (0 outside it); else halving every half-life of its
     type (`now` in UTC); 0.5 without a time."""
     created = memory.created_at
     if created is None:
         return 0.5, None
     if window is not None:
-        return _window_score(to_utc(created), window, profile.window_fade_days)
+        return _window_score(to_utc(created), window)
     half_life = profile.half_life_days.get(memory.type)
     if half_life is None:
         return 1.0, None
@@ -354,15 +354,12 @@ def _age_reason(age_days: float, half_life: float) -> str:
     return f"{days} days old, within its {half_life:g}-day half-life"
 
 
-def _window_score(when: datetime, window: TimeRange, fade_days: float) -> tuple[float, str | None]:
+def _window_score(when: datetime, window: TimeRange) -> tuple[float, str | None]:
     start = to_utc(window.start) if window.start else None
     end = to_utc(window.end) if window.end else None
     if (start is None or when >= start) and (end is None or when <= end):
         return 1.0, "inside the asked time window"
-    edge = start if start is not None and when < start else end
-    assert edge is not None
-    days_out = abs((edge - when).total_seconds()) / _DAY
-    return 0.5 ** (days_out / fade_days), None
+    return 0.0, None
 
 
 def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:

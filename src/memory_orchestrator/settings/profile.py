@@ -164,13 +164,6 @@ class RankingProfile(Section):
         description="recency half-life per memory type; null = never fades (a fact or a"
         " procedure does not age as an event does)",
     )
-    window_fade_days: float = Field(
-        default=7.0,
-        gt=0,
-        le=365,
-        description="outside an asked time window, recency halves every this many days away"
-        " from it: a date said loosely is near the asked one",
-    )
     xref_saturation: int = Field(
         default=3,
         ge=1,

@@ -68,6 +68,8 @@ REMOVED: dict[tuple[str, str], str] = {
     " that shares no term with the question pays the noise penalty",
     ("ranking", "relevance_floor"): "it cut no answer on the evaluation sets; the noise"
     " penalty puts a memory that shares no term with the question last",
+    ("ranking", "window_fade_days"): "no measured use: a memory outside an asked time window"
+    " now scores recency 0, which ranks the evaluation sets as well or better",
     ("ranking.weights", "duplicate"): "the duplicate penalty now has the noise weight"
     " (ranking.weights.noise): a row that adds nothing costs the same either way",
 }
