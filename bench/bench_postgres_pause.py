@@ -18,7 +18,7 @@ each; the server is resumed, and a new write is sent every half second until one
 at once (`added`: how long the orchestrator takes to use the database again); the outbox
 drains (a health call every second, at most 60 s) and the database is read: every write
 acknowledged (added, updated or queued) must be stored exactly once. Bounds
-(docs/explanation/reliability.md): health 2 x `timeout_s` + `replay_s`; a write `replay_s` +
+(docs/explanation/reliability.md): health 2 x `timeout_s` + `REPLAY_S`; a write `REPLAY_S` +
 4 x `timeout_s` (a replay, the near-duplicate search, the write, a health check of the store:
 a queued write does not link).
 
@@ -55,9 +55,10 @@ from tests.http_load import http_server, make_token, mcp_session, text_of
 from tests.pg_fixtures import new_schema, paused
 
 from memory_orchestrator.postgres.server import LocalPostgres
+from memory_orchestrator.service.writing import REPLAY_S
 
 TOKEN = make_token("bench")
-TIMEOUT_S, REPLAY_S = 5.0, 10.0  # the defaults: [retrieval] timeout_s, [outbox] replay_s
+TIMEOUT_S = 5.0  # the default [retrieval] timeout_s
 BOUNDS = {"memory_health": 2 * TIMEOUT_S + REPLAY_S, "memory_write": REPLAY_S + 4 * TIMEOUT_S}
 SETUPS = ("stdio-local", "stdio-shared", "http-shared")
 GIVE_UP_S = 45.0  # a call with no answer by then is taken as hung (past every bound)
@@ -286,7 +287,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, load {load:.1f};"
-        f" pause {args.pause_s:g} s; defaults timeout_s {TIMEOUT_S:g}, replay_s {REPLAY_S:g}",
+        f" pause {args.pause_s:g} s; defaults timeout_s {TIMEOUT_S:g}, REPLAY_S {REPLAY_S:g}",
         flush=True,
     )
     results: dict[str, Any] = {}

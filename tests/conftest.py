@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_orchestrator.service import resilience
 from memory_orchestrator.settings import Settings, load_settings
 from tests.mnemon_double import real_binary, real_expected, real_problem
 from tests.pg_fixtures import own_pg_server, pg_dsn, pg_server
@@ -86,6 +87,14 @@ def _heap() -> Iterator[None]:
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries that pause milliseconds, not the shipped back-off (`resilience.BASE_DELAY_S`,
+    `MAX_DELAY_S`, read at each orchestrator's start), for tests that make many of them."""
+    monkeypatch.setattr(resilience, "BASE_DELAY_S", 0.01)
+    monkeypatch.setattr(resilience, "MAX_DELAY_S", 0.02)
 
 
 @pytest.fixture

@@ -30,11 +30,11 @@ from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.errors import OutboxError, StoreUnreadable
 from memory_orchestrator.models import NewMemory, SearchRequest, WriteRequest
 from memory_orchestrator.state.outbox import Outbox
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service import Orchestrator, resilience
 from memory_orchestrator.settings import load_settings
 
 settings = load_settings(data_dir=sys.argv[1])
-settings.retry.base_delay_s = 0.01
+resilience.BASE_DELAY_S = 0.01  # retries that pause milliseconds
 db, outbox = settings.embedded_path(), settings.outbox_path()
 seen = {}
 

@@ -34,12 +34,12 @@ import anyio
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.models import NewMemory, WriteRequest
 from memory_orchestrator.state.outbox import Outbox
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service import Orchestrator, resilience
 from memory_orchestrator.settings import load_settings
 from tests.faults import FaultyBackend
 
 settings = load_settings(data_dir=sys.argv[1])
-settings.retry.base_delay_s = 0.01
+resilience.BASE_DELAY_S = 0.01  # retries that pause milliseconds
 
 async def main() -> None:
     store = FaultyBackend(EmbeddedBackend(settings.embedded_path()), {"write": "transient"})
@@ -135,12 +135,11 @@ def test_the_cli_says_queued_and_health_shows_the_depth(tmp_path: Path) -> None:
 
 
 async def test_a_server_replays_queued_writes_in_the_background_without_a_health_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """A real HTTP server; another process holds the store's write lock, so a write is
     queued. Once the lock is gone, only searches are made: the queued write shows up in
     them, and in the file, once."""
-    monkeypatch.setenv("ORCHESTRATOR_OUTBOX__RETRY_EVERY_S", "0.2")
     token = make_token("writer")
     data = tmp_path / "data"
     queued = "The Porto generator fuel was topped up by Amara."

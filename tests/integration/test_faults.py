@@ -32,7 +32,7 @@ from memory_orchestrator.models import (
     WriteAction,
     WriteRequest,
 )
-from memory_orchestrator.service import Orchestrator, queued_writes
+from memory_orchestrator.service import Orchestrator, queued_writes, writing
 from memory_orchestrator.service.resilience import GuardedBackend, RetryPolicy
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.outbox import Outbox
@@ -42,7 +42,7 @@ from tests.factories import NOW
 from tests.faults import JUNK_ID, FailingTraceStore, FaultyBackend, Mode
 from tests.stores import demo_store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_retries")]
 T = TypeVar("T")
 
 TIMEOUT_S = 0.3
@@ -62,10 +62,13 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
 def fast(settings: Settings) -> Settings:
     short = settings.model_copy(deep=True)
     short.retrieval.timeout_s = TIMEOUT_S
-    short.retry.base_delay_s = 0.01
-    short.retry.max_delay_s = 0.02
-    short.outbox.replay_s = TIMEOUT_S * 3
     return short
+
+
+@pytest.fixture(autouse=True)
+def _short_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One replay of the outbox within a few rounds of the short timeout."""
+    monkeypatch.setattr(writing, "REPLAY_S", TIMEOUT_S * 3)
 
 
 @pytest.fixture
@@ -169,7 +172,7 @@ async def test_every_tool_answers_in_time_under_every_fault(
     make: Callable[..., Orchestrator], tool: str, mode: Mode
 ) -> None:
     o = make(dict.fromkeys(ALL_OPS, mode))
-    bound = BOUND_S + (o.settings.outbox.replay_s if tool in {"write", "health"} else 0)
+    bound = BOUND_S + (writing.REPLAY_S if tool in {"write", "health"} else 0)
     started = time.perf_counter()
     answer = await call_tool(o, tool)
     assert time.perf_counter() - started < bound

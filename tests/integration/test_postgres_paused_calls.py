@@ -22,7 +22,7 @@ from memory_orchestrator.postgres.database import Database, NoAnswer
 from memory_orchestrator.postgres.server import LocalPostgres
 from memory_orchestrator.postgres.sessions import PgSessions
 from memory_orchestrator.postgres.state import PgOutbox, PgTraceStore, SharedTokens
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service import Orchestrator, writing
 from memory_orchestrator.settings import load_settings
 from memory_orchestrator.state.tokens import TokenSpec, hash_token
 from tests.faults import FaultyBackend
@@ -106,7 +106,7 @@ async def test_every_postgres_call_ends_with_a_clear_error_while_the_server_is_p
 
 
 async def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_outbox(
-    pg_dsn: str, tmp_path: Path
+    pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The replay's time budget cancels it mid-delivery (the store's lookup hangs: a fault
     hook); the row it claimed (a lock held by a transaction) is released all the same, so
@@ -114,7 +114,7 @@ async def test_a_replay_whose_time_runs_out_releases_its_claim_on_the_shared_out
     box = PgOutbox(Database(pg_dsn))
     queued = box.put(WriteRequest(memory=NewMemory(content="queued while it hung")), "down")
     settings = load_settings(data_dir=tmp_path)
-    settings.outbox.replay_s = 0.5
+    monkeypatch.setattr(writing, "REPLAY_S", 0.5)
     settings.retrieval.timeout_s = 60  # only the replay's budget can end the delivery
     store = FaultyBackend(EmbeddedBackend(settings.embedded_path()), {"search": "hang"})
     o = Orchestrator(store, settings, outbox=box)

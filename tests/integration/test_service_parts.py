@@ -317,7 +317,6 @@ async def test_a_replayed_write_sends_the_store_no_query_over_the_limit(
     lookup and its content-hash check are cut to `limits.max_query_chars` (the replay's own
     copy of the policy left that limit out)."""
     settings.limits.max_query_chars = 60
-    settings.retry.base_delay_s = settings.retry.max_delay_s = 0.001
     content = " ".join(f"word{i}" for i in range(80))  # ~600 characters
     outbox = Outbox(tmp_path / "outbox.db")
     real = EmbeddedBackend(settings.embedded_path())

@@ -36,7 +36,7 @@ from memory_orchestrator.state.outbox import Outbox
 from tests.mnemon_double import fast_launcher, kinds, real_binary
 from tests.npm_servers import kill_children, require_script
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_retries")]
 
 LOCKER = """
 import sqlite3, sys
@@ -78,7 +78,6 @@ def locked_by_another_process(db: Path, mode: str) -> Iterator[None]:
 def service(backend: MemoryBackend, settings: Settings, timeout_s: float = 2.0) -> Orchestrator:
     s = settings.model_copy(deep=True)
     s.retrieval.timeout_s = timeout_s
-    s.retry.base_delay_s, s.retry.max_delay_s = 0.01, 0.02
     return Orchestrator(backend, s, outbox=Outbox(s.outbox_path()))
 
 

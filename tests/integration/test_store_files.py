@@ -35,14 +35,13 @@ from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.outbox import Outbox
 from tests.faults import UnwritableOutbox
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_retries")]
 
 
 def service(
     settings: Settings, outbox: Outbox | None = None, write_wait_ms: int = 1000
 ) -> Orchestrator:
     s = settings.model_copy(deep=True)
-    s.retry.base_delay_s, s.retry.max_delay_s = 0.01, 0.02
     store = EmbeddedBackend(s.embedded_path(), write_wait_ms=write_wait_ms)
     return Orchestrator(store, s, outbox=outbox or Outbox(s.outbox_path()))
 

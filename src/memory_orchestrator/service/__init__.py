@@ -23,5 +23,6 @@ from memory_orchestrator.service.orchestrator import (
     request_stats,
     store_names,
 )
+from memory_orchestrator.service.writing import call_bound_s
 
-__all__ = ["Orchestrator", "queued_writes", "request_stats", "store_names"]
+__all__ = ["Orchestrator", "call_bound_s", "queued_writes", "request_stats", "store_names"]

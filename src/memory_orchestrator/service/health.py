@@ -1,10 +1,10 @@
 """What `memory_health` checks, in the order that keeps it within its bound.
 
 The store's checks (its own, then a search probe: two calls of at most `retrieval.timeout_s`
-each), then the outbox's (a replay within `outbox.replay_s`; after the store's, so that a
+each), then the outbox's (a replay within `writing.REPLAY_S`; after the store's, so that a
 replay's write, which holds the store's writer, is not read as the store's own state), and
 beside them all the wait for the traces stored behind the requests (at most `timeout_s`; a
-failure to store one shows). So health answers within 2 x `timeout_s` + `replay_s`, whatever
+failure to store one shows). So health answers within 2 x `timeout_s` + `REPLAY_S`, whatever
 it waits on (docs/explanation/reliability.md).
 """
 

@@ -114,12 +114,11 @@ class Orchestrator:
         observer: Observer | None = None,
         tombstones: Tombstones | None = None,
     ) -> None:
-        rs = settings.retry
         # Every store call goes through the retry wrapper (transient errors only; a write is
         # checked by content hash before it is tried again), every answer through forgetting.py
         guarded = GuardedBackend(
             backend,
-            RetryPolicy(rs.attempts, rs.base_delay_s, rs.max_delay_s),
+            RetryPolicy.tries(settings.retry.attempts),
             max_query_chars=settings.limits.max_query_chars,
         )
         store = ForgettingStore(guarded, tombstones or Tombstones(None))
@@ -441,11 +440,10 @@ class Orchestrator:
         return await self._writes.flush()
 
     async def keep_replaying(self) -> None:
-        """Replay queued writes in the background on the outbox's schedule (`[outbox]
-        retry_every_s`) until cancelled; returns at once when that is 0 or the outbox is off.
-        The servers run it beside their requests."""
-        every = self.settings.outbox.retry_every_s
-        if every <= 0 or not self.settings.outbox.enabled:
+        """Replay queued writes in the background on the outbox's schedule
+        (`resilience.REPLAY_EVERY_S`, doubling while nothing gets through) until cancelled;
+        returns at once when the outbox is off. The servers run it beside their requests."""
+        if not self.settings.outbox.enabled:
             return
 
         async def replay() -> tuple[int, int]:
@@ -453,7 +451,7 @@ class Orchestrator:
             waiting = await self._writes.replay(delivered)
             return len(delivered), waiting
 
-        await replay_on_schedule(replay, every)
+        await replay_on_schedule(replay)
 
     def inspection(self) -> Inspection:
         """What the inspector (faces/ui) reads beyond the tools: memory pages with filters,

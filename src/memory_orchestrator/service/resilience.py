@@ -72,13 +72,28 @@ _log = logging.getLogger(__name__)
 _notes: ContextVar[list[TraceEvent] | None] = ContextVar("retry_notes", default=None)
 
 
+# The first pause before a retry: long enough for a store's busy lock or a restarting
+# process to clear, short enough that a retried call still fits well inside its
+# `retrieval.timeout_s`. It doubles with each retry.
+BASE_DELAY_S = 0.05
+# The longest pause: a store that is still down after it is one the outbox waits for, not
+# one a request should keep waiting on.
+MAX_DELAY_S = 1.0
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently a transient error is retried."""
 
     attempts: int = 3
-    base_delay_s: float = 0.05
-    max_delay_s: float = 1.0
+    base_delay_s: float = BASE_DELAY_S
+    max_delay_s: float = MAX_DELAY_S
+
+    @classmethod
+    def tries(cls, attempts: int) -> RetryPolicy:
+        """`attempts` tries with the module's pauses (read at call time, so that a test can
+        shorten them)."""
+        return cls(attempts, BASE_DELAY_S, MAX_DELAY_S)
 
     def delay(self, retry: int, rand: Callable[[], float] = random.random) -> float:
         """Seconds to wait before retry number `retry` (1-based): exponential, capped at
@@ -147,9 +162,16 @@ async def retry(
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
+# How often a server replays queued writes in the background: soon enough that a write
+# queued while the store was briefly away shows up in searches within a moment of its
+# return; the pause doubles while the store takes none, so a store that is down is not
+# hammered.
+REPLAY_EVERY_S = 2.0
+
+
 async def replay_on_schedule(
     replay: Callable[[], Awaitable[tuple[int, int]]],
-    every_s: float,
+    every_s: float = REPLAY_EVERY_S,
     *,
     most_s: float = 60.0,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,

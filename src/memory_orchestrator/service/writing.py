@@ -55,6 +55,18 @@ from memory_orchestrator.service.resilience import find_written
 from memory_orchestrator.settings import Settings
 from memory_orchestrator.state.outbox import AsyncOutbox, Outbox
 
+# The time one replay of the outbox may take (on a write, a health call or in the
+# background): long enough to send a backlog of queued writes to a store that is back, short
+# enough that the write or health call it runs in still answers in reasonable time. Part of
+# the bound on a tool call (`call_bound_s`).
+REPLAY_S = 10.0
+
+
+def call_bound_s(settings: Settings) -> float:
+    """The longest a tool call may take (docs/explanation/reliability.md): four rounds of
+    bounded store calls for a read, the outbox's replay plus its own calls for a write."""
+    return REPLAY_S + 8 * settings.retrieval.timeout_s
+
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
@@ -245,7 +257,7 @@ class WritePath:
         )
 
     async def replay(self, delivered: list[QueuedWrite] | None = None) -> int:
-        """Send queued writes in order within `outbox.replay_s`; returns how many still wait.
+        """Send queued writes in order within `REPLAY_S`; returns how many still wait.
 
         Exactly once: before a queued write is sent, the store is searched for its content
         hash; one found there (an earlier try reached the store) is marked delivered instead.
@@ -256,7 +268,7 @@ class WritePath:
         try:
             if await self._outbox.depth() == 0:
                 return 0
-            with anyio.move_on_after(self._settings.outbox.replay_s):
+            with anyio.move_on_after(REPLAY_S):
                 for item in await self._outbox.pending():
                     async with self._outbox.claim(item) as mine:  # None: another replica has it
                         done = None if mine is None else await self._deliver(mine)

@@ -72,6 +72,15 @@ REMOVED: dict[tuple[str, str], str] = {
     " now scores recency 0, which ranks the evaluation sets as well or better",
     ("ranking.weights", "duplicate"): "the duplicate penalty now has the noise weight"
     " (ranking.weights.noise): a row that adds nothing costs the same either way",
+    # retrieval, expansion, traces, retry, outbox, write, semantic, local_index, limits
+    ("retry", "base_delay_s"): "a back-off nobody tunes; it is service/resilience.py's"
+    " BASE_DELAY_S (0.05 s, doubling each retry)",
+    ("retry", "max_delay_s"): "a back-off nobody tunes; it is service/resilience.py's"
+    " MAX_DELAY_S (1 s)",
+    ("outbox", "replay_s"): "plumbing nobody tunes; one replay may take service/writing.py's"
+    " REPLAY_S (10 s)",
+    ("outbox", "retry_every_s"): "a poll period nobody tunes; a server replays queued writes"
+    " every service/resilience.py's REPLAY_EVERY_S (2 s, doubling while the store takes none)",
 }
 
 

@@ -194,10 +194,6 @@ class RetrySettings(Section):
     attempts: int = Field(
         default=3, ge=1, le=10, description="tries per store call on a transient error; 1 = none"
     )
-    base_delay_s: float = Field(
-        default=0.05, ge=0, le=10, description="first backoff; doubles each retry, with jitter"
-    )
-    max_delay_s: float = Field(default=1.0, ge=0, le=60, description="longest backoff")
 
 
 class OutboxSettings(Section):
@@ -205,16 +201,6 @@ class OutboxSettings(Section):
 
     enabled: bool = Field(default=True, description="false = such a write fails with an error")
     path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
-    replay_s: float = Field(
-        default=10.0, gt=0, le=600, description="time budget of one replay (write or health)"
-    )
-    retry_every_s: float = Field(
-        default=2.0,
-        ge=0,
-        le=3600,
-        description="a server replays queued writes in the background this often, doubling"
-        " while the store takes none (up to 60 s); 0 = only on the next write or health call",
-    )
 
 
 class WriteSettings(Section):

@@ -27,7 +27,7 @@ from memory_orchestrator.errors import (
 from memory_orchestrator.faces.cli import render
 from memory_orchestrator.faces.shared import client, identity
 from memory_orchestrator.models import HealthCheck, HealthReport, MemoryType, Status
-from memory_orchestrator.service import Orchestrator
+from memory_orchestrator.service import Orchestrator, call_bound_s
 from memory_orchestrator.settings import Settings, load_settings
 
 T = TypeVar("T")
@@ -163,7 +163,7 @@ def shared_call(
         connection = client.connect_to(path, identity.settings_key(settings), timeout_s=2.0)
     except client.Unavailable as exc:
         return None, f"not used ({exc}): this command ran in its own process"
-    budget = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s + 60
+    budget = call_bound_s(settings) + 60
     asked = request.model_dump(mode="json") if request is not None else {}
     with connection:
         try:

@@ -39,7 +39,7 @@ from memory_orchestrator.faces.mcp.tools import (
 )
 from memory_orchestrator.faces.mcp.wire import StdioWire
 from memory_orchestrator.models import HealthCheck, HealthReport, Status, ToolName, describe_errors
-from memory_orchestrator.service import Orchestrator, store_names
+from memory_orchestrator.service import Orchestrator, call_bound_s, store_names
 from memory_orchestrator.settings import Settings, load_settings
 from memory_orchestrator.state.observability import Observer, calling
 
@@ -244,9 +244,7 @@ def create_server(
     )
     server.observer = observer
     server.health_notes = [partial(_same, note) for note in notes]
-    # the longest a tool call may take (docs/explanation/reliability.md): four rounds of bounded
-    # store calls for a read, the outbox's replay budget plus its own calls for a write
-    server.drain_s = settings.outbox.replay_s + 8 * settings.retrieval.timeout_s
+    server.drain_s = call_bound_s(settings)  # the longest a tool call may take
     for tool, hints in TOOLS:
         server.add_tool(tool, annotations=hints)
     return server
