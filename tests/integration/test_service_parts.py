@@ -27,7 +27,6 @@ from memory_orchestrator.models import (
     Dropped,
     DropReason,
     EventKind,
-    ExpansionDecision,
     NewMemory,
     Stage,
     ToolName,
@@ -141,23 +140,6 @@ def test_the_recorder_finishes_a_trace_once_logs_it_and_keeps_it(
         "search",
         "embedded",
     )
-
-
-def test_minimal_traces_keep_only_accepted_expansions_and_no_candidates(
-    settings: Settings, store: EmbeddedBackend
-) -> None:
-    settings.traces.verbosity = "minimal"
-    rec = recorder(settings, store, io.StringIO())
-    trace = rec.begin(ToolName.SEARCH, {})
-    trace.expansions = [
-        ExpansionDecision(
-            seed_id="a", neighbor_id=n, edge_type="causal", hops=1, accepted=n == "b", reason="r"
-        )
-        for n in ("b", "c")
-    ]
-    rec.finish(trace)
-    assert [d.neighbor_id for d in trace.expansions] == ["b"]
-    assert rec.candidate_traces([], []) == []
 
 
 def test_an_answer_carries_at_most_25_drops_and_says_where_the_rest_are() -> None:

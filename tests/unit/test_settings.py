@@ -43,7 +43,7 @@ def test_the_example_config_loads_and_matches_the_defaults() -> None:
     assert example.preset == default.preset
     for kind in MemoryType:
         assert example.ranking.half_life_days.get(kind) == default.ranking.half_life_days.get(kind)
-    assert example.traces.verbosity == default.traces.verbosity
+    assert example.traces == default.traces
 
 
 def test_env_overrides_the_file_and_flags_override_env(

@@ -114,8 +114,6 @@ def _why(
         )
     candidate = next((c for c in trace.candidates if c.id == memory_id), None)
     if candidate is None:
-        if not trace.candidates and trace.result_ids:
-            return "no candidate detail in the trace (traces.verbosity = minimal)"
         return f"never a candidate: in no subquery's top {candidate_k}" + (
             ", and expansion did not reach it" if trace.expansions else ""
         )

@@ -80,8 +80,6 @@ class TraceRecorder:
         said = set(trace.notes)
         store = [event(Stage.STORE, EventKind.STORE_NOTE, text=n) for n in self._store.notes]
         trace.add(*(e for e in store if e.values["text"] not in said))
-        if self._settings.traces.verbosity == "minimal":
-            trace.expansions = [d for d in trace.expansions if d.accepted]
         if self._observer is not None:
             self._observer.finished(trace.complete())
         self._traces.save(trace)  # stored behind the request; a failure shows in health
@@ -171,8 +169,6 @@ class TraceRecorder:
     def candidate_traces(
         self, items: Sequence[ScoredItem], ranked: Iterable[ScoredItem]
     ) -> list[CandidateTrace]:
-        if self._settings.traces.verbosity == "minimal":
-            return []
         final = {item.id: rank for rank, item in enumerate(items, start=1)}
         seen: dict[str, ScoredItem] = {i.id: i for i in ranked}
         seen.update({i.id: i for i in items})

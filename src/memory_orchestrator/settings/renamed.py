@@ -81,6 +81,9 @@ REMOVED: dict[tuple[str, str], str] = {
     " REPLAY_S (10 s)",
     ("outbox", "retry_every_s"): "a poll period nobody tunes; a server replays queued writes"
     " every service/resilience.py's REPLAY_EVERY_S (2 s, doubling while the store takes none)",
+    ("traces", "verbosity"): "a trace always keeps every candidate and every expansion decision"
+    ' ("full" was the same as the default "normal"; "minimal" had no measured use and'
+    " left memory_explain and the eval's diagnosis without candidates)",
 }
 
 

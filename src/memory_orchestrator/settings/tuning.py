@@ -107,11 +107,6 @@ class TraceSettings(Section):
         default=True, description="keep each request's trace on disk (off: in memory only)"
     )
     path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
-    verbosity: Literal["minimal", "normal", "full"] = Field(
-        default="normal",
-        description="minimal: no candidate detail and no refused expansion in a trace;"
-        " normal and full: everything",
-    )
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
 
 
