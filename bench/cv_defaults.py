@@ -56,8 +56,6 @@ GRID: dict[str, list[Any]] = {
 # What "off" means for each lever whose worth is reported (the held-out ablation).
 OFF: dict[str, Any] = {
     "local_index.enabled": False,
-    "local_index.date_terms": False,
-    "local_index.lend_context": False,
     "ranking.local_share": 0.0,
     "ranking.context_seeds": 0,
     "ranking.neighbor_share": 0.0,

@@ -2,7 +2,7 @@
 machine embeds. The real embedded store and the real ONNX model; the slowness and the failure
 are fault injection (`SlowEmbeddingFault`, `FailingEmbeddingFault`), named as such.
 
-An agent's request waits for the background embedding only up to `[semantic] index_wait_s`
+An agent's request waits for the background embedding only up to `indexes.INDEX_WAIT_S`
 (here 0: not at all); an evaluation must wait for all of it before it asks, else a busy machine
 measures some questions without the semantic lists (the development split's figures moved in
 the third decimal from one run to the next under load).
@@ -71,13 +71,13 @@ class Progress:
 
 
 @pytest.fixture
-def semantic(settings: Settings, minilm_dir: Path) -> Settings:
+def semantic(settings: Settings, minilm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """The defaults' semantic stage (minilm), and a request that never waits for the index."""
+    monkeypatch.setattr(indexes, "INDEX_WAIT_S", 0.0)
     settings = settings.model_copy(deep=True)
     settings.semantic.enabled = True
     settings.semantic.model = "minilm"
     settings.semantic.model_dir = minilm_dir
-    settings.semantic.index_wait_s = 0.0
     return settings
 
 

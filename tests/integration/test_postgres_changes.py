@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from memory_orchestrator.backends.postgres import PostgresBackend
+from memory_orchestrator.derived import indexes
 from memory_orchestrator.models import EventKind, NewMemory, SearchRequest
 from memory_orchestrator.postgres.server import LocalPostgres
 from memory_orchestrator.service import Orchestrator
@@ -70,9 +71,10 @@ async def test_a_commit_in_its_own_schema_moves_the_generation_and_another_schem
 
 
 async def test_a_replica_indexes_another_replicas_write_at_its_next_request(
-    tmp_path: Path, pg_dsn: str
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Polling alone (an hour here) would leave the write out of the reader's local index."""
+    monkeypatch.setattr(indexes, "SYNC_INTERVAL_S", 3600.0)
 
     def replica(name: str) -> tuple[Orchestrator, PostgresBackend]:
         settings = load_settings(
@@ -80,7 +82,6 @@ async def test_a_replica_indexes_another_replicas_write_at_its_next_request(
             data_dir=tmp_path / name,
             postgres={"dsn": pg_dsn},
             semantic={"enabled": False},
-            local_index={"sync_interval_s": 3600.0},
         )
         store = PostgresBackend(pg_dsn)
         return Orchestrator(store, settings, traces=TraceStore(None)), store

@@ -49,7 +49,7 @@ async def main():
     settings.semantic.enabled = True
     settings.semantic.model = "minilm"
     settings.semantic.model_dir = Path(sys.argv[2])
-    settings.semantic.index_wait_s = 0.0
+    indexes.INDEX_WAIT_S = 0.0  # the query never waits for the backlog
     orch = Orchestrator.from_settings(settings)
     text = "Note {} about the quarterly budget review with the vendor team in Berlin"
     await orch.ingest([NewMemory(content=text.format(n), type=MemoryType.EPISODIC)

@@ -149,7 +149,7 @@ async def test_a_missing_model_degrades_health_names_the_fix_and_words_still_wor
     await o.close()
 
 
-async def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_s(
+async def test_a_query_waits_for_the_background_embedding_only_up_to_its_bound(
     loaded: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.unit.test_semantic_queue import Gated
@@ -158,14 +158,14 @@ async def test_a_query_waits_for_the_background_embedding_only_up_to_index_wait_
     monkeypatch.setattr(indexes, "load_embedder", lambda model, **where: gated)
     settings = loaded.model_copy(deep=True)
     settings.semantic.enabled = True
-    settings.semantic.index_wait_s = 0.2
+    monkeypatch.setattr(indexes, "INDEX_WAIT_S", 0.2)
     o = orchestrator(settings)
     held = await o.search(SearchRequest(query="revenue"))
     trace = o.trace(held.trace_id)
     assert trace is not None
     assert said(trace, EventKind.SEMANTIC_EMBEDDING) == [{"count": 4}]
     assert held.items[0].summary == MEMORIES[1]  # words do not wait
-    o.settings.semantic.index_wait_s = 30  # from now on, wait as long as it takes
+    monkeypatch.setattr(indexes, "INDEX_WAIT_S", 30.0)  # from now on, wait as long as it takes
     gated.gate.set()  # the worker now has 4 hash vectors to make
     # a write makes the next query pull, queue one more, and wait (for all five)
     await o.write(WriteRequest(memory=NewMemory(content="Sales in Europe rose again")))

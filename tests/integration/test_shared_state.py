@@ -257,10 +257,13 @@ def test_request_stats_read_the_shared_traces(tmp_path: Path, pg_dsn: str) -> No
 
 
 async def test_each_replica_derived_index_pulls_what_another_replica_wrote(
-    tmp_path: Path, pg_dsn: str
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The local index of replica b is fed from the store's change sequence: a memory written
     through replica a reaches b's index (the candidate list named "(local index)")."""
+    from memory_orchestrator.derived import indexes
+
+    monkeypatch.setattr(indexes, "SYNC_INTERVAL_S", 0.0)  # b asks the store at each request
 
     from memory_orchestrator.models import LOCAL_SOURCE, SearchRequest, WriteRequest
     from memory_orchestrator.service import Orchestrator
@@ -272,7 +275,7 @@ async def test_each_replica_derived_index_pulls_what_another_replica_wrote(
                 backend="postgres",
                 postgres={"dsn": pg_dsn},
                 shared={"state": "postgres"},
-                local_index={"enabled": True, "sync_interval_s": 0},
+                local_index={"enabled": True},
             )
         )
 

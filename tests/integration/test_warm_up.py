@@ -115,7 +115,7 @@ async def test_a_read_while_the_warm_up_makes_the_request_log_does_not_load_the_
     """The indexes say they are warming from the warm-up's first moment: a read that comes
     while it is still making the request log's logger is served with what is ready, not by
     listing the store and waiting for the semantic index itself (a large store's first call
-    in the server then took as long as `index_wait_s` allows)."""
+    in the server then took as long as `INDEX_WAIT_S` allows)."""
     settings.semantic.enabled = False
     plain = EmbeddedBackend(settings.embedded_path())
     await plain.write_many([NewMemory(content=c, type=MemoryType.EPISODIC) for c in MEMORIES])

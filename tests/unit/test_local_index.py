@@ -124,11 +124,6 @@ def test_date_terms_let_a_question_that_names_the_date_find_what_was_said_then()
     dated.add([may, july])
     assert ids(dated, "camping in July 2023")[0] == "jul"
     assert ids(dated, "what happened on 8 May?")[0] == "may"
-    # the texts are analysed anew: the index empties itself, to be filled again
-    assert plain.configure(context_weight=0.0, k1=1.2, b=0.75, date_terms=True)
-    assert len(plain) == 0
-    plain.add([may, july])
-    assert ids(plain, "camping in July 2023")[0] == "jul"
 
 
 def test_neighbours_lend_their_words_only_within_a_session() -> None:

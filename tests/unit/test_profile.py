@@ -36,6 +36,8 @@ NOT_COEFFICIENTS = {
     "RECENT_DAYS",  # how a reason words an age ("recent"), not the score
     "_CLOSE_IN_MEANING",  # from which cosine a reason says "close in meaning", not the score
     "DISPATCH_WAIT_S",  # how long lists wait for the store's searches: time, not order
+    "SYNC_INTERVAL_S",  # how often the derived indexes ask the store for news: time, not order
+    "INDEX_WAIT_S",  # how long a query waits for new memories' embedding: time, not order
 }
 
 

@@ -3,7 +3,7 @@
 `DerivedIndexes` owns the local index (on by default) and the semantic index (when
 `[semantic]` is on and its model loads; its vectors kept under the data dir). Before a query it
 pulls what the store added since the last pull (`refresh`; the semantic index embeds it in the
-background, and the query waits for that up to `[semantic] index_wait_s`); for a query it gives
+background, and the query waits for that up to `INDEX_WAIT_S`); for a query it gives
 their candidate lists, read back from the store so that a memory deleted or changed there never
 comes back stale (`candidate_lists`; what was read is kept while the store says nothing changed:
 `readback`). An evaluation waits, with no bound, until everything is embedded (`settle`), so
@@ -66,6 +66,17 @@ log = logging.getLogger(__name__)
 
 Embedding = Callable[[int, int], None]  # told (memories embedded, memories to embed)
 
+# How often the store is asked for memories written around the orchestrator (another
+# process, another replica): often enough that they join the lists within moments, rarely
+# enough that an idle store's listing costs nothing. A write through this process pulls at
+# once, whatever the interval.
+SYNC_INTERVAL_S = 5.0
+# How long a query (or a write) that handed the semantic index new memories waits for their
+# embedding: a short note is embedded in milliseconds and joins the answer at once; a long
+# backlog (a first start over a big store) must not hold a request, and joins in the
+# background instead (a trace note says how many still wait).
+INDEX_WAIT_S = 10.0
+
 
 @dataclass(frozen=True)
 class Indexes:
@@ -112,7 +123,7 @@ class DerivedIndexes:
 
     async def take(self) -> None:
         """After a write, in the writer's request: pull what the store added and wait, up to
-        `index_wait_s`, for the semantic index to embed it, so that the writer, not the next
+        `INDEX_WAIT_S`, for the semantic index to embed it, so that the writer, not the next
         reader, waits for a long memory's embedding. Only once a query (or the warm-up) has
         loaded every index it would pull into: the pull moves one cursor for all of them, so
         an index made later would miss what this one took (and a process that only writes,
@@ -170,7 +181,7 @@ class DerivedIndexes:
         """Pull everything the store holds into the indexes and wait, with no bound, until
         the semantic index has embedded all of it: for an evaluation, whose every query must
         see the same indexes however busy the machine (an agent's request waits only up to
-        `index_wait_s`). `report(done, total)` is told how far the embedding has got, at the
+        `INDEX_WAIT_S`). `report(done, total)` is told how far the embedding has got, at the
         start and every `every_s` seconds while it lasts. Raises `EmbeddingFailed` when the
         model failed on memories meanwhile (the rest would be measured without them)."""
         if self._warming is not None:
@@ -252,9 +263,7 @@ class DerivedIndexes:
         if indexes.semantic is not None and sem.candidates > 0:
             # by id: vectors kept from an earlier run count before the store lists them again;
             # only memories close enough in meaning to be worth a look
-            floor = sem.min_similarity
-            if floor is None:
-                floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
+            floor = float(getattr(indexes.semantic.embedder, "min_similarity", 0.0))
             await _finished(indexes.semantic.pending(query, sem.candidates))
             near = indexes.semantic.ranked(query, sem.candidates)
             lists.append(
@@ -330,17 +339,16 @@ class DerivedIndexes:
         if not li.enabled:
             return None
         if self._local is None:
-            self._local = LocalIndex(max_memories=li.max_memories)
-        emptied = self._local.configure(
+            # a memory's date indexed as words ("8 May 2023"): a question that names a date
+            # or a month finds what was said then
+            self._local = LocalIndex(max_memories=li.max_memories, date_terms=True)
+        self._local.configure(
             context_weight=profile.local_context_weight,
             k1=profile.bm25_k1,
             b=profile.bm25_b,
             radius=profile.local_radius,
-            date_terms=li.date_terms,
             context_gap_s=profile.context_gap_s,
         )
-        if emptied:  # its texts are analysed anew: the store's whole listing again
-            self._feed = Feed()
         return self._local
 
     def _semantic_index(self, trace: Trace) -> SemanticIndex | None:
@@ -380,7 +388,7 @@ class DerivedIndexes:
 
     async def _pull(self, indexes: Indexes, *, wait: bool) -> list[TraceEvent]:
         """What the store added since the last pull, into `indexes`; with `wait`, wait up to
-        `index_wait_s` for the semantic index to embed what this pull queued. Its events."""
+        `INDEX_WAIT_S` for the semantic index to embed what this pull queued. Its events."""
         local, semantic = indexes.local, indexes.semantic
         if local is None and semantic is None:
             return []
@@ -389,7 +397,7 @@ class DerivedIndexes:
 
         def add(page: Sequence[Memory]) -> int:
             # the semantic index embeds in the background (a contextual model is slow per
-            # memory); a query that handed it new memories waits below, up to `index_wait_s`
+            # memory); a query that handed it new memories waits below, up to `INDEX_WAIT_S`
             nonlocal queued
             fresh = semantic.queue(page) if semantic is not None else 0
             queued += fresh
@@ -398,7 +406,7 @@ class DerivedIndexes:
         pulled = await self._feed.pull(
             self._lister,
             add,
-            interval_s=self._settings.local_index.sync_interval_s,
+            interval_s=SYNC_INTERVAL_S,
             timeout_s=self._calls.timeout_s,
         )
         notes = [pulled.event] if pulled.event else []
@@ -408,8 +416,7 @@ class DerivedIndexes:
             notes.append(event(Stage.INDEXES, EventKind.LOCAL_INDEX_ADDED, count=pulled.added))
         waiting = semantic.waiting() if semantic is not None else 0
         if wait and waiting and queued and semantic is not None:
-            wait_s = self._settings.semantic.index_wait_s
-            waiting = await anyio.to_thread.run_sync(semantic.wait, wait_s)
+            waiting = await anyio.to_thread.run_sync(semantic.wait, INDEX_WAIT_S)
         if waiting:
             notes.append(event(Stage.INDEXES, EventKind.SEMANTIC_EMBEDDING, count=waiting))
         return notes

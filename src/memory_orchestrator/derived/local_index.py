@@ -162,20 +162,13 @@ class LocalIndex:
         k1: float,
         b: float,
         radius: int = 1,
-        date_terms: bool | None = None,
         context_gap_s: float | None = None,
-    ) -> bool:
-        """Take these settings; True when the index was emptied (the date terms changed: the
-        texts are analysed anew, so every memory must be added again)."""
+    ) -> None:
+        """Take these settings (the scores change; the texts' terms stay)."""
         wanted = (context_weight, k1, b, radius, context_gap_s)
         if wanted != (self.context_weight, self.k1, self.b, self.radius, self.context_gap_s):
             self.context_weight, self.k1, self.b, self.radius, self.context_gap_s = wanted
             self._dirty = self._changed = True
-        if date_terms is not None and date_terms != self.date_terms:
-            self.date_terms = date_terms
-            self._clear()
-            return True
-        return False
 
     def prepare(self) -> None:
         """Bring the postings up to date now if anything changed (else the next query does):

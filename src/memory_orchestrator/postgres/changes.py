@@ -5,7 +5,7 @@ its schema as the payload (migration `0004_memories_notify.sql`). A `Changes` ho
 connection of its own (outside the pool), LISTENs on it in a daemon thread and counts the
 notices of its own schema: `generation`. The derived indexes' feed (`derived/feed.py`) pulls
 the store's listing again as soon as the generation moved, instead of waiting for its
-polling interval (`[local_index] sync_interval_s`), so a memory written on one replica is in
+polling interval (`derived.indexes.SYNC_INTERVAL_S`), so a memory written on one replica is in
 another's local and semantic indexes at its next request.
 
 It is an accelerator, never a dependency: while the connection is down `generation` is None

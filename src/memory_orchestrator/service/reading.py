@@ -342,7 +342,7 @@ class ReadPath:
             table = got.table
             trace.timings_ms["context"] = ms_since(read.started)
         local = read.indexes.local
-        if local is not None and self._settings.local_index.lend_context:
+        if local is not None:  # every candidate's term match reads its neighbours' words
             table = _with_local_context(table, local)
         return table
 

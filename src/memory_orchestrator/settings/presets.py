@@ -40,7 +40,6 @@ _LOCOMO: dict[str, dict[str, Any]] = {
     "local_index": {
         "enabled": True,
         "candidates": 30,
-        "lend_context": True,
     },
 }
 

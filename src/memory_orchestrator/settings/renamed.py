@@ -84,6 +84,16 @@ REMOVED: dict[tuple[str, str], str] = {
     ("traces", "verbosity"): "a trace always keeps every candidate and every expansion decision"
     ' ("full" was the same as the default "normal"; "minimal" had no measured use and'
     " left memory_explain and the eval's diagnosis without candidates)",
+    ("semantic", "min_similarity"): "it shipped unset; a memory joins from the semantic list"
+    " at its model's own floor (derived/embedders.py)",
+    ("semantic", "index_wait_s"): "plumbing nobody tunes; a query waits for new memories'"
+    " embedding up to derived/indexes.py's INDEX_WAIT_S (10 s)",
+    ("local_index", "date_terms"): "always on: a memory's date is indexed as words (its"
+    " measured worth: docs/explanation/quality.md)",
+    ("local_index", "lend_context"): "always on: every candidate's term match reads its"
+    " neighbours in time (weighed by ranking.context_window)",
+    ("local_index", "sync_interval_s"): "a poll period nobody tunes; the store is asked for"
+    " new memories every derived/indexes.py's SYNC_INTERVAL_S (5 s) and after each write",
 }
 
 

@@ -140,21 +140,6 @@ class SemanticSettings(Section):
     candidates: int = Field(
         default=40, ge=0, le=500, description="nearest memories added as a candidate list; 0 = off"
     )
-    min_similarity: float | None = Field(
-        default=None,
-        ge=-1,
-        le=1,
-        description="a memory joins the candidates from the semantic list only at this cosine "
-        "or more; unset = the model's own floor (minilm 0.2, wordllama 0.15)",
-    )
-    index_wait_s: float = Field(
-        default=10.0,
-        ge=0,
-        le=600,
-        description="how long a query that pulled new memories from the store waits for them "
-        "to be embedded; the rest are embedded in the background and join as they are (a trace "
-        "note says how many still wait)",
-    )
 
 
 class LocalIndexSettings(Section):
@@ -165,19 +150,6 @@ class LocalIndexSettings(Section):
         default=True, description="needs a store that can list its memories (all stores here can)"
     )
     candidates: int = Field(default=30, ge=1, le=500, description="hits added as a candidate list")
-    date_terms: bool = Field(
-        default=True,
-        description='index each memory\'s date as words ("8 May 2023"), so a question that '
-        "names a date or month matches what was said then",
-    )
-    lend_context: bool = Field(
-        default=True,
-        description="every candidate's term match also reads its neighbours in time (at "
-        "ranking.context_window), not only the context seeds'",
-    )
-    sync_interval_s: float = Field(
-        default=5.0, ge=0, le=86_400, description="how often the store is asked for new memories"
-    )
     max_memories: int = Field(
         default=200_000, ge=1, le=5_000_000, description="memories a derived index holds at most"
     )
