@@ -12,8 +12,10 @@ import pytest
 from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.backends.embedded import EmbeddedBackend
 from memory_orchestrator.demo import SAMPLE, load_demo
-from memory_orchestrator.errors import StoreUnreadable, TraceNotFound
+from memory_orchestrator.errors import InvalidRequest, StoreUnreadable, TraceNotFound
 from memory_orchestrator.models import (
+    MAX_IDS,
+    MAX_LIST_ITEMS,
     ContextRequest,
     EventKind,
     ExpandRequest,
@@ -212,6 +214,24 @@ async def test_dry_run_writes_nothing(orch: Orchestrator) -> None:
     assert report.action is WriteAction.ADDED  # what would happen, marked as a dry run
     assert report.reason == "dry run: would be added; nothing written"
     assert await orch.store_search("zeppelin", 5) == before
+
+
+async def test_lists_grown_past_the_schemas_caps_after_validation_are_refused(
+    orch: Orchestrator,
+) -> None:
+    """A caller in Python can append to a validated request's lists: the service checks the
+    schema's caps again, and writes or expands nothing."""
+    request = WriteRequest(memory=NewMemory(content="A zeppelin over the lake", tags=["air"]))
+    request.memory.tags.extend(f"tag{i}" for i in range(MAX_LIST_ITEMS))
+    with pytest.raises(
+        InvalidRequest, match=rf"tags: {MAX_LIST_ITEMS + 1} values.*nothing written"
+    ):
+        await orch.write(request)
+    assert await orch.store_search("zeppelin", 5) == []
+    expand = ExpandRequest(seed_ids=["m1"])
+    expand.seed_ids.extend(f"m{i}" for i in range(MAX_IDS))
+    with pytest.raises(InvalidRequest, match=rf"seed_ids: {MAX_IDS + 1} ids"):
+        await orch.expand(expand)
 
 
 async def test_a_failing_subquery_gives_partial_results_and_a_note(orch: Orchestrator) -> None:

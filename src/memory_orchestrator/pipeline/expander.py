@@ -22,6 +22,11 @@ from memory_orchestrator.models import (
     event,
 )
 
+# New candidates one expansion of a search adds, at most: as many as its seeds' neighbours
+# (`expansion.seeds` x `fanout` with the defaults), so that a second hop cannot flood the
+# candidates with memories further away than the first hop's.
+MAX_EXPANDED = 30
+
 
 @dataclass(frozen=True)
 class ExpansionLimits:

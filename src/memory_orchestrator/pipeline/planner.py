@@ -431,6 +431,15 @@ def _confidence(
 
 # ---------------------------------------------------------------- the planner
 
+# Hops a planned expansion walks (one more when the question links three or more names):
+# one hop reaches what is linked to the best candidates themselves; a second is for
+# questions that chain names, and further ones mostly bring memories about something else.
+HOP_BUDGET = 1
+# Searches a question is split into, at most: the whole question, then its parts or names.
+# Each is a store call and a list in the fusion; past a few, the later parts repeat the
+# earlier ones' words.
+MAX_SUBQUERIES = 4
+
 
 def plan_query(
     query: str,
@@ -438,9 +447,9 @@ def plan_query(
     task: str | None = None,
     now: datetime,
     known_entities: Sequence[str] = (),
-    hop_budget: int = 1,
+    hop_budget: int = HOP_BUDGET,
     max_hops: int = 3,
-    max_subqueries: int = 4,
+    max_subqueries: int = MAX_SUBQUERIES,
     expand: bool | None = None,
     fuzzy_names: bool = True,
     day_first: bool = False,

@@ -17,6 +17,7 @@ from memory_orchestrator.backends.base import MemoryBackend
 from memory_orchestrator.derived.entities import KnownEntities
 from memory_orchestrator.errors import InvalidRequest
 from memory_orchestrator.models import (
+    MAX_IDS,
     Candidate,
     EventKind,
     ExpandRequest,
@@ -61,12 +62,10 @@ class ExpandPath:
 
     async def run(self, request: ExpandRequest) -> tuple[str, list[ScoredItem], int, Trace]:
         """The query used, the ranked memories around the seeds, the number of seeds, and
-        the finished trace. Raises InvalidRequest over `limits.max_seed_ids`."""
-        most = self._settings.limits.max_seed_ids
-        if len(request.seed_ids) > most:
-            raise InvalidRequest(
-                f"seed_ids: {len(request.seed_ids)} ids; the limit is {most} (limits.max_seed_ids)"
-            )
+        the finished trace. Raises InvalidRequest over the schema's `MAX_IDS` seed ids (a
+        caller in Python may grow the list after validation)."""
+        if len(request.seed_ids) > MAX_IDS:
+            raise InvalidRequest(f"seed_ids: {len(request.seed_ids)} ids; the limit is {MAX_IDS}")
         started = time.perf_counter()
         trace = self._recorder.begin(ToolName.EXPAND, request.model_dump(mode="json"))
         now = self._clock()
@@ -115,7 +114,6 @@ class ExpandPath:
             known_entities=await self._entities.names(trace),
             hop_budget=request.hops,
             max_hops=exp.max_hops,
-            max_subqueries=self._settings.retrieval.max_subqueries,
             expand=True,
             fuzzy_names=self._settings.retrieval.fuzzy_names,
             day_first=self._settings.retrieval.date_order == "day-first",

@@ -39,6 +39,7 @@ from memory_orchestrator.models import (
 from memory_orchestrator.pipeline.conflicts import compare
 from memory_orchestrator.pipeline.currency import corrects as corrects_of
 from memory_orchestrator.pipeline.currency import marks_of
+from memory_orchestrator.pipeline.planner import HOP_BUDGET
 from memory_orchestrator.pipeline.retriever import SubQuery, retrieve
 from memory_orchestrator.service.catalog import Catalog, MemoryFilter, MemoryPage, Quiet, Spawn
 from memory_orchestrator.service.forgetting import ForgetPath
@@ -265,10 +266,10 @@ class Inspection:
         self, *, entity: str | None = None, memory_id: str | None = None, hops: int | None = None
     ) -> Graph:
         """The neighbourhood of `entity` (the memories that name it, as `memory_expand` seeds
-        it) or of `memory_id`, within `hops` (default `[expansion] hop_budget`, at most 4 and
+        it) or of `memory_id`, within `hops` (default the planner's `HOP_BUDGET`, at most 4 and
         `max_hops`, as for `memory_expand`)."""
         exp = self._settings.expansion
-        wanted = hops if hops is not None else max(1, exp.hop_budget)
+        wanted = hops if hops is not None else HOP_BUDGET
         budget = max(1, min(wanted, 4, exp.max_hops))
         notes = [f"hops cut to {budget} (max_hops {exp.max_hops})"] if budget < wanted else []
         if entity:

@@ -349,7 +349,7 @@ class Orchestrator:
         )
 
     async def expand(self, request: ExpandRequest) -> SearchResult:
-        """Raises InvalidRequest over `limits.max_seed_ids`."""
+        """Raises InvalidRequest over `MAX_IDS` seed ids."""
         query, ranked, seeds, trace = await self._expands.run(request)
         items = tuple(to_context_item(i, self.settings.packaging.item_chars) for i in ranked)
         return SearchResult(

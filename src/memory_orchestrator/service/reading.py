@@ -50,7 +50,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.currency import current_only, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe
-from memory_orchestrator.pipeline.expander import ExpansionLimits, expand
+from memory_orchestrator.pipeline.expander import MAX_EXPANDED, ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
@@ -280,9 +280,7 @@ class ReadPath:
             task=task,
             now=now,
             known_entities=await self._entities.names(trace),
-            hop_budget=exp.hop_budget,
             max_hops=exp.max_hops,
-            max_subqueries=ret.max_subqueries,
             expand=req.expand,
             fuzzy_names=ret.fuzzy_names,
             day_first=ret.date_order == "day-first",
@@ -352,7 +350,7 @@ class ReadPath:
             return table
         seeds = by_relevance(table, read.ctx, exp.seeds)
         limits = ExpansionLimits(
-            plan.hop_budget, tuple(exp.edge_types), exp.fanout, exp.max_expanded, self._timeout()
+            plan.hop_budget, tuple(exp.edge_types), exp.fanout, MAX_EXPANDED, self._timeout()
         )
         grown = await expand(
             self._store, seeds, limits, present=table.ids, filters=read.req.filters

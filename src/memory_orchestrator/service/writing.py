@@ -31,6 +31,8 @@ from memory_orchestrator.errors import (
     describe,
 )
 from memory_orchestrator.models import (
+    MAX_LABEL_CHARS,
+    MAX_LIST_ITEMS,
     EventKind,
     HealthCheck,
     NewMemory,
@@ -126,21 +128,14 @@ class WritePath:
                 f"content: {len(memory.content)} characters; the limit is"
                 f" {lim.max_write_chars} (limits.max_write_chars)"
             )
+        # the schema's caps, again: a caller in Python may grow a list after validation
         for name, values in (("entities", memory.entities), ("tags", memory.tags)):
-            if len(values) > lim.max_labels:
-                problems.append(
-                    f"{name}: {len(values)} values; the limit is {lim.max_labels}"
-                    " (limits.max_labels)"
-                )
-            if any(len(v) > lim.max_label_chars for v in values):
-                problems.append(
-                    f"{name}: a value over {lim.max_label_chars} characters"
-                    " (limits.max_label_chars)"
-                )
-        if memory.source is not None and len(memory.source) > lim.max_label_chars:
-            problems.append(
-                f"source: over {lim.max_label_chars} characters (limits.max_label_chars)"
-            )
+            if len(values) > MAX_LIST_ITEMS:
+                problems.append(f"{name}: {len(values)} values; the limit is {MAX_LIST_ITEMS}")
+            if any(len(v) > MAX_LABEL_CHARS for v in values):
+                problems.append(f"{name}: a value over {MAX_LABEL_CHARS} characters")
+        if memory.source is not None and len(memory.source) > MAX_LABEL_CHARS:
+            problems.append(f"source: over {MAX_LABEL_CHARS} characters")
         if problems:
             raise InvalidRequest("; ".join(problems) + "; nothing written")
 
@@ -220,13 +215,12 @@ class WritePath:
         if all(m.entities for m in memories):
             return list(memories)
         known = await self._entities.names(trace)
-        most = self._settings.limits.max_labels
-        lim = self._settings.limits.max_label_chars
         out = []
         for memory in memories:
             if not memory.entities:
-                names = [n for n in extract_entities(memory.content, known) if len(n) <= lim]
-                memory = memory.model_copy(update={"entities": names[:most]})
+                found = extract_entities(memory.content, known)
+                names = [n for n in found if len(n) <= MAX_LABEL_CHARS][:MAX_LIST_ITEMS]
+                memory = memory.model_copy(update={"entities": names})
             out.append(memory)
         return out
 

@@ -94,6 +94,18 @@ REMOVED: dict[tuple[str, str], str] = {
     " neighbours in time (weighed by ranking.context_window)",
     ("local_index", "sync_interval_s"): "a poll period nobody tunes; the store is asked for"
     " new memories every derived/indexes.py's SYNC_INTERVAL_S (5 s) and after each write",
+    ("retrieval", "max_subqueries"): "plumbing nobody tunes; a question is split into at most"
+    " pipeline/planner.py's MAX_SUBQUERIES (4) searches",
+    ("expansion", "hop_budget"): "plumbing nobody tunes; a planned expansion walks"
+    " pipeline/planner.py's HOP_BUDGET (1) hops, within expansion.max_hops",
+    ("expansion", "max_expanded"): "plumbing nobody tunes; one expansion adds at most"
+    " pipeline/expander.py's MAX_EXPANDED (30) candidates",
+    ("limits", "max_labels"): "it only repeated the schema's cap (models.MAX_LIST_ITEMS, 50"
+    " entities or tags on a write)",
+    ("limits", "max_label_chars"): "it only repeated the schema's cap (models.MAX_LABEL_CHARS,"
+    " 200 characters for an entity, tag or source)",
+    ("limits", "max_seed_ids"): "it only repeated the schema's cap (models.MAX_IDS, 200 seed"
+    " ids on an expand request)",
 }
 
 

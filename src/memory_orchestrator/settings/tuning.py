@@ -11,13 +11,7 @@ from pydantic import (
     Field,
 )
 
-from memory_orchestrator.models import (
-    MAX_CONTENT_CHARS,
-    MAX_IDS,
-    MAX_LABEL_CHARS,
-    MAX_LIST_ITEMS,
-    MAX_QUERY_CHARS,
-)
+from memory_orchestrator.models import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
 from memory_orchestrator.settings.base import DirPath, FilePath, Section
 
 
@@ -28,9 +22,6 @@ class RetrievalSettings(Section):
     top_k: int = Field(default=10, ge=1, le=100, description="items returned by default")
     candidate_k: int = Field(
         default=20, ge=1, le=500, description="candidates fetched per subquery (at least top_k)"
-    )
-    max_subqueries: int = Field(
-        default=4, ge=1, le=12, description="searches a question is split into, at most"
     )
     timeout_s: float = Field(default=5.0, gt=0, le=120, description="per backend call")
     list_budget_s: float = Field(
@@ -57,11 +48,9 @@ class ExpansionSettings(Section):
     (`memory_expand`, and a search when asked, planned or `enabled`)."""
 
     enabled: bool = Field(default=False, description="expand on every search, not only when asked")
-    hop_budget: int = Field(default=1, ge=0, le=4, description="default hops; planner may lower")
     max_hops: int = Field(default=3, ge=0, le=6, description="hard cap on any request")
     seeds: int = Field(default=5, ge=1, le=50, description="best candidates expanded from")
     fanout: int = Field(default=6, ge=1, le=100, description="neighbours kept per seed")
-    max_expanded: int = Field(default=30, ge=1, le=500, description="new candidates per request")
     edge_types: list[str] = Field(
         default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"],
         description="the edge types an expansion may follow (the store's own, where it has some)",
@@ -215,21 +204,6 @@ class LimitsSettings(Section):
         ge=1,
         le=MAX_CONTENT_CHARS,
         description="longer memory content is rejected, nothing written",
-    )
-    max_labels: int = Field(
-        default=MAX_LIST_ITEMS,
-        ge=0,
-        le=MAX_LIST_ITEMS,
-        description="most entities, and most tags, on one write; more is rejected",
-    )
-    max_label_chars: int = Field(
-        default=MAX_LABEL_CHARS,
-        ge=1,
-        le=MAX_LABEL_CHARS,
-        description="longest entity name, tag or source on a write; longer is rejected",
-    )
-    max_seed_ids: int = Field(
-        default=MAX_IDS, ge=1, le=MAX_IDS, description="most seed ids on one expand request"
     )
 
 
