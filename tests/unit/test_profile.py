@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "memory_orchestrator"
 
 # Settings and profile fields together. The house's goal (issue 52) is 100: lower this as
 # settings go, never raise it; a new knob has to make room first.
-CEILING = 120
+CEILING = 103
 
 # The modules of the read path's scoring: fusion, relevance, the score, dedup, neighbours,
 # retrieval, the derived indexes' lists, the run itself.

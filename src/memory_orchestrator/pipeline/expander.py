@@ -22,8 +22,11 @@ from memory_orchestrator.models import (
     event,
 )
 
+# Neighbours one seed of a search's expansion brings, at most: a memory linked to dozens
+# (a busy entity, a long session) would otherwise crowd out the other seeds' neighbours.
+FANOUT = 6
 # New candidates one expansion of a search adds, at most: as many as its seeds' neighbours
-# (`expansion.seeds` x `fanout` with the defaults), so that a second hop cannot flood the
+# (`expansion.seeds` x `FANOUT` with the defaults), so that a second hop cannot flood the
 # candidates with memories further away than the first hop's.
 MAX_EXPANDED = 30
 

@@ -50,7 +50,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.currency import current_only, newest_first
 from memory_orchestrator.pipeline.deduper import dedupe
-from memory_orchestrator.pipeline.expander import MAX_EXPANDED, ExpansionLimits, expand
+from memory_orchestrator.pipeline.expander import FANOUT, MAX_EXPANDED, ExpansionLimits, expand
 from memory_orchestrator.pipeline.neighbours import NeighbourLimits, add_context_neighbours
 from memory_orchestrator.pipeline.planner import plan_query
 from memory_orchestrator.pipeline.relevance import RankContext
@@ -350,7 +350,7 @@ class ReadPath:
             return table
         seeds = by_relevance(table, read.ctx, exp.seeds)
         limits = ExpansionLimits(
-            plan.hop_budget, tuple(exp.edge_types), exp.fanout, MAX_EXPANDED, self._timeout()
+            plan.hop_budget, tuple(exp.edge_types), FANOUT, MAX_EXPANDED, self._timeout()
         )
         grown = await expand(
             self._store, seeds, limits, present=table.ids, filters=read.req.filters

@@ -100,6 +100,8 @@ REMOVED: dict[tuple[str, str], str] = {
     " pipeline/planner.py's HOP_BUDGET (1) hops, within expansion.max_hops",
     ("expansion", "max_expanded"): "plumbing nobody tunes; one expansion adds at most"
     " pipeline/expander.py's MAX_EXPANDED (30) candidates",
+    ("expansion", "fanout"): "plumbing nobody tunes; a search's expansion keeps at most"
+    " pipeline/expander.py's FANOUT (6) neighbours per seed (memory_expand: its `limit`)",
     ("limits", "max_labels"): "it only repeated the schema's cap (models.MAX_LIST_ITEMS, 50"
     " entities or tags on a write)",
     ("limits", "max_label_chars"): "it only repeated the schema's cap (models.MAX_LABEL_CHARS,"

@@ -50,7 +50,6 @@ class ExpansionSettings(Section):
     enabled: bool = Field(default=False, description="expand on every search, not only when asked")
     max_hops: int = Field(default=3, ge=0, le=6, description="hard cap on any request")
     seeds: int = Field(default=5, ge=1, le=50, description="best candidates expanded from")
-    fanout: int = Field(default=6, ge=1, le=100, description="neighbours kept per seed")
     edge_types: list[str] = Field(
         default_factory=lambda: ["temporal", "entity", "causal", "semantic", "related", "update"],
         description="the edge types an expansion may follow (the store's own, where it has some)",
@@ -153,7 +152,8 @@ class RetrySettings(Section):
 
 
 class OutboxSettings(Section):
-    """Writes the store cannot take now wait here (SQLite) and are replayed in order."""
+    """Writes the store cannot take now wait here (SQLite) and are replayed in order: in the
+    background by a server, and on each write and health call."""
 
     enabled: bool = Field(default=True, description="false = such a write fails with an error")
     path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
