@@ -265,7 +265,7 @@ async def test_the_outbox_of_a_dead_replica_is_drained_by_a_living_one_exactly_o
         await queue_on_a()
         a.process.send_signal(signal.SIGKILL)
         a.process.wait(timeout=15)
-        # b replays them in the background too (`[outbox] retry_every_s`): racing that
+        # b replays them in the background too (`resilience.REPLAY_EVERY_S`): racing that
 
         async def drain_on_b() -> dict[str, Any]:
             async with anyio.create_task_group() as tg:  # two more replays racing on b
