@@ -445,8 +445,7 @@ def test_config_show_writes_toml_that_reads_back_as_the_same_settings(
     written.write_text(shown.stdout)
     again = _settings_json("--config", str(written))
     before = _settings_json("--config", str(config), "--data-dir", str(data))
-    for section, name in (("embedded", "memories"), ("traces", "traces"), ("outbox", "outbox")):
-        before[section]["path"] = str(data / f"{name}.db")  # the files in use, now explicit
+    before["embedded"]["path"] = str(data / "memories.db")  # the file in use, now explicit
     assert _no_nulls(again) == _no_nulls(before)  # (TOML has no null: unset = left out)
     assert tomllib.loads(invoke("--config", str(written), "config", "show").stdout) == parsed
 
@@ -502,7 +501,7 @@ BAD_CONFIG = [
     pytest.param("ORCHESTRATOR_MNEMON__STORE", "../x", "invalid store name", id="store-name"),
     pytest.param("ORCHESTRATOR_MNEMON_MCP__SCOPE", "a b", "invalid store name", id="scope"),
     pytest.param("ORCHESTRATOR_EMBEDDED__PATH", "{file}/m.db", "is not a directory", id="parent"),
-    pytest.param("ORCHESTRATOR_TRACES__PATH", "{dir}", "is a directory", id="file-is-dir"),
+    pytest.param("ORCHESTRATOR_MNEMON_MCP__PATH", "{dir}", "is a directory", id="file-is-dir"),
     pytest.param("ORCHESTRATOR_DATA_DIR", "{file}", "is not a directory", id="data-dir"),
     pytest.param("ORCHESTRATOR_MNEMON__BINARY", "{dir}", "not an executable", id="binary"),
 ]

@@ -253,7 +253,6 @@ def test_every_store_file_of_a_case_lives_in_its_temporary_folder(tmp_path: Path
         data_dir=tmp_path / "real",
         passthrough=True,
         embedded={"path": tmp_path / "real" / "mine.db"},
-        traces={"path": tmp_path / "real" / "traces.db"},
         expansion={"enabled": True},
     )
     case = _case_settings(base, "embedded", tmp_path / "case")

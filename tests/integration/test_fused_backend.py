@@ -137,13 +137,12 @@ async def test_the_registry_builds_it_from_settings_with_weights(tmp_path: Path)
         data_dir=tmp_path,
         backend="fused",
         fused={
-            "stores": [{"backend": "embedded", "weight": 2}, {"backend": "mnemonic"}],
-            "primary": "mnemonic",
+            "stores": [{"backend": "mnemonic"}, {"backend": "embedded", "weight": 2}],
         },
     )
     fused = registry.create("fused", settings)
     assert isinstance(fused, FusedBackend)
-    assert [(m.label, m.weight) for m in fused.members] == [("embedded", 2.0), ("mnemonic", 1.0)]
+    assert [(m.label, m.weight) for m in fused.members] == [("mnemonic", 1.0), ("embedded", 2.0)]
     outcome = await fused.write(NewMemory(content="written to the primary"))
     assert outcome.id.startswith("mnemonic:")
     await fused.close()

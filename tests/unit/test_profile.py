@@ -14,9 +14,9 @@ from memory_orchestrator.settings.renamed import MOVED, REMOVED
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "memory_orchestrator"
 
-# Settings and profile fields together. The house's goal (issue 52) is 100: lower this as
+# Settings and profile fields together, at most 100 (issue 52): lower this as
 # settings go, never raise it; a new knob has to make room first.
-CEILING = 103
+CEILING = 100
 
 # The modules of the read path's scoring: fusion, relevance, the score, dedup, neighbours,
 # retrieval, the derived indexes' lists, the run itself.

@@ -80,12 +80,12 @@ def test_config_paths_are_resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     loaded = Settings(
         data_dir=Path("rel/data"),
         embedded={"path": "~/m.db"},
-        traces={"path": "x/../t.db"},
+        mnemon_mcp={"path": "x/../t.db"},
         mnemon={"binary": "./bin/mnemon", "data_dir": "mn"},
     )
     assert loaded.data_dir == tmp_path / "rel" / "data"
     assert loaded.embedded.path == tmp_path / "home" / "m.db"
-    assert loaded.traces.path == tmp_path / "t.db"
+    assert loaded.mnemon_mcp.path == tmp_path / "t.db"
     assert loaded.mnemon.binary == tmp_path / "bin" / "mnemon"
     assert loaded.mnemon.data_dir == tmp_path / "mn"
     # A bare executable name is kept for the PATH lookup at use.
@@ -98,7 +98,7 @@ BAD_PATHS = [
     pytest.param({"data_dir": "a\x00b"}, "data_dir", "NUL", id="nul"),
     pytest.param({"embedded": {"path": "{file}/m.db"}}, "embedded.path", "is not a directory", id="parent-file"),
     pytest.param({"embedded": {"path": "{file}/deeper/still/m.db"}}, "embedded.path", "is not a directory", id="ancestor-file"),
-    pytest.param({"traces": {"path": "{dir}"}}, "traces.path", "is a directory", id="file-is-dir"),
+    pytest.param({"mnemon_mcp": {"path": "{dir}"}}, "mnemon_mcp.path", "is a directory", id="file-is-dir"),
     pytest.param({"data_dir": "{file}"}, "data_dir", "not a directory", id="dir-is-file"),
     pytest.param({"mnemonic": {"path": "{file}"}}, "mnemonic.path", "not a directory", id="mnemonic"),
     pytest.param({"mnemon": {"binary": "{dir}"}}, "mnemon.binary", "not an executable", id="binary-dir"),
@@ -135,7 +135,6 @@ def test_store_names_are_checked_at_load(name: str) -> None:
         {"mnemon": {"store": name}},
         {"mnemon_mcp": {"scope": name}},
         {"fused": {"stores": [{"backend": "embedded", "label": name}]}},
-        {"fused": {"primary": name}},
     ):
         with pytest.raises(ValidationError, match="invalid store name"):
             Settings(**values)

@@ -403,7 +403,6 @@ def from_settings(settings: Settings) -> FusedBackend:
         members.append(Member(label, registry.create(store.backend, settings), store.weight))
     return FusedBackend(
         members,
-        primary=section.primary,
         rrf_k=settings.ranking.rrf_k,
         mirror_writes=section.mirror_writes,
     )

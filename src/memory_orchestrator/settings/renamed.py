@@ -108,6 +108,10 @@ REMOVED: dict[tuple[str, str], str] = {
     " 200 characters for an entity, tag or source)",
     ("limits", "max_seed_ids"): "it only repeated the schema's cap (models.MAX_IDS, 200 seed"
     " ids on an expand request)",
+    # the orchestrator's own files; fused stores
+    ("traces", "path"): "the orchestrator's own files live in data_dir (<data_dir>/traces.db)",
+    ("outbox", "path"): "the orchestrator's own files live in data_dir (<data_dir>/outbox.db)",
+    ("fused", "primary"): "writes go to the first store of fused.stores: list it first",
 }
 
 

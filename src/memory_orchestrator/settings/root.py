@@ -148,10 +148,10 @@ class Settings(BaseSettings):
         return self.embedded_path() if self.backend == "embedded" else None
 
     def trace_path(self) -> Path:
-        return self.traces.path or self.data_dir / "traces.db"
+        return self.data_dir / "traces.db"
 
     def outbox_path(self) -> Path:
-        return self.outbox.path or self.data_dir / "outbox.db"
+        return self.data_dir / "outbox.db"
 
     def forgotten_path(self) -> Path:
         """The memories forgotten through the orchestrator (`state/forgotten.py`)."""

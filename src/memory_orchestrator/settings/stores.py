@@ -104,9 +104,8 @@ class FusedStore(Section):
 class FusedSettings(Section):
     """Several stores at once (`backend = "fused"`, see `backends/fused.py`)."""
 
-    stores: list[FusedStore] = Field(default_factory=list, description="the member stores")
-    primary: StoreName = Field(
-        default=None, description="label of the store writes go to; default the first"
+    stores: list[FusedStore] = Field(
+        default_factory=list, description="the member stores; writes go to the first"
     )
     mirror_writes: bool = Field(
         default=False, description="write to every store, not only the primary"

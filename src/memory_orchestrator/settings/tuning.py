@@ -4,7 +4,6 @@ the derived indexes, retries, the outbox, writes and limits.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import (
@@ -12,7 +11,7 @@ from pydantic import (
 )
 
 from memory_orchestrator.models import MAX_CONTENT_CHARS, MAX_QUERY_CHARS
-from memory_orchestrator.settings.base import DirPath, FilePath, Section
+from memory_orchestrator.settings.base import DirPath, Section
 
 
 class RetrievalSettings(Section):
@@ -94,7 +93,6 @@ class TraceSettings(Section):
     enabled: bool = Field(
         default=True, description="keep each request's trace on disk (off: in memory only)"
     )
-    path: FilePath = Field(default=None, description="SQLite file; default <data_dir>/traces.db")
     keep: int = Field(default=5000, ge=10, description="newest traces kept")
 
 
@@ -156,7 +154,6 @@ class OutboxSettings(Section):
     background by a server, and on each write and health call."""
 
     enabled: bool = Field(default=True, description="false = such a write fails with an error")
-    path: Path | None = Field(default=None, description="SQLite file; default <data_dir>/outbox.db")
 
 
 class WriteSettings(Section):

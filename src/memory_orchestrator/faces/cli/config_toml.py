@@ -2,8 +2,8 @@
 reads back through `tomllib` to the same values.
 
 TOML has no null: an unset value is a comment (`# binary = (unset)`), also inside the
-tables of a list (fused stores, tokens). The store, trace and outbox paths show the files in
-use, not "(unset)".
+tables of a list (fused stores, tokens). The embedded store's path shows the file in use,
+not "(unset)".
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ def effective_values(settings: Settings) -> dict[str, Any]:
     """The settings as plain values, with the files in use filled in."""
     values = settings.model_dump(mode="json")
     values["embedded"]["path"] = str(settings.embedded_path())
-    values["traces"]["path"] = str(settings.trace_path())
-    values["outbox"]["path"] = str(settings.outbox_path())
     return values
 
 
