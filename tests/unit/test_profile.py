@@ -4,6 +4,7 @@ few knobs in all, and a configuration written for an earlier version read or ref
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,52 @@ def test_settings_and_profile_together_stay_under_the_ceiling() -> None:
     assert len(every) <= CEILING, f"{len(every)} settings and profile fields"
     # the profile is the `ranking` section: counted once
     assert {f"ranking.{name}" for name in leaves(RankingProfile)} <= set(every)
+
+
+# Settings that ship switched off (false, 0, empty, or None where None means "none of it",
+# not "the default place"), each with the use that keeps it: a user's feature, or where
+# its use is measured. A new one has to say why here, or not ship off.
+SHIPPED_OFF = {
+    "passthrough": "the off switch of the orchestrator: the agent gets the store's own search",
+    "mnemon.readonly": "a user's feature: serve a memory that must not change",
+    "mnemon_mcp.native_search": "measured: the bare column of quality.md's per-store table",
+    "kg_memory.native_search": "measured: the bare column of quality.md's per-store table",
+    "mnemonic.git_commit": "a user's feature: each write a commit in the notes' repository",
+    "fused.stores": "a user's list: empty unless backend = fused",
+    "fused.mirror_writes": "a user's feature: every write to every store",
+    "expansion.enabled": "a user's feature; measured: the eval's `expanded` system",
+    "http.tokens": "a user's list: empty until `orchestrator token add`",
+}
+
+
+def _shipped_off(model: type[BaseModel], prefix: str = "") -> set[str]:
+    out = set()
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            out |= _shipped_off(kind, f"{prefix}{name}.")
+            continue
+        default = field.get_default(call_default_factory=True)
+        numbers = {int, float, bool}
+        none_is_off = default is None and set(typing.get_args(kind)) - {type(None)} <= numbers
+        if default is False or default in (0, []) or none_is_off:
+            out.add(prefix + name)
+    return out
+
+
+def test_no_setting_ships_switched_off_without_its_use() -> None:
+    assert _shipped_off(Settings) == set(SHIPPED_OFF)
+
+
+def test_the_shipped_off_check_sees_an_option_left_off() -> None:
+    class Section(BaseModel):
+        on: bool = True
+        off: bool = False
+        share: float = 0.0
+        floor: float | None = None
+        place: Path | None = None  # None: the default place, not off
+
+    assert _shipped_off(Section) == {"off", "share", "floor"}
 
 
 def test_every_profile_field_says_why() -> None:
