@@ -31,6 +31,10 @@ from memory_orchestrator.text import normalize
 
 _ELLIPSIS = "…"
 MIN_CUT_CHARS = 40  # an item cut shorter than this says too little to be worth its line
+# An item's summary is cut to this many characters: a short fact whole, a long note's first
+# lines, so that one long memory cannot take the block's whole budget (packaging.max_chars,
+# chosen by cross-validation with items cut so).
+ITEM_CHARS = 400
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from memory_orchestrator.models import (
 )
 from memory_orchestrator.pipeline.table import CandidateTable, Column, column
 from memory_orchestrator.settings import RankingProfile
-from memory_orchestrator.text import term_set
+from memory_orchestrator.text import content_word_count, term_set
 
 _MONTH = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -281,12 +281,13 @@ def _store_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
 class Words:
     """What ranking reads from a memory's text, worked out once per text: its stemmed
     terms (entities included), its text and entities case-folded, each entity with its
-    case-folded form (in the memory's order)."""
+    case-folded form (in the memory's order), and how many content words it has."""
 
     terms: frozenset[str]
     text: str
     entities: frozenset[str]
     pairs: tuple[tuple[str, str], ...]
+    content_words: int
 
 
 def words_of(memory: Memory) -> Words:
@@ -303,6 +304,7 @@ def _words(content: str, entities: tuple[str, ...]) -> Words:
         content.casefold(),
         frozenset(folded for _, folded in pairs),
         pairs,
+        content_word_count(content),
     )
 
 

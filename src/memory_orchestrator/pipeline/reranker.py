@@ -145,12 +145,15 @@ def rank(table: CandidateTable, ctx: RankContext) -> CandidateTable:
     xrefs = [_xref(w, counts, query_entities, saturation, trust) for w in words]
     now, window = to_utc(ctx.now), ctx.plan.time_window
     ages = [_recency_at(c.memory, now, window, profile) for c in candidates]
-    preferred = ctx.plan.preferred_types
+    preferred, short = ctx.plan.preferred_types, profile.short_words
     recency = column([score for score, _ in ages])
     graph = column([1.0 if c.hops == 0 else c.edge_weight / (1 + c.hops) for c in candidates])
     type_match = column([_type_match(c.memory.type, preferred) for c in candidates])
     noise = column(
-        [_noise(c, value) for c, value in zip(candidates, lexical.tolist(), strict=True)]
+        [
+            _noise(c, value, w.content_words, short)
+            for c, value, w in zip(candidates, lexical.tolist(), words, strict=True)
+        ]
     )
     gate = profile.xref_gate  # the boost counts in proportion to own relevance
     cross = (1.0 - gate + gate * relevance) * column([value for value, _ in xrefs])
@@ -368,11 +371,13 @@ def _type_match(kind: MemoryType, preferred: Sequence[MemoryType]) -> float:
     return 1.0 if kind in preferred else 0.0
 
 
-def _noise(c: Candidate, lexical: float) -> float:
+def _noise(c: Candidate, lexical: float, content_words: int, short_words: int) -> float:
     if c.hops == 0 and lexical == 0.0 and not any(s.query == SEMANTIC_SOURCE for s in c.sources):
         # the store returned it, but it shares nothing with the question (a memory the
         # semantic index proposed is close in meaning: its list keeps only those)
         return 1.0
+    if content_words < short_words:
+        return 0.5
     return 0.0
 
 
@@ -405,6 +410,8 @@ def _reasons(
         reasons.append(f"recurring entity: {xref_entity}")
     if noise >= 1.0:
         reasons.append("penalised: shares no term with the query")
+    elif noise > 0:
+        reasons.append("penalised: very short")
     return reasons
 
 

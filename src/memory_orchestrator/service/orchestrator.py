@@ -72,7 +72,13 @@ from memory_orchestrator.models import (
     WriteRequest,
 )
 from memory_orchestrator.pipeline.explainer import explain_text
-from memory_orchestrator.pipeline.packager import Budget, limits, package, to_context_item
+from memory_orchestrator.pipeline.packager import (
+    ITEM_CHARS,
+    Budget,
+    limits,
+    package,
+    to_context_item,
+)
 from memory_orchestrator.pipeline.paraphrase import Meaning
 from memory_orchestrator.service.expanding import ExpandPath
 from memory_orchestrator.service.forgetting import ForgetPath, ForgettingStore, redact
@@ -280,7 +286,7 @@ class Orchestrator:
                 history=request.history,
             )
         )
-        items = tuple(to_context_item(i, self.settings.packaging.item_chars) for i in run.items)
+        items = tuple(to_context_item(i, ITEM_CHARS) for i in run.items)
         summary = (
             f"{len(items)} of {run.candidate_count} candidates for {run.plan.canonical_query!r}"
         )
@@ -318,7 +324,7 @@ class Orchestrator:
         packed = package(
             run.items,
             run.plan,
-            Budget(max_items, max_chars, pack.item_chars, group_by),
+            Budget(max_items, max_chars, ITEM_CHARS, group_by),
             task=request.task,
             candidate_count=run.candidate_count,
             warning=run.warning,
@@ -351,7 +357,7 @@ class Orchestrator:
     async def expand(self, request: ExpandRequest) -> SearchResult:
         """Raises InvalidRequest over `MAX_IDS` seed ids."""
         query, ranked, seeds, trace = await self._expands.run(request)
-        items = tuple(to_context_item(i, self.settings.packaging.item_chars) for i in ranked)
+        items = tuple(to_context_item(i, ITEM_CHARS) for i in ranked)
         return SearchResult(
             query=query,
             strategy=Strategy.EXPANDED,

@@ -185,3 +185,10 @@ class RankingProfile(Section):
         description="how fast a name in the question loses its boost when memories of someone"
         " else match the question better (0: never); a question may name the wrong person",
     )
+    short_words: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="a memory of fewer content words than this looks like chatter ('ok"
+        " thanks') and pays half the noise penalty",
+    )

@@ -64,8 +64,6 @@ REMOVED: dict[tuple[str, str], str] = {
     " weights on held-out conversations; `orchestrator tune` went with it",
     ("ranking", "subquery_weight"): "no measurable effect on the evaluation sets; every"
     " subquery's list weighs as the whole question's",
-    ("ranking", "short_words"): "no measurable effect on the evaluation sets; only a memory"
-    " that shares no term with the question pays the noise penalty",
     ("ranking", "relevance_floor"): "it cut no answer on the evaluation sets; the noise"
     " penalty puts a memory that shares no term with the question last",
     ("ranking", "window_fade_days"): "no measured use: a memory outside an asked time window"
@@ -112,6 +110,8 @@ REMOVED: dict[tuple[str, str], str] = {
     ("traces", "path"): "the orchestrator's own files live in data_dir (<data_dir>/traces.db)",
     ("outbox", "path"): "the orchestrator's own files live in data_dir (<data_dir>/outbox.db)",
     ("fused", "primary"): "writes go to the first store of fused.stores: list it first",
+    ("packaging", "item_chars"): "plumbing nobody tunes; an item's summary is cut to"
+    " pipeline/packager.py's ITEM_CHARS (400 characters), within packaging.max_chars",
 }
 
 

@@ -78,7 +78,6 @@ class PackagingSettings(Section):
         description="characters in a context package, at most (chosen by leaving one LoCoMo"
         " conversation out at a time: docs/explanation/quality.md)",
     )
-    item_chars: int = Field(default=400, ge=40, le=8000, description="summary length per item")
     group_by: Literal["auto", "entity", "time", "none"] = Field(
         default="auto",
         description="how the context block groups items; auto: by time for an episodic"
