@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory_orchestrator.models import Candidate, MemoryType, ScoredItem, TimeRange
+from memory_orchestrator.models import Candidate, MemoryType, ScoreBreakdown, ScoredItem, TimeRange
 from memory_orchestrator.pipeline.currency import newest_first
 from memory_orchestrator.pipeline.deduper import dedupe, similarity
 from memory_orchestrator.pipeline.fusion import rrf
@@ -54,10 +54,9 @@ def test_relevance_is_computed_from_text_not_only_the_store_rank() -> None:
     assert ranked[1].breakdown.noise_penalty == 1.0
 
 
-def test_every_item_carries_a_breakdown_whose_total_is_the_weighted_sum() -> None:
-    item = rerank([candidate(memory("m1", "deploy atlas-core with the runbook"))], ctx("deploy"))[0]
-    b = item.breakdown
-    expected = weighted_total(
+def recomputed(b: ScoreBreakdown) -> float:
+    """The total of breakdown `b` recomputed from its signals with the default weights."""
+    return weighted_total(
         Weights(),
         relevance=b.relevance,
         recency=b.recency,
@@ -67,6 +66,12 @@ def test_every_item_carries_a_breakdown_whose_total_is_the_weighted_sum() -> Non
         duplicate_penalty=b.duplicate_penalty,
         noise_penalty=b.noise_penalty,
     )
+
+
+def test_every_item_carries_a_breakdown_whose_total_is_the_weighted_sum() -> None:
+    item = rerank([candidate(memory("m1", "deploy atlas-core with the runbook"))], ctx("deploy"))[0]
+    b = item.breakdown
+    expected = recomputed(b)
     assert b.total == pytest.approx(expected, abs=1e-5)
     assert b.weights == Weights().model_dump()
     assert item.reasons
@@ -267,16 +272,7 @@ def test_the_deduper_newest_first_and_reasons_over_one_table() -> None:
     assert penalised
     for item in penalised:
         b = item.breakdown
-        total = weighted_total(
-            Weights(),
-            relevance=b.relevance,
-            recency=b.recency,
-            graph=b.graph,
-            type_match=b.type_match,
-            cross_reference=b.cross_reference,
-            duplicate_penalty=b.duplicate_penalty,
-            noise_penalty=b.noise_penalty,
-        )
+        total = recomputed(b)
         assert b.total == round(total, 6)
         assert any(r.startswith("penalised: ") for r in item.reasons)
 
